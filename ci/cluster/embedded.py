@@ -1,0 +1,472 @@
+"""The embedded cluster: a real Slurm cluster on this one machine.
+
+munged, MariaDB + slurmdbd, slurmctld and N slurmd (``slurmd -N nX``), all
+started by hand from Debian's packages, all state under one directory, all on
+127.0.0.1.  Daemons run in the foreground as our children (``-D``/``-F``), so
+their PIDs are known exactly; ``down`` stops only those PIDs, after checking
+that each still runs the program we started.
+
+A Slurm prolog/epilog pair makes and removes a per-job directory under
+``sanscratch/`` and a TaskProlog exports it to the job as ``MYSANSCRATCH``,
+like seed 004's ``/sanscratch/$JOBID``.
+"""
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from scratchbench.errors import ClusterError
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATE_FILE = "cluster.json"
+PARTITION = "batch"
+
+
+@dataclass
+class ClusterSpec:
+    """What `cluster up` builds; stored in cluster.json so `status` can report it."""
+
+    nodes: int = 2
+    cpus_per_node: int = 2
+    base_port: int = 17817
+    san_root: str = ""      # per-job scratch root; default <cluster dir>/sanscratch
+    name: str = "scratchbench"
+
+    def ports(self):
+        """Every TCP port the cluster listens on, by daemon name."""
+        ports = {
+            "slurmctld": self.base_port,
+            "slurmdbd": self.base_port + 1,
+            "mariadbd": self.base_port + 2,
+        }
+        for i in range(self.nodes):
+            ports[f"slurmd-{node_name(i)}"] = self.base_port + 10 + i
+        return ports
+
+    def validate(self):
+        if not 1 <= self.nodes <= 16:
+            raise ClusterError(f"--nodes {self.nodes}: expected 1 to 16 nodes")
+        if not 1 <= self.cpus_per_node <= 256:
+            raise ClusterError(f"--cpus-per-node {self.cpus_per_node}: expected 1 to 256")
+        if not 1024 <= self.base_port <= 65535 - 10 - self.nodes:
+            raise ClusterError(
+                f"--base-port {self.base_port}: expected 1024 to {65535 - 10 - self.nodes}")
+
+
+def node_name(index):
+    return f"n{index + 1}"
+
+
+def _progress(message):
+    print(f"cluster: {message}", file=sys.stderr, flush=True)
+
+
+def process_alive(pid):
+    """True while PID runs; a zombie counts as gone (PID 1 here reaps late)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def process_program(pid):
+    """Basename of argv[0] of PID, or None."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return None
+    return os.path.basename(argv0.decode(errors="replace"))
+
+
+def port_in_use(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _port_open(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _last_error_line(log_path):
+    """The most telling line of a daemon log, for a one-line error."""
+    try:
+        lines = [ln.strip() for ln in Path(log_path).read_text(errors="replace").splitlines()
+                 if ln.strip()]
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        low = line.lower()
+        if "error" in low or "fatal" in low or "abort" in low:
+            return line[-200:]
+    return lines[-1][-200:] if lines else ""
+
+
+class EmbeddedCluster:
+    """One embedded cluster, rooted at ``directory``."""
+
+    def __init__(self, directory):
+        self.dir = Path(directory).resolve()
+        self.etc = self.dir / "etc"
+        self.log = self.dir / "log"
+        self.run = self.dir / "run"
+        self.munge_dir = self.dir / "munge"
+        self.mysql_dir = self.dir / "mysql"
+        self.state_path = self.dir / STATE_FILE
+
+    # ---- paths and environment -------------------------------------------------
+    @property
+    def slurm_conf(self):
+        return self.etc / "slurm.conf"
+
+    @property
+    def munge_socket(self):
+        return self.munge_dir / "munged.socket"
+
+    @property
+    def mysql_socket(self):
+        return self.run / "mariadbd.socket"
+
+    def client_env(self, base=None):
+        """Environment for Slurm client commands (sbatch, sacct, ...) of this cluster."""
+        env = dict(os.environ if base is None else base)
+        env["SLURM_CONF"] = str(self.slurm_conf)
+        return env
+
+    def read_state(self):
+        try:
+            return json.loads(self.state_path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"{self.state_path}: unreadable cluster state ({exc}); "
+                               "stop stray daemons by hand and remove it") from exc
+
+    def _write_state(self, state):
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.state_path)
+
+    def running_daemons(self):
+        """Daemons recorded in the state file that still run the program we started."""
+        state = self.read_state() or {}
+        return [d for d in state.get("daemons", [])
+                if process_alive(d["pid"]) and process_program(d["pid"]) == d["program"]]
+
+    # ---- up -------------------------------------------------------------------------
+    def up(self, spec, timeout=120):
+        """Start the cluster; a no-op when it already runs.  Returns the status dict."""
+        spec.validate()
+        state = self.read_state()
+        if state and state.get("daemons"):
+            alive = self.running_daemons()
+            if len(alive) == len(state["daemons"]) and self._slurm_responds():
+                _progress(f"already up ({len(alive)} daemons, state in {self.dir})")
+                return self.status()
+            if alive:
+                _progress("found a partly running cluster; stopping it before a clean start")
+            self.down(quiet=True)
+        if os.geteuid() != 0:
+            raise ClusterError("the embedded cluster needs root: slurmd starts jobs as their "
+                               "user and munged runs as user 'munge'")
+        for program in ("munged", "mariadbd", "mariadb-install-db", "slurmdbd",
+                        "slurmctld", "slurmd", "sinfo"):
+            if shutil.which(program) is None and not Path("/usr/sbin", program).exists():
+                raise ClusterError(f"{program} not found: install Debian's munge, "
+                                   "mariadb-server, slurmdbd, slurmctld, slurmd and slurm-client")
+        for daemon, port in spec.ports().items():
+            if port_in_use(port):
+                raise ClusterError(f"port {port} on 127.0.0.1 (for {daemon}) is in use; "
+                                   "choose other ports with --base-port")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        san_root = Path(spec.san_root or self.dir / "sanscratch").absolute()
+        self._check_san_root(san_root)
+        spec.san_root = str(san_root)
+
+        t0 = time.monotonic()
+        _progress(f"starting a {spec.nodes}-node Slurm cluster in {self.dir} "
+                  f"(logs in {self.log})")
+        self._prepare_directories(spec)
+        state = {"spec": asdict(spec), "daemons": [], "started": time.time()}
+        self._write_state(state)
+        try:
+            self._start_munged(state)
+            self._start_mariadb(state, spec)
+            self._start_slurmdbd(state, spec)
+            self._start_slurmctld(state, spec)
+            self._start_slurmds(state, spec)
+            self._wait_nodes_idle(spec, timeout)
+        except BaseException:
+            _progress("start-up failed; stopping the daemons started so far")
+            self.down(quiet=True)
+            raise
+        state["up_seconds"] = round(time.monotonic() - t0, 1)
+        self._write_state(state)
+        _progress(f"up in {state['up_seconds']} s: {spec.nodes} nodes in partition "
+                  f"'{PARTITION}', SLURM_CONF={self.slurm_conf}")
+        return self.status()
+
+    def _check_san_root(self, san_root):
+        parent = san_root if san_root.exists() else san_root.parent
+        if not parent.is_dir():
+            raise ClusterError(f"scratch root {san_root}: its parent directory {parent} "
+                               "does not exist")
+        if san_root.exists() and not san_root.is_dir():
+            raise ClusterError(f"scratch root {san_root}: exists and is not a directory")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ClusterError(f"scratch root {san_root}: {parent} is not writable")
+
+    def _prepare_directories(self, spec):
+        for sub in (self.etc, self.log, self.run, self.dir / "state" / "ctld",
+                    self.dir / "localscratch"):
+            sub.mkdir(parents=True, exist_ok=True)
+        Path(spec.san_root).mkdir(parents=True, exist_ok=True)
+        os.chmod(spec.san_root, 0o755)
+        for i in range(spec.nodes):
+            name = node_name(i)
+            for sub in ("spool", "tmp"):
+                (self.dir / "state" / sub / name).mkdir(parents=True, exist_ok=True)
+            local = self.dir / "localscratch" / name
+            local.mkdir(exist_ok=True)
+            os.chmod(local, 0o1777)     # like /localscratch: every user may write
+
+        host = socket.gethostname().split(".")[0]
+        node_lines = "\n".join(
+            f"NodeName={node_name(i)} NodeHostname={host} NodeAddr=127.0.0.1 "
+            f"Port={spec.base_port + 10 + i} CPUs={spec.cpus_per_node} RealMemory=1000 "
+            f"State=UNKNOWN"
+            for i in range(spec.nodes))
+        password = self._db_password()
+        values = {
+            "CLUSTER_NAME": spec.name, "HOST": host, "DIR": str(self.dir),
+            "CTLD_PORT": spec.base_port, "DBD_PORT": spec.base_port + 1,
+            "MYSQL_PORT": spec.base_port + 2, "MUNGE_SOCKET": str(self.munge_socket),
+            "NODE_LINES": node_lines, "PARTITION": PARTITION, "DB_PASSWORD": password,
+            "SAN_ROOT": spec.san_root, "LOCAL_ROOT": str(self.dir / "localscratch"),
+        }
+        for name, mode in (("slurm.conf", 0o644), ("slurmdbd.conf", 0o600),
+                           ("prolog.sh", 0o755), ("epilog.sh", 0o755),
+                           ("task_prolog.sh", 0o755)):
+            text = (TEMPLATES / name).read_text()
+            for key, value in values.items():
+                text = text.replace(f"@{key}@", str(value))
+            target = self.etc / name
+            target.write_text(text)
+            os.chmod(target, mode)
+
+    def _db_password(self):
+        """The slurmdbd database password, made once and kept with the data."""
+        path = self.dir / "db_password"
+        if not path.exists():
+            path.write_text(secrets.token_hex(16))
+            os.chmod(path, 0o600)
+        return path.read_text().strip()
+
+    def _spawn(self, state, name, argv, user=None, env=None):
+        log_path = self.log / f"{name}.out"
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    user=user, env=env or self.client_env(), cwd=self.dir)
+        state["daemons"].append({"name": name, "pid": proc.pid,
+                                 "program": os.path.basename(argv[0]),
+                                 "log": str(log_path)})
+        self._write_state(state)
+        return proc
+
+    def _wait(self, state, proc, name, ready, timeout, log_path=None):
+        """Wait until ready() is true; a daemon that exits first is an error naming its log."""
+        log_path = log_path or self.log / f"{name}.out"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None or not process_alive(proc.pid):
+                detail = _last_error_line(log_path) or _last_error_line(self.log / f"{name}.out")
+                raise ClusterError(f"{name} exited during start-up"
+                                   + (f" ({detail})" if detail else "") + f"; log: {log_path}")
+            if ready():
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"{name} did not become ready within {timeout} s; log: {log_path}")
+
+    def _start_munged(self, state):
+        _progress("starting munged (as user munge)")
+        munge = pwd.getpwnam("munge")
+        self.munge_dir.mkdir(exist_ok=True)
+        os.chown(self.munge_dir, munge.pw_uid, munge.pw_gid)
+        os.chmod(self.munge_dir, 0o711)   # clients need to reach the socket
+        key = self.munge_dir / "munge.key"
+        if not key.exists():
+            key.write_bytes(os.urandom(1024))
+        os.chown(key, munge.pw_uid, munge.pw_gid)
+        os.chmod(key, 0o400)
+        log = self.munge_dir / "munged.log"
+        argv = ["/usr/sbin/munged", "-F", f"--socket={self.munge_socket}",
+                f"--key-file={key}", f"--log-file={log}",
+                f"--pid-file={self.munge_dir / 'munged.pid'}",
+                f"--seed-file={self.munge_dir / 'munged.seed'}"]
+        proc = self._spawn(state, "munged", argv, user="munge")
+        self._wait(state, proc, "munged", self._munge_works, 30, log_path=log)
+
+    def _munge_works(self):
+        if not self.munge_socket.exists():
+            return False
+        cred = subprocess.run(["munge", "-n", "-S", str(self.munge_socket)],
+                              capture_output=True)
+        if cred.returncode != 0:
+            return False
+        check = subprocess.run(["unmunge", "-S", str(self.munge_socket)],
+                               input=cred.stdout, capture_output=True)
+        return check.returncode == 0
+
+    def _start_mariadb(self, state, spec):
+        datadir = self.mysql_dir / "data"
+        if not (datadir / "mysql").is_dir():
+            _progress("initialising the accounting database (MariaDB)")
+            datadir.mkdir(parents=True, exist_ok=True)
+            init = subprocess.run(
+                ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
+                 "--auth-root-authentication-method=socket", "--skip-test-db"],
+                capture_output=True, text=True)
+            if init.returncode != 0:
+                detail = (init.stderr or init.stdout).strip().splitlines()[-1:] or [""]
+                raise ClusterError(f"mariadb-install-db failed ({detail[0][:200]}) "
+                                   f"for {datadir}")
+        _progress(f"starting mariadbd on 127.0.0.1:{spec.base_port + 2}")
+        log = self.log / "mariadbd.log"
+        argv = ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={datadir}", "--user=root",
+                "--bind-address=127.0.0.1", f"--port={spec.base_port + 2}",
+                f"--socket={self.mysql_socket}", f"--pid-file={self.run / 'mariadbd.pid'}",
+                f"--log-error={log}", "--innodb-buffer-pool-size=256M", "--innodb-lock-wait-timeout=900",
+                "--skip-name-resolve"]
+        proc = self._spawn(state, "mariadbd", argv)
+        self._wait(state, proc, "mariadbd", lambda: self._sql("SELECT 1", quiet=True), 60,
+                   log_path=log)
+        password = self._db_password()
+        self._sql("CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
+                  f"CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+                  f"ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+                  "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
+
+    def _sql(self, statement, quiet=False):
+        result = subprocess.run(["mariadb", "--no-defaults", "-S", str(self.mysql_socket),
+                                 "-u", "root", "-e", statement], capture_output=True, text=True)
+        if result.returncode != 0:
+            if quiet:
+                return False
+            raise ClusterError(f"MariaDB refused '{statement[:40]}...': "
+                               f"{result.stderr.strip()[:200]}")
+        return True
+
+    def _start_slurmdbd(self, state, spec):
+        _progress(f"starting slurmdbd on 127.0.0.1:{spec.base_port + 1}")
+        proc = self._spawn(state, "slurmdbd", ["/usr/sbin/slurmdbd", "-D"])
+        self._wait(state, proc, "slurmdbd", lambda: _port_open(spec.base_port + 1), 60,
+                   log_path=self.log / "slurmdbd.log")
+
+    def _start_slurmctld(self, state, spec):
+        _progress(f"starting slurmctld on 127.0.0.1:{spec.base_port}")
+        proc = self._spawn(state, "slurmctld", ["/usr/sbin/slurmctld", "-D", "-i"])
+        self._wait(state, proc, "slurmctld", self._slurm_responds, 60,
+                   log_path=self.log / "slurmctld.log")
+
+    def _start_slurmds(self, state, spec):
+        for i in range(spec.nodes):
+            name = node_name(i)
+            _progress(f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}")
+            proc = self._spawn(state, f"slurmd-{name}", ["/usr/sbin/slurmd", "-D", "-N", name])
+            # A node is up once slurmctld has heard from it.
+            self._wait(state, proc, f"slurmd-{name}",
+                       lambda name=name: self._node_states().get(name, "unknown")
+                       not in ("unknown", "down", "down*", "unk*", "unknown*"),
+                       60, log_path=self.log / f"slurmd-{name}.log")
+
+    def _wait_nodes_idle(self, spec, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = self._node_states()
+            if len(states) == spec.nodes and all(s.startswith("idle") for s in states.values()):
+                return
+            time.sleep(0.3)
+        raise ClusterError(f"nodes did not become idle within {timeout} s: "
+                           f"{self._node_states()}; logs in {self.log}")
+
+    # ---- queries ----------------------------------------------------------------------
+    def _slurm_responds(self):
+        if not self.slurm_conf.exists():
+            return False
+        result = subprocess.run(["scontrol", "ping"], capture_output=True, text=True,
+                                env=self.client_env(), timeout=20)
+        return result.returncode == 0 and "UP" in result.stdout
+
+    def _node_states(self):
+        result = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True,
+                                text=True, env=self.client_env(), timeout=20)
+        if result.returncode != 0:
+            return {}
+        return dict(line.split()[:2] for line in result.stdout.splitlines() if line.strip())
+
+    def status(self):
+        """A dict: up or not, the spec, each daemon's PID and liveness, node states."""
+        state = self.read_state()
+        if not state:
+            return {"up": False, "dir": str(self.dir), "daemons": [], "nodes": {}}
+        daemons = [dict(d, alive=process_alive(d["pid"])
+                        and process_program(d["pid"]) == d["program"])
+                   for d in state.get("daemons", [])]
+        responds = all(d["alive"] for d in daemons) and bool(daemons) and self._slurm_responds()
+        nodes = self._node_states() if responds else {}
+        return {"up": responds, "dir": str(self.dir), "spec": state.get("spec"),
+                "slurm_conf": str(self.slurm_conf), "daemons": daemons, "nodes": nodes,
+                "up_seconds": state.get("up_seconds")}
+
+    # ---- down --------------------------------------------------------------------------
+    def down(self, quiet=False, timeout=30):
+        """Stop the daemons we started, by PID, newest first.  Returns their names."""
+        state = self.read_state()
+        if not state or not state.get("daemons"):
+            if not quiet:
+                _progress(f"not running (no daemons recorded in {self.state_path})")
+            return []
+        if any(d["name"] == "slurmctld" for d in self.running_daemons()):
+            # Jobs of this cluster would outlive slurmd as orphans: cancel them first.
+            subprocess.run(["scancel", "--full", f"--partition={PARTITION}"],
+                           env=self.client_env(), capture_output=True, timeout=20)
+        stopped = []
+        for daemon in reversed(state["daemons"]):
+            pid = daemon["pid"]
+            if not (process_alive(pid) and process_program(pid) == daemon["program"]):
+                continue
+            if not quiet:
+                _progress(f"stopping {daemon['name']} (pid {pid})")
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while process_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if process_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+                while process_alive(pid):
+                    time.sleep(0.1)
+            stopped.append(daemon["name"])
+        state["daemons"] = []
+        state.pop("up_seconds", None)
+        self._write_state(state)
+        if not quiet:
+            _progress(f"stopped {len(stopped)} daemons")
+        return stopped

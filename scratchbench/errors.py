@@ -1,0 +1,34 @@
+"""One exception type for every error a user can cause or fix.
+
+The CLI prints ``scratchbench: error: <message>`` on one line and exits with
+``exit_code``; nothing else is printed, so scripts and people see the cause.
+"""
+
+
+class ScratchbenchError(Exception):
+    """A failure with a one-line, user-facing explanation."""
+
+    exit_code = 1
+
+    def __init__(self, message, exit_code=None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class ConfigError(ScratchbenchError):
+    """A site config, target declaration or option is malformed."""
+
+    exit_code = 2
+
+
+class ClusterError(ScratchbenchError):
+    """The embedded cluster could not be started, reached or stopped."""
+
+    exit_code = 3
+
+
+class RunError(ScratchbenchError):
+    """A suite run could not start or ReFrame reported failures."""
+
+    exit_code = 4

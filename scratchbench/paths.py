@@ -1,0 +1,34 @@
+"""Where scratchbench keeps its files.
+
+Everything scratchbench writes lives under one state directory: the embedded
+cluster, ReFrame's stage/output/perflogs and results DB, the history store and
+the pages.  It defaults to ``var/`` in the checkout so a newcomer finds it, and
+``SCRATCHBENCH_HOME`` moves it (CI and tests use that to stay isolated).
+"""
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHECKS_DIR = REPO_ROOT / "reframe_checks"
+SITE_CONFIGS_DIR = REPO_ROOT / "site_configs"
+KERNEL_SRC_DIR = REPO_ROOT / "src"
+SPACK_ENV_FILE = REPO_ROOT / "spack.yaml"
+
+
+def state_dir():
+    """The state directory (not created here)."""
+    return Path(os.environ.get("SCRATCHBENCH_HOME", REPO_ROOT / "var")).resolve()
+
+
+def cluster_dir():
+    return state_dir() / "cluster"
+
+
+def results_dir():
+    """ReFrame's prefix: stage, output, perflogs, run reports, results DB."""
+    return state_dir() / "results"
+
+
+def history_db():
+    return state_dir() / "history.sqlite"

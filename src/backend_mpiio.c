@@ -1,0 +1,76 @@
+/* MPI-IO backend: independent (_at) or collective (_at_all) transfers.  A shared
+ * file is opened on MPI_COMM_WORLD, a file per process on MPI_COMM_SELF. */
+#include <errno.h>
+
+#include "kernel.h"
+
+static int errno_of(int mpi_rc)
+{
+    if (mpi_rc == MPI_SUCCESS)
+        return 0;
+    int cls = 0;
+    MPI_Error_class(mpi_rc, &cls);
+    if (cls == MPI_ERR_NO_SPACE)
+        return ENOSPC;
+    if (cls == MPI_ERR_QUOTA)
+        return EDQUOT;
+    if (cls == MPI_ERR_ACCESS || cls == MPI_ERR_READ_ONLY)
+        return EACCES;
+    if (cls == MPI_ERR_NO_SUCH_FILE)
+        return ENOENT;
+    return EIO;
+}
+
+static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int shared, sbk_file *f)
+{
+    char path[4352];
+    int rc = sbk_path(ctx, path, sizeof path, name);
+    if (rc)
+        return rc;
+    int amode = (flags & SBK_OPEN_WRITE) ? ((flags & SBK_OPEN_READ) ? MPI_MODE_RDWR
+                                                                     : MPI_MODE_WRONLY)
+                                         : MPI_MODE_RDONLY;
+    if (flags & SBK_OPEN_CREATE)
+        amode |= MPI_MODE_CREATE;
+    f->collective = ctx->cfg->collective;
+    return errno_of(MPI_File_open(shared ? MPI_COMM_WORLD : MPI_COMM_SELF, path, amode,
+                                  MPI_INFO_NULL, &f->fh));
+}
+
+static int mpiio_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset,
+                      size_t *done)
+{
+    MPI_Status st;
+    int rc;
+    /* len fits an int: the argument parser caps a transfer at 1 GiB. */
+    if (write)
+        rc = f->collective ? MPI_File_write_at_all(f->fh, (MPI_Offset)offset, buf, (int)len,
+                                                   MPI_BYTE, &st)
+                           : MPI_File_write_at(f->fh, (MPI_Offset)offset, buf, (int)len,
+                                               MPI_BYTE, &st);
+    else
+        rc = f->collective ? MPI_File_read_at_all(f->fh, (MPI_Offset)offset, buf, (int)len,
+                                                  MPI_BYTE, &st)
+                           : MPI_File_read_at(f->fh, (MPI_Offset)offset, buf, (int)len,
+                                              MPI_BYTE, &st);
+    int count = 0;
+    if (rc == MPI_SUCCESS)
+        MPI_Get_count(&st, MPI_BYTE, &count);
+    *done = count > 0 ? (size_t)count : 0;
+    if (rc == MPI_SUCCESS && *done < len)
+        return write ? EIO : ENODATA;
+    return errno_of(rc);
+}
+
+static int mpiio_sync(sbk_file *f) { return errno_of(MPI_File_sync(f->fh)); }
+
+static int mpiio_close(sbk_file *f) { return errno_of(MPI_File_close(&f->fh)); }
+
+static int mpiio_fd(sbk_file *f)
+{
+    (void)f;
+    return -1;
+}
+
+const sbk_backend sbk_backend_mpiio = {"mpiio", mpiio_open, mpiio_xfer, mpiio_sync, mpiio_close,
+                                       mpiio_fd};
