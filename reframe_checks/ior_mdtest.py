@@ -1,0 +1,30 @@
+"""IOR and mdtest in IO500's easy and hard shapes, on every scratch target.
+
+The tool comes from a Spack build of spack.yaml, a module, or PATH, as the site config
+says per environment; where none provides it the checks are skipped with the reason.
+"""
+
+import reframe as rfm
+from reframe.core.builtins import parameter, run_after
+
+from scratchbench.checks.tools import IORCheckBase, MdtestCheckBase
+
+
+@rfm.simple_test
+class IOR(IORCheckBase):
+    workload_family = "ior"
+    io500_shape = parameter(["easy", "hard"])
+
+    @run_after("init")
+    def choose_shape(self):
+        self.shape = self.io500_shape
+
+
+@rfm.simple_test
+class Mdtest(MdtestCheckBase):
+    workload_family = "mdtest"
+    io500_shape = parameter(["easy", "hard"])
+
+    @run_after("init")
+    def choose_shape(self):
+        self.shape = self.io500_shape

@@ -1,0 +1,199 @@
+"""scratchbench-kernel in ReFrame: its build fixture and the base of its checks.
+
+The build is a fixture scoped per environment, so one build serves every kernel check
+of a partition and programming environment.  A kernel check writes the kernel's JSON
+report into its stage directory; sanity reads that report (never the text), and a
+run that was invalid (incomplete, wrong rank count, bad data, phase shorter than its
+stonewall) fails sanity, while a low figure only fails performance.
+"""
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (fixture, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+
+from scratchbench import paths
+from scratchbench.checks.base import ScratchCheck
+from scratchbench.checks.parsers import ParseError, kernel_problems, parse_kernel_json
+
+KERNEL_REPORT = "kernel.json"
+MIB = 1024.0 * 1024.0
+
+
+class KernelBuild(rfm.CompileOnlyRegressionTest):
+    """Builds scratchbench-kernel from src/ with the environment's MPI compiler."""
+
+    descr = "build scratchbench-kernel (C11 + MPI) with make"
+    sourcesdir = str(paths.KERNEL_SRC_DIR)
+    build_system = "Make"
+    build_locally = True
+    #: a build directory of its own, so a developer's src/build is never reused
+    build_dir = variable(str, value="build-reframe")
+
+    @run_before("compile")
+    def configure_make(self):
+        self.build_system.flags_from_environ = False
+        self.build_system.options = [f"MPICC={self.current_environ.cc}",
+                                     f"BUILD={self.build_dir}"]
+
+    @property
+    def binary(self):
+        return os.path.join(self.stagedir, self.build_dir, "scratchbench-kernel")
+
+    @sanity_function
+    def binary_built(self):
+        return sn.assert_true(os.path.isfile(self.binary),
+                              msg=f"make produced no {self.binary}")
+
+
+class KernelCheck(ScratchCheck):
+    """Runs one kernel mode on one scratch target; subclasses choose the arguments."""
+
+    kernel = fixture(KernelBuild, scope="environment")
+    valid_prog_environs = ["+mpi"]
+    kernel_mode = variable(str)
+    kernel_args = variable(list, value=[])
+
+    @run_before("run")
+    def set_kernel_command(self):
+        self.executable = self.kernel.binary
+        # The target path may be a template such as $MYSANSCRATCH: the job's shell
+        # expands it, so it is quoted for the shell, not by Python.
+        self.executable_opts = [self.kernel_mode, "--dir", f'"{self.scratch_path}"',
+                                "--output", KERNEL_REPORT, *self.kernel_args]
+        self.keep_files = [KERNEL_REPORT]
+
+    def kernel_report(self):
+        """The parsed report, read once (sanity and every figure share it)."""
+        if not hasattr(self, "_kernel_report"):
+            path = os.path.join(self.stagedir, KERNEL_REPORT)
+            try:
+                with open(path) as f:
+                    text = f.read()
+            except FileNotFoundError:
+                text = ""
+            try:
+                self._kernel_report = parse_kernel_json(text, source=KERNEL_REPORT)
+            except ParseError as exc:
+                self._kernel_report = exc
+        if isinstance(self._kernel_report, ParseError):
+            raise sn.SanityError(str(self._kernel_report))
+        return self._kernel_report
+
+    @sanity_function
+    def validate_kernel_run(self):
+        report = self.kernel_report()
+        problems = kernel_problems(report, expected_ranks=self.num_tasks,
+                                   expected_nodes=self.num_nodes_used)
+        return sn.assert_false(problems, msg="; ".join(problems))
+
+    def figure(self, *keys, scale=1.0):
+        """A number from the report's summary, e.g. figure('write', 'bandwidth_min_Bps',
+        'trimmed_mean')."""
+        value = self.kernel_report()["summary"]
+        for key in keys:
+            value = value[key]
+        if value is None:
+            raise sn.SanityError(f"kernel report has no value for {'/'.join(keys)}")
+        return value * scale
+
+
+class IOTestCheckBase(KernelCheck):
+    """seed 002's IOTest through the kernel: parameters pick layout and API.
+
+    Nodes and tasks per node come from the workload entry unless a subclass sets
+    ``nodes_wanted`` / ``tasks_per_node_wanted`` (the sweeps do).
+    """
+
+    kernel_mode = "iotest"
+    workload_family = "iotest"
+    layout_kind = variable(str, value="fpp")
+    io_api = variable(str, value="posix")
+    collective = variable(bool, value=False)
+    transfer_size = variable(int, value=0)
+    nodes_wanted = variable(int, value=0)
+    tasks_per_node_wanted = variable(int, value=0)
+
+    @run_after("setup")
+    def set_layout_and_args(self):
+        p = self.params
+        self.layout(self.nodes_wanted or p.get("nodes", 1),
+                    self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"))
+        self.transfer_size = int(p["nr"]) * 8
+        self.kernel_args = ["--nr", str(p["nr"]), "--nc", str(p["nc"]),
+                            "--niter", str(p.get("niter", 1)), "--reps", str(p["reps"]),
+                            "--iread", "2", "--layout", self.layout_kind, "--api", self.io_api]
+        if self.collective:
+            self.kernel_args.append("--collective")
+        # Cache defeat: a read must not be served from the page cache of the writer.
+        cache = p.get("cache", "fadvise")
+        if cache == "fadvise":
+            self.kernel_args.append("--fadvise")
+        elif cache == "direct" and self.io_api == "posix":
+            self.kernel_args.append("--direct")
+        if self.num_nodes_used > 1:
+            # Read the next node's data, as IOR -C does, so reads miss the local cache.
+            self.kernel_args += ["--shift", "auto"]
+
+    @performance_function("MiB/s")
+    def write_bw(self):
+        """Aggregate write bandwidth at the slowest rank (IOTest's minimum rate), trimmed
+        mean over repetitions."""
+        return self.figure("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
+
+    @performance_function("MiB/s")
+    def read_bw(self):
+        return self.figure("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
+
+    @performance_function("MiB/s")
+    def write_bw_worst(self):
+        """The worst repetition: seed 000 says min and max matter as much as the mean."""
+        return self.figure("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
+
+    @performance_function("%")
+    def open_close_share(self):
+        """Largest share of a rank's write time spent in open + close (seed 002: 25%)."""
+        return self.figure("write", "open_close_fraction_max", "max", scale=100.0)
+
+
+class MetadataCheckBase(KernelCheck):
+    """Open/close at scale and deletion cost through the kernel's metadata mode."""
+
+    kernel_mode = "metadata"
+    workload_family = "metadata"
+    dir_per_rank = variable(bool, value=False)
+    removers = variable(int, value=1)
+    files_per_rank = variable(int, value=0)
+
+    @run_after("setup")
+    def set_layout_and_args(self):
+        p = self.params
+        self.layout(p["nodes"], p["tasks_per_node"])
+        self.files_per_rank = max(1, int(p["files_per_node"]) // self.tasks_per_node_used)
+        self.kernel_args = ["--files", str(self.files_per_rank), "--reps", str(p["reps"]),
+                            "--removers", str(self.removers)]
+        if self.dir_per_rank:
+            self.kernel_args.append("--dir-per-rank")
+
+    @performance_function("ops/s")
+    def create_rate(self):
+        return self.figure("create", "rate_ops", "trimmed_mean")
+
+    @performance_function("ops/s")
+    def open_close_rate(self):
+        return self.figure("open", "rate_ops", "trimmed_mean")
+
+    @performance_function("ops/s")
+    def stat_rate(self):
+        return self.figure("stat", "rate_ops", "trimmed_mean")
+
+    @performance_function("deletions/s")
+    def delete_rate(self):
+        """Deletions per second with this many parallel removers per rank."""
+        return self.figure("remove", "rate_ops", "trimmed_mean")
+
+    @performance_function("deletions/s")
+    def delete_rate_worst(self):
+        return self.figure("remove", "rate_ops", "min")

@@ -1,0 +1,83 @@
+"""What the loaded site config says: scratch targets, partition sizes, workloads.
+
+Checks are parameterised at class-definition time, after ReFrame has loaded the site
+config, so these functions read ReFrame's runtime: adding a target or a node to a
+site config changes the checks without touching them.
+"""
+
+import os
+from pathlib import Path
+
+import reframe.core.runtime as rt
+import yaml
+
+WORKLOADS_FILE = Path(__file__).resolve().parent.parent / "workloads.yaml"
+TAGS = ("quick", "nightly", "acceptance")
+
+
+def _partitions():
+    try:
+        return rt.runtime().system.partitions
+    except Exception:   # imported outside a ReFrame run (unit tests, docs)
+        return []
+
+
+def declared_targets(per_job=None):
+    """Sorted names of the scratch targets of the current system's partitions."""
+    names = set()
+    for part in _partitions():
+        for name, info in part.extras.get("scratch_targets", {}).items():
+            if per_job is None or bool(info.get("per_job")) == per_job:
+                names.add(name)
+    return sorted(names)
+
+
+def target_info(partition, name):
+    return partition.extras["scratch_targets"][name]
+
+
+def max_nodes():
+    """The largest partition's node count (extras['nodes']), 1 if none says."""
+    return max([int(p.extras.get("nodes", 1)) for p in _partitions()] or [1])
+
+
+def max_cores():
+    return max([int(p.extras.get("cpus_per_node", p.processor.num_cpus or 1))
+                for p in _partitions()] or [1])
+
+
+def halving(n):
+    """n, n/2, ..., 1: seed 002's sweep."""
+    out = []
+    while n >= 1:
+        out.append(n)
+        n //= 2
+    return out
+
+
+def doubling(n):
+    """1, 2, 4, ... up to n (n itself included)."""
+    out, k = [], 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    return out + [n]
+
+
+def load_workloads(path=None):
+    path = Path(path or os.environ.get("SCRATCHBENCH_WORKLOADS") or WORKLOADS_FILE)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"workloads file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"workloads file {path}: expected a mapping of check families")
+    return data
+
+
+def workload(family, tag):
+    table = load_workloads()
+    try:
+        return dict(table[family][tag])
+    except KeyError:
+        raise ValueError(f"workloads file has no '{family}.{tag}' entry") from None

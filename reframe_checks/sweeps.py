@@ -1,0 +1,33 @@
+"""Node-count and processes-per-node sweeps of IOTest (file per process, POSIX).
+
+Seed 002's job script halved the node count down to 1 at a fixed number of processes
+per node; the counts here are derived from the largest partition's size (its
+``extras['nodes']``), and variants larger than a partition are skipped there.
+"""
+
+import reframe as rfm
+from reframe.core.builtins import parameter, run_after
+
+from scratchbench.checks.kernel import IOTestCheckBase
+from scratchbench.checks.targets import doubling, halving, max_cores, max_nodes
+
+
+@rfm.simple_test
+class KernelNodeSweep(IOTestCheckBase):
+    workload_family = "sweep"
+    node_count = parameter(halving(max_nodes()))
+
+    @run_after("init")
+    def set_nodes(self):
+        self.nodes_wanted = self.node_count
+
+
+@rfm.simple_test
+class KernelProcessSweep(IOTestCheckBase):
+    workload_family = "sweep"
+    tasks_per_node = parameter(doubling(max_cores()))
+
+    @run_after("init")
+    def set_tasks(self):
+        self.nodes_wanted = 1
+        self.tasks_per_node_wanted = self.tasks_per_node

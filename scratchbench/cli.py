@@ -1,0 +1,130 @@
+"""The `scratchbench` command line.
+
+    scratchbench cluster up|down|status     the embedded Slurm cluster on this machine
+    scratchbench run --tag quick            a tag of the suite on a site, via ReFrame
+
+Every error is one line, ``scratchbench: error: ...``, and a non-zero exit code.
+"""
+
+import argparse
+import json
+import sys
+
+from scratchbench import __version__, paths
+from scratchbench.errors import ScratchbenchError
+
+EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
+          f"default {paths.REPO_ROOT / 'var'}.")
+
+
+def _cluster(args):
+    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+
+    cluster = EmbeddedCluster(paths.cluster_dir())
+    if args.action == "up":
+        spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
+                           base_port=args.base_port, san_root=args.scratch_root or "")
+        status = cluster.up(spec)
+    elif args.action == "down":
+        cluster.down()
+        return 0
+    else:
+        status = cluster.status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        print(_format_status(status))
+    return 0 if status["up"] or args.action == "status" else 3
+
+
+def _format_status(status):
+    if not status.get("spec"):
+        return f"embedded cluster: not set up ({status['dir']})"
+    lines = [f"embedded cluster: {'up' if status['up'] else 'DOWN'} ({status['dir']})"]
+    if status.get("slurm_conf"):
+        lines.append(f"  SLURM_CONF={status['slurm_conf']}")
+    for d in status["daemons"]:
+        lines.append(f"  {d['name']:<12} pid {d['pid']:<8} {'running' if d['alive'] else 'stopped'}"
+                     f"  log {d['log']}")
+    for node, state in sorted(status.get("nodes", {}).items()):
+        lines.append(f"  node {node}: {state}")
+    spec = status["spec"]
+    lines.append(f"  per-job scratch (MYSANSCRATCH) under {spec.get('san_root')}")
+    return "\n".join(lines)
+
+
+def _run(args):
+    from scratchbench.runner import format_summary, run_suite
+
+    code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
+                              target=args.target, names=args.name or (), note=args.note or "",
+                              start_cluster=not args.no_start)
+    print(format_summary(summary))
+    return code
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="scratchbench",
+        description="Regression and benchmark harness for HPC scratch file systems.",
+        epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"scratchbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    cluster = sub.add_parser(
+        "cluster", help="the embedded Slurm cluster on this machine",
+        description="Start, stop or inspect the embedded Slurm cluster: munged, MariaDB + "
+                    "slurmdbd, slurmctld and N slurmd on 127.0.0.1, with a prolog/epilog "
+                    "that makes and removes a per-job MYSANSCRATCH directory.",
+        epilog=EPILOG)
+    cluster.add_argument("action", choices=["up", "down", "status"],
+                         help="up: start (a no-op when running); down: stop the daemons it "
+                              "started; status: daemons and node states")
+    cluster.add_argument("--nodes", type=int, default=2, help="slurmd nodes (default 2)")
+    cluster.add_argument("--cpus-per-node", type=int, default=2,
+                         help="CPUs each node advertises (default 2)")
+    cluster.add_argument("--base-port", type=int, default=17817,
+                         help="first TCP port; the cluster uses base..base+2 and "
+                              "base+10.. (default 17817)")
+    cluster.add_argument("--scratch-root", metavar="DIR",
+                         help="where per-job directories go (default <cluster dir>/sanscratch)")
+    cluster.add_argument("--json", action="store_true", help="print the status as JSON")
+    cluster.set_defaults(func=_cluster)
+
+    run = sub.add_parser(
+        "run", help="run a tag of the suite (quick, nightly, acceptance)",
+        description="Run one tag of the ReFrame suite on a site config, with "
+                    "--warn-as-error; print the figures and where the run report, perflogs "
+                    "and job outputs went.  On the local site the embedded cluster is "
+                    "started when it is not running.",
+        epilog=EPILOG)
+    run.add_argument("--tag", default="quick", help="quick (default), nightly or acceptance")
+    run.add_argument("--site", default="local",
+                     help="site config: a name in site_configs/ or a path (default local)")
+    run.add_argument("--partition", help="only this partition of the site's system")
+    run.add_argument("--target", help="only this scratch target")
+    run.add_argument("--name", action="append", metavar="PATTERN",
+                     help="only checks whose name matches (ReFrame -n); repeatable")
+    run.add_argument("--note", help="free text kept with the run, e.g. a change ticket")
+    run.add_argument("--no-start", action="store_true",
+                     help="fail instead of starting the embedded cluster")
+    run.set_defaults(func=_run)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ScratchbenchError as exc:
+        print(f"scratchbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("scratchbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""`scratchbench run`: one tag of the suite on one site, through ReFrame.
+
+Each run gets its own directory ``results/runs/<run id>/`` holding ReFrame's JSON run
+report, the job outputs, the stage directory and ``run.json`` (site, tag, revision,
+note), so no run overwrites another.  Perflogs and ReFrame's results DB are shared
+and append-only.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scratchbench import paths
+from scratchbench.errors import ConfigError, RunError, ScratchbenchError
+from scratchbench.sites import load_site_config, resolve_site_config, scratch_targets
+
+TAGS = ("quick", "nightly", "acceptance")
+LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
+
+
+def progress(message):
+    print(f"scratchbench: {message}", file=sys.stderr, flush=True)
+
+
+def git_revision():
+    try:
+        rev = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev or "unknown") + ("-dirty" if dirty else "")
+
+
+def new_run_dir():
+    """results/runs/<UTC timestamp>[-N]: never an existing directory."""
+    runs = paths.results_dir() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1000):
+        candidate = runs / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise RunError(f"cannot make a new run directory under {runs}")
+
+
+def choose_system(config, site_path, partition):
+    """The ReFrame --system value: 'system' or 'system:partition', validated."""
+    systems = config["systems"]
+    system = systems[0]
+    if partition:
+        parts = [p["name"] for p in system["partitions"]]
+        if partition not in parts:
+            raise ConfigError(f"site config {site_path}: system '{system['name']}' has no "
+                              f"partition '{partition}' (it has: {', '.join(parts)})")
+        return f"{system['name']}:{partition}"
+    return system["name"]
+
+
+def check_targets(config, site_path, system, target):
+    targets = scratch_targets(config, system.split(":")[0])
+    declared = sorted({name for per_part in targets.values() for name in per_part})
+    if not declared:
+        raise ConfigError(f"site config {site_path}: declares no scratch targets; add "
+                          "ScratchTarget entries with with_scratch_targets()")
+    if target and target not in declared:
+        raise ConfigError(f"--target {target}: site config {site_path} declares no such "
+                          f"scratch target (it has: {', '.join(declared)})")
+
+
+def ensure_embedded_cluster(start):
+    """For the local site: the cluster's SLURM_CONF, starting the cluster if asked."""
+    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+
+    cluster = EmbeddedCluster(paths.cluster_dir())
+    status = cluster.status()
+    if not status["up"]:
+        if not start:
+            raise RunError("the embedded cluster is not running: start it with "
+                           "`scratchbench cluster up`")
+        progress("the embedded cluster is not running; starting it")
+        spec = ClusterSpec(**status["spec"]) if status.get("spec") else ClusterSpec()
+        cluster.up(spec)
+    return str(cluster.slurm_conf)
+
+
+def reframe_env(site_is_local, slurm_conf=None):
+    env = dict(os.environ)
+    if slurm_conf:
+        env["SLURM_CONF"] = slurm_conf
+    if "LMOD_CMD" not in env and Path(LMOD_CMD).exists():
+        env["LMOD_CMD"] = LMOD_CMD   # ReFrame's Lmod backend needs it; Debian's path
+    env.setdefault("SCRATCHBENCH_HOME", str(paths.state_dir()))
+    # Per-site references (ReFrame's $ref files) live with the site configs.
+    env.setdefault("RFM_REFERENCE_PREFIX", str(paths.SITE_CONFIGS_DIR / "references"))
+    return env
+
+
+def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
+              start_cluster=True, extra_args=(), stream=None):
+    """Run one tag of the suite; returns (exit code, summary dict)."""
+    if tag not in TAGS:
+        raise ConfigError(f"--tag {tag}: expected one of {', '.join(TAGS)}")
+    site_path = resolve_site_config(site)
+    config = load_site_config(site_path)
+    system = choose_system(config, site_path, partition)
+    check_targets(config, site_path, system, target)
+    site_is_local = site_path == (paths.SITE_CONFIGS_DIR / "local.py").resolve()
+    slurm_conf = ensure_embedded_cluster(start_cluster) if site_is_local else None
+
+    run_dir = new_run_dir()
+    report = run_dir / "report.json"
+    revision = git_revision()
+    meta = {"run_id": run_dir.name, "site": str(site_path), "system": system, "tag": tag,
+            "target": target, "note": note, "revision": revision,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+    reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
+    cmd = [reframe, "-C", str(site_path), "-c", str(paths.CHECKS_DIR), "--system", system,
+           "-t", f"^{tag}$", "-r", "--warn-as-error", "--prefix", str(paths.results_dir()),
+           "-o", str(run_dir / "output"), "-s", str(run_dir / "stage"),
+           "--report-file", str(report),
+           "--session-extras", f"scratchbench_run={run_dir.name},tag={tag},revision={revision}"]
+    if target:
+        cmd += ["-t", f"^fs:{target}$"]
+    for name in names:
+        cmd += ["-n", name]
+    cmd += list(extra_args)
+    (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
+
+    log_path = run_dir / "reframe.out"
+    skip_reasons = {}
+    progress(f"running the '{tag}' checks on {system} with ReFrame; output also in {log_path}")
+    t0 = time.monotonic()
+    out = stream or sys.stdout
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=reframe_env(site_is_local, slurm_conf),
+                                cwd=str(run_dir))
+        for line in proc.stdout:
+            log.write(line)
+            out.write(line)
+            skip = SKIP_LINE.search(ANSI.sub("", line))
+            if skip:
+                skip_reasons[(skip.group("name"), skip.group("where"))] = skip.group("reason")
+        rc = proc.wait()
+    wall = time.monotonic() - t0
+    meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    meta["wall_seconds"] = round(wall, 1)
+    meta["reframe_exit_code"] = rc
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+    if not report.exists():
+        raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
+    summary = summarise_report(json.loads(report.read_text()), skip_reasons)
+    summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
+                   perflogs=str(paths.results_dir() / "perflogs"),
+                   output=str(run_dir / "output"),
+                   results_db=str(paths.results_dir() / "results.db"), reframe_exit_code=rc)
+    return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# ReFrame prints skip reasons (the run report does not keep them):
+# "[     SKIP ] ( 1/18) NAME /1234abcd @system:part+environ [reason]"
+SKIP_LINE = re.compile(r"SKIP \]\s+\(\s*\d+/\d+\)\s+(?P<name>.*?)\s+/[0-9a-f]{8}\s+"
+                       r"@(?P<where>\S+)\s+\[(?P<reason>.*)\]\s*$")
+
+
+def summarise_report(report, skip_reasons=None):
+    """Counts, figures and skip reasons of a ReFrame run report."""
+    skip_reasons = skip_reasons or {}
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    figures, skipped, failures = [], [], []
+    for run in report.get("runs", [])[-1:]:   # the last run holds retries' final state
+        for case in run.get("testcases", []):
+            result = case.get("result")
+            name = case.get("display_name") or case.get("name")
+            if result in ("pass", "xfail"):
+                counts["passed"] += 1
+            elif result == "skip":
+                counts["skipped"] += 1
+                where = f"{case.get('system')}:{case.get('partition')}+{case.get('environ')}"
+                reason = (skip_reasons.get((_strip_hash(name), where))
+                          or case.get("fail_reason") or "no reason given")
+                skipped.append((name, reason))
+            else:
+                counts["failed"] += 1
+                failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
+            for var, perf in (case.get("perfvalues") or {}).items():
+                figures.append({"test": name, "environ": case.get("environ"),
+                                "partition": case.get("partition"),
+                                "variable": var.split(":")[-1], "value": perf[0],
+                                "unit": perf[4] if len(perf) > 4 else ""})
+    return dict(counts, figures=figures, skipped_cases=skipped, failed_cases=failures)
+
+
+def format_summary(summary):
+    lines = []
+    if summary["figures"]:
+        lines.append("Figures (one line per test case):")
+        by_case = {}
+        for f in summary["figures"]:
+            key = (_short(f["test"]), f["environ"] or "")
+            by_case.setdefault(key, []).append(f)
+        for (name, environ), figs in by_case.items():
+            shown = ", ".join(f"{f['variable']} {_number(f['value'])} {f['unit']}" for f in figs)
+            lines.append(f"  {name} [{environ}]: {shown}")
+    by_reason = {}
+    for name, reason in summary["skipped_cases"]:
+        by_reason.setdefault(reason, []).append(_short(name))
+    for reason, names in by_reason.items():
+        shown = ", ".join(sorted(set(names))[:4]) + (" ..." if len(set(names)) > 4 else "")
+        lines.append(f"skipped ({len(names)}): {reason}: {shown}")
+    for name, phase, reason in summary["failed_cases"]:
+        lines.append(f"FAILED:  {_short(name)} ({phase}): {reason}")
+    lines += [
+        f"run report:   {summary['report']}",
+        f"job outputs:  {summary['output']}",
+        f"perflogs:     {summary['perflogs']}",
+        f"results DB:   {summary['results_db']}",
+        f"wall time:    {summary['wall_seconds']} s",
+        f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped",
+    ]
+    return "\n".join(lines)
+
+
+def _number(value):
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def _strip_hash(name):
+    return re.sub(r"\s+/[0-9a-f]{8}$", "", name or "")
+
+
+def _short(name):
+    """'KernelIOTest %scratch_target=x %access=y /1234abcd' -> 'KernelIOTest x y'."""
+    name = re.sub(r"\s+/[0-9a-f]{8}$", "", name or "")
+    return re.sub(r"\s%\w+=", " ", name)
+
+
+__all__ = ["run_suite", "format_summary", "summarise_report", "ScratchbenchError"]

@@ -1,0 +1,57 @@
+"""Example Slurm site: a Lustre /scratch and node-local NVMe, with exclusive nodes.
+
+Copy this file and edit the names, partitions, modules and targets.  Scratch targets
+are data: add one here and every check runs on it.
+"""
+
+from scratchbench import paths
+from scratchbench.sites import ScratchTarget, with_scratch_targets
+
+RESULTS = paths.results_dir()
+
+site_configuration = with_scratch_targets({
+    "systems": [{
+        "name": "example",
+        "descr": "Example Slurm cluster",
+        "hostnames": [r"login\d+\.example\.org"],
+        "modules_system": "lmod",
+        "stagedir": str(RESULTS / "stage"),
+        "outputdir": str(RESULTS / "output"),
+        "partitions": [{
+            "name": "compute",
+            "descr": "256 nodes x 64 cores, HDR InfiniBand",
+            "scheduler": "slurm",
+            "launcher": "srun",
+            "access": ["--partition=compute", "--account=storage"],
+            "environs": ["builtin", "gnu-openmpi"],
+            "max_jobs": 16,
+            "processor": {"num_cpus": 64},
+            "extras": {"nodes": 256, "cpus_per_node": 64},
+        }],
+    }],
+    "environments": [
+        {"name": "builtin", "cc": "gcc", "features": ["serial"],
+         "target_systems": ["example"]},
+        {"name": "gnu-openmpi", "modules": ["gcc/12", "openmpi/4.1"], "cc": "mpicc",
+         "env_vars": [["SLURM_MPI_TYPE", "pmix"]],
+         "features": ["mpi", "openmpi"], "target_systems": ["example"]},
+    ],
+    "logging": [{
+        "handlers_perflog": [{
+            "type": "filelog", "basedir": str(RESULTS / "perflogs"),
+            "prefix": "%(check_system)s/%(check_partition)s", "level": "info",
+            "format": ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
+                       "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
+                       "%(check_jobid)s|%(check_result)s|%(check_perfvalues)s"),
+            "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
+            "append": True,
+        }],
+    }],
+    "storage": [{"enable": True, "sqlite_db_file": str(RESULTS / "results.db")}],
+}, system="example", targets=[
+    ScratchTarget(name="scratch", path="/scratch/$USER", kind="parallel",
+                  partitions=["compute"], description="Lustre, 8 OSS, 1 MiB stripes"),
+    ScratchTarget(name="nvme", path="$TMPDIR", kind="local-nvme", partitions=["compute"],
+                  per_job=True, cleanup="scheduler",
+                  description="per-job directory on node-local NVMe (job_container/tmpfs)"),
+])

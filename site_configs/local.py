@@ -1,0 +1,104 @@
+"""ReFrame site config of the embedded cluster (`scratchbench cluster up`).
+
+One system, ``embedded``, with one Slurm partition, ``batch``, whose nodes are slurmd
+daemons on this machine.  Open MPI and MPICH are Lmod modules (site_configs/modulefiles),
+the way sites expose their MPIs.  The partition's size comes from the running
+cluster's record, so node-count sweeps follow ``cluster up --nodes N``.
+"""
+
+import json
+
+from scratchbench import paths
+from scratchbench.sites import ScratchTarget, with_scratch_targets
+
+MODULEPATH = str(paths.SITE_CONFIGS_DIR / "modulefiles")
+RESULTS = paths.results_dir()
+
+
+def _cluster_size():
+    try:
+        spec = json.loads((paths.cluster_dir() / "cluster.json").read_text())["spec"]
+        return int(spec["nodes"]), int(spec["cpus_per_node"])
+    except (OSError, ValueError, KeyError):
+        return 2, 2   # the defaults of `scratchbench cluster up`
+
+
+NODES, CPUS_PER_NODE = _cluster_size()
+
+site_configuration = with_scratch_targets({
+    "systems": [{
+        "name": "embedded",
+        "descr": "scratchbench embedded Slurm cluster on this machine",
+        "hostnames": [".*"],
+        "modules_system": "lmod",
+        "stagedir": str(RESULTS / "stage"),
+        "outputdir": str(RESULTS / "output"),
+        "partitions": [{
+            "name": "batch",
+            "descr": f"Slurm partition 'batch': {NODES} nodes x {CPUS_PER_NODE} CPUs",
+            "scheduler": "slurm",
+            "launcher": "srun",
+            "access": ["--partition=batch"],
+            "environs": ["builtin", "gnu-openmpi", "gnu-mpich"],
+            # Job scripts run in a non-login shell: define `module` there.
+            "prepare_cmds": ["source /usr/share/lmod/lmod/init/bash"],
+            "max_jobs": 4,
+            "processor": {"num_cpus": CPUS_PER_NODE},
+            "extras": {"nodes": NODES, "cpus_per_node": CPUS_PER_NODE,
+                       # one node's worth of slots is small here: let sweeps overcommit
+                       "overcommit": True},
+        }],
+    }],
+    "environments": [
+        {
+            # plain shell jobs (staging): no MPI needed
+            "name": "builtin",
+            "cc": "gcc",
+            "features": ["serial"],
+            "target_systems": ["embedded"],
+        },
+        {
+            "name": "gnu-openmpi",
+            "modules": [{"name": "openmpi/4.1.4", "path": MODULEPATH}],
+            "cc": "mpicc.openmpi",
+            "features": ["mpi", "openmpi"],
+            "extras": {"mpi": "openmpi"},
+            "target_systems": ["embedded"],
+        },
+        {
+            "name": "gnu-mpich",
+            "modules": [{"name": "mpich/4.0.2", "path": MODULEPATH}],
+            "cc": "mpicc.mpich",
+            "features": ["mpi", "mpich"],
+            "extras": {"mpi": "mpich"},
+            "target_systems": ["embedded"],
+        },
+    ],
+    "logging": [{
+        "handlers_perflog": [{
+            "type": "filelog",
+            "basedir": str(RESULTS / "perflogs"),
+            "prefix": "%(check_system)s/%(check_partition)s",
+            "level": "info",
+            "format": ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
+                       "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
+                       "%(check_scratch_kind)s|%(check_num_nodes_used)s|"
+                       "%(check_tasks_per_node_used)s|%(check_jobid)s|%(check_result)s|"
+                       "%(check_perfvalues)s"),
+            "format_perfvars": ("%(check_perf_var)s=%(check_perf_value)s "
+                                "%(check_perf_unit)s|"),
+            "append": True,
+        }],
+    }],
+    "storage": [{"enable": True, "sqlite_db_file": str(RESULTS / "results.db")}],
+    "general": [{"check_search_path": [str(paths.CHECKS_DIR)]}],
+}, system="embedded", targets=[
+    ScratchTarget(
+        name="sanscratch", path="$MYSANSCRATCH", kind="san", partitions=["batch"],
+        per_job=True, cleanup="scheduler",
+        description="per-job directory made by the Slurm prolog and removed by the epilog, "
+                    "like seed 004's /sanscratch/$JOBID"),
+    ScratchTarget(
+        name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],
+        description="node-local directory of each slurmd, like /localscratch"),
+])
