@@ -196,6 +196,7 @@ class EmbeddedCluster:
                 raise ClusterError(f"port {port} on 127.0.0.1 (for {daemon}) is in use; "
                                    "choose other ports with --base-port")
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._check_reachable_by("munge")
         san_root = Path(spec.san_root or self.dir / "sanscratch").absolute()
         self._check_san_root(san_root)
         spec.san_root = str(san_root)
@@ -223,13 +224,24 @@ class EmbeddedCluster:
                   f"'{PARTITION}', SLURM_CONF={self.slurm_conf}")
         return self.status()
 
+    def _check_reachable_by(self, user):
+        """munged runs as `user` and must traverse every parent of the cluster dir."""
+        for parent in [self.dir, *self.dir.parents]:
+            mode = parent.stat().st_mode
+            owner = parent.stat().st_uid
+            if owner != pwd.getpwnam(user).pw_uid and not mode & 0o001:
+                raise ClusterError(
+                    f"cluster directory {self.dir}: user '{user}' cannot reach it because "
+                    f"{parent} is mode {mode & 0o777:o}; set SCRATCHBENCH_HOME to a directory "
+                    f"such as /var/tmp/scratchbench, or chmod o+x {parent}")
+
     def _check_san_root(self, san_root):
+        if san_root.exists() and not san_root.is_dir():
+            raise ClusterError(f"scratch root {san_root}: exists and is not a directory")
         parent = san_root if san_root.exists() else san_root.parent
         if not parent.is_dir():
             raise ClusterError(f"scratch root {san_root}: its parent directory {parent} "
                                "does not exist")
-        if san_root.exists() and not san_root.is_dir():
-            raise ClusterError(f"scratch root {san_root}: exists and is not a directory")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise ClusterError(f"scratch root {san_root}: {parent} is not writable")
 

@@ -1,0 +1,1 @@
+"""Results history, verdicts and performance pages."""

@@ -1,0 +1,128 @@
+"""Shared fixtures: kernel builds, MPI launch helpers, a real embedded Slurm cluster.
+
+Everything runs for real: mpirun, srun, slurmctld/slurmd/slurmdbd/munged/MariaDB and
+ReFrame.  Each test session gets its own SCRATCHBENCH_HOME and its own ports, and every
+daemon a fixture starts is stopped at the end, failures included.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+VENV_BIN = Path(sys.executable).parent
+SHARED = REPO.parent / "shared"
+FIXTURES = SHARED / "fixtures" / "ior-4.1.0"
+# Ports of the session cluster; the default of `cluster up` is 17817.
+SESSION_BASE_PORT = 27817
+
+MPI = {
+    "openmpi": {"cc": "mpicc.openmpi", "run": "mpirun.openmpi",
+                "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                        "OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo",
+                        "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_pml": "ob1",
+                        "OMPI_MCA_rmaps_base_oversubscribe": "1"},
+                "srun_mpi": "pmix"},
+    "mpich": {"cc": "mpicc.mpich", "run": "mpirun.mpich", "env": {}, "srun_mpi": "pmi2"},
+}
+
+
+def run(cmd, env=None, timeout=600, check=False, **kw):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                            env=full_env, timeout=timeout, **kw)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{cmd} exited {result.returncode}:\n{result.stdout}\n"
+                             f"{result.stderr}")
+    return result
+
+
+def scratchbench(*args, env=None, timeout=900):
+    return run([VENV_BIN / "scratchbench", *args], env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def kernels(tmp_path_factory):
+    """The kernel built three ways: Open MPI, Open MPI + ASan/UBSan, MPICH."""
+    out = tmp_path_factory.mktemp("kernel-builds")
+    builds = {}
+    for name, mpi, target in (("openmpi", "openmpi", "all"), ("asan", "openmpi", "sanitize"),
+                              ("mpich", "mpich", "all")):
+        build = out / name
+        run(["make", "-C", SRC, f"MPICC={MPI[mpi]['cc']}", f"BUILD={build}", target],
+            check=True)
+        binary = build / ("scratchbench-kernel-asan" if name == "asan" else "scratchbench-kernel")
+        assert binary.is_file(), f"make {target} produced no {binary}"
+        builds[name] = (binary, mpi)
+    return builds
+
+
+def mpirun(build, np, args, env=None, timeout=300):
+    binary, mpi = build
+    launcher = MPI[mpi]["run"]
+    extra = ["--oversubscribe"] if mpi == "openmpi" else []
+    full_env = dict(MPI[mpi]["env"])
+    full_env["ASAN_OPTIONS"] = "detect_leaks=0"   # MPI libraries keep allocations at exit
+    full_env.update(env or {})
+    return run([launcher, *extra, "-np", str(np), binary, *args], env=full_env, timeout=timeout)
+
+
+def reachable_tmpdir(prefix):
+    """A temporary directory every user can traverse (munged runs as 'munge', and
+    pytest's own tmp dirs are private)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    os.chmod(path, 0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sb_home():
+    """A SCRATCHBENCH_HOME of this session, exported so the CLI and ReFrame use it."""
+    home = reachable_tmpdir("scratchbench-home-")
+    old = os.environ.get("SCRATCHBENCH_HOME")
+    os.environ["SCRATCHBENCH_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("SCRATCHBENCH_HOME", None)
+    else:
+        os.environ["SCRATCHBENCH_HOME"] = old
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cluster(sb_home):
+    """A real 2-node embedded Slurm cluster, up for the whole session."""
+    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+
+    if os.geteuid() != 0:
+        pytest.skip("the embedded cluster needs root (slurmd, munged as user munge)")
+    c = EmbeddedCluster(sb_home / "cluster")
+    try:
+        c.up(ClusterSpec(nodes=2, cpus_per_node=2, base_port=SESSION_BASE_PORT))
+        yield c
+    finally:
+        c.down(quiet=True)
+
+
+def slurm_env(cluster, mpi):
+    env = dict(MPI[mpi]["env"])
+    env["SLURM_CONF"] = str(cluster.slurm_conf)
+    env["SLURM_MPI_TYPE"] = MPI[mpi]["srun_mpi"]
+    return env
+
+
+def pytest_terminal_summary(terminalreporter):
+    """A plain closing line for CI logs: N passed, N failed, N skipped."""
+    stats = terminalreporter.stats
+    count = {k: len([r for r in stats.get(k, []) if getattr(r, "when", "call") == "call"
+                     or k != "passed"]) for k in ("passed", "failed", "skipped", "error")}
+    terminalreporter.write_line(
+        f"{count['passed']} passed, {count['failed'] + count['error']} failed, "
+        f"{count['skipped']} skipped")

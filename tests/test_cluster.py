@@ -1,0 +1,196 @@
+"""The embedded cluster: idempotent up, status, down by PID, and start-up failures.
+
+Failures must give one line naming the cause (and the daemon's log when a daemon
+died), exit non-zero, leave no daemon running and lose nothing already stored.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import reachable_tmpdir, run, scratchbench
+from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+from scratchbench.cluster.embedded import process_alive
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
+
+
+def processes_mentioning(text):
+    """PIDs of live processes whose command line mentions text."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if text in cmdline and process_alive(int(entry.name)):
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def spare_home():
+    home = reachable_tmpdir("scratchbench-spare-")
+    yield home
+    EmbeddedCluster(home / "cluster").down(quiet=True)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_up_twice_is_a_no_op(cluster):
+    before = [d["pid"] for d in cluster.status()["daemons"]]
+    t0 = time.monotonic()
+    status = cluster.up(ClusterSpec(**cluster.status()["spec"]))
+    assert time.monotonic() - t0 < 10
+    assert [d["pid"] for d in status["daemons"]] == before
+    assert status["up"]
+
+
+def test_status_shows_nodes_and_daemons(cluster):
+    result = scratchbench("cluster", "status", "--json",
+                          env={"SCRATCHBENCH_HOME": str(cluster.dir.parent)})
+    assert result.returncode == 0, result.stderr
+    status = json.loads(result.stdout)
+    assert status["up"] and status["nodes"] == {"n1": "idle", "n2": "idle"}
+    names = [d["name"] for d in status["daemons"]]
+    assert names == ["munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd-n1", "slurmd-n2"]
+    assert all(d["alive"] for d in status["daemons"])
+    text = scratchbench("cluster", "status", env={"SCRATCHBENCH_HOME": str(cluster.dir.parent)})
+    assert "node n1: idle" in text.stdout and "MYSANSCRATCH" in text.stdout
+
+
+def test_per_job_scratch_directory_is_made_and_removed(cluster, tmp_path):
+    env = {"SLURM_CONF": str(cluster.slurm_conf)}
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\necho \"dir=$MYSANSCRATCH\"\ntest -d \"$MYSANSCRATCH\" && "
+                      "test -w \"$MYSANSCRATCH\" && echo writable\n"
+                      "touch \"$MYSANSCRATCH/left-behind\"\n")
+    out = tmp_path / "job.out"
+    result = run(["sbatch", "--wait", "--exclusive", "-N", "2", "-o", out, script], env=env,
+                 timeout=120)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "writable" in text
+    directory = text.split("dir=")[1].split()[0]
+    san_root = cluster.status()["spec"]["san_root"]
+    assert directory.startswith(san_root + "/")
+    deadline = time.monotonic() + 30
+    while os.path.exists(directory) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not os.path.exists(directory), "the epilog removes the per-job directory"
+    assert os.path.isdir(san_root), "and nothing above it"
+
+
+def test_down_stops_only_its_own_daemons_by_pid(spare_home, cluster):
+    decoy_dir = reachable_tmpdir("decoy-")
+    decoy = decoy_dir / "slurmd"
+    shutil.copy("/bin/sleep", decoy)
+    sleeper = subprocess.Popen([str(decoy), "300"])
+    session_pids = [d["pid"] for d in cluster.status()["daemons"]]
+    try:
+        env = {"SCRATCHBENCH_HOME": str(spare_home)}
+        up = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817", env=env)
+        assert up.returncode == 0, up.stderr
+        pids = [d["pid"] for d in EmbeddedCluster(spare_home / "cluster").status()["daemons"]]
+        assert len(pids) == 5 and all(process_alive(p) for p in pids)
+        down = scratchbench("cluster", "down", env=env)
+        assert down.returncode == 0, down.stderr
+        assert "stopped 5 daemons" in down.stderr
+        assert not any(process_alive(p) for p in pids)
+        assert sleeper.poll() is None, "a process merely named slurmd is left alone"
+        assert all(process_alive(p) for p in session_pids), "another cluster is left alone"
+        again = scratchbench("cluster", "down", env=env)
+        assert again.returncode == 0 and "not running" in again.stderr
+    finally:
+        sleeper.send_signal(signal.SIGTERM)
+        sleeper.wait()
+        shutil.rmtree(decoy_dir)
+
+
+def one_line_error(result):
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_port_in_use(spare_home):
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 37827))
+    holder.listen()
+    stored = spare_home / "results" / "keep.txt"
+    stored.parent.mkdir(parents=True)
+    stored.write_text("earlier results")
+    try:
+        result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
+                              env={"SCRATCHBENCH_HOME": str(spare_home)})
+    finally:
+        holder.close()
+    assert result.returncode == 3
+    line = one_line_error(result)
+    assert "port 37827" in line and "slurmd-n1" in line and "--base-port" in line
+    assert processes_mentioning(str(spare_home)) == []
+    assert stored.read_text() == "earlier results"
+
+
+def test_daemon_that_dies_is_named_with_its_log(spare_home):
+    # A damaged accounting database: mariadbd exits during start-up.
+    datadir = spare_home / "cluster" / "mysql" / "data"
+    (datadir / "mysql").mkdir(parents=True)
+    (datadir / "ibdata1").mkdir()
+    result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
+                          env={"SCRATCHBENCH_HOME": str(spare_home)})
+    assert result.returncode == 3
+    line = one_line_error(result)
+    assert "mariadbd exited during start-up" in line and "log: " in line
+    assert line.split("log: ")[1].endswith("mariadbd.log")
+    assert processes_mentioning(str(spare_home)) == [], "munged was stopped again"
+
+
+@pytest.mark.parametrize("kind", ["missing-parent", "not-a-directory", "read-only"])
+def test_bad_scratch_root(spare_home, kind):
+    mount = None
+    if kind == "missing-parent":
+        root, expect = spare_home / "no" / "such" / "dir", "does not exist"
+    elif kind == "not-a-directory":
+        root, expect = spare_home / "afile", "is not a directory"
+        root.write_text("x")
+    else:
+        mount = spare_home / "ro"
+        mount.mkdir()
+        assert run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mount]).returncode == 0
+        root, expect = mount / "san", "is not writable"
+    try:
+        result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
+                              "--scratch-root", str(root),
+                              env={"SCRATCHBENCH_HOME": str(spare_home)})
+    finally:
+        if mount:
+            run(["umount", mount])
+    assert result.returncode == 3
+    assert expect in one_line_error(result)
+    assert processes_mentioning(str(spare_home)) == []
+
+
+def test_unreachable_cluster_directory_is_explained(tmp_path):
+    # pytest's tmp_path lives under a 0700 directory: munged could not reach it.
+    result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
+                          env={"SCRATCHBENCH_HOME": str(tmp_path)})
+    assert result.returncode == 3
+    line = one_line_error(result)
+    assert "user 'munge' cannot reach it" in line and "SCRATCHBENCH_HOME" in line
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--nodes", "0"], "--nodes 0: expected 1 to 16"),
+    (["--base-port", "80"], "--base-port 80: expected 1024"),
+])
+def test_bad_options(spare_home, args, expect):
+    result = scratchbench("cluster", "up", *args, env={"SCRATCHBENCH_HOME": str(spare_home)})
+    assert result.returncode == 3 and expect in one_line_error(result)
