@@ -54,13 +54,48 @@ def _format_status(status):
 
 
 def _run(args):
+    from scratchbench.reports import commands
     from scratchbench.runner import format_summary, run_suite
 
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
                               start_cluster=not args.no_start)
     print(format_summary(summary))
+    # Every run lands in the history store at once, so verdicts and pages see it.
+    runs, figures, total = commands.ingest([summary["run_dir"]])
+    print(f"history:      {figures} figures added to {paths.history_db()} ({total} in all)")
     return code
+
+
+def _ingest(args):
+    from scratchbench.reports import commands
+
+    runs, figures, total = commands.ingest(args.sources)
+    print(f"ingested {runs} run(s), {figures} figure(s); the history store "
+          f"{paths.history_db()} holds {total} figure(s)")
+    return 0
+
+
+def _verdict(args):
+    from scratchbench.reports import commands
+
+    if args.kind == "nightly":
+        code, result, path = commands.nightly(run_id=args.run, tag=args.tag, out=args.out,
+                                              notify=args.notify)
+        print(commands.format_nightly(result, path))
+    else:
+        code, result, path = commands.acceptance(args.before, args.after, out=args.out)
+        print(commands.format_acceptance(result, path))
+    return code
+
+
+def _report(args):
+    from scratchbench.reports import commands
+
+    pages_written, figures, seconds = commands.report(args.out)
+    print(f"wrote {pages_written} pages from {figures} figures in {seconds:.1f} s: "
+          f"{args.out}/index.html")
+    return 0
 
 
 def build_parser():
@@ -110,6 +145,56 @@ def build_parser():
     run.add_argument("--no-start", action="store_true",
                      help="fail instead of starting the embedded cluster")
     run.set_defaults(func=_run)
+
+    ingest = sub.add_parser(
+        "ingest", help="store run results in the history store",
+        description="Store ReFrame run reports in the history store (SQLite). Without "
+                    "arguments: every finished run under results/runs not stored yet. "
+                    "Re-ingesting a run changes nothing. `run` ingests its own results.",
+        epilog=EPILOG)
+    ingest.add_argument("sources", nargs="*", metavar="RUN_DIR_OR_REPORT",
+                        help="run directories (results/runs/ID) or ReFrame JSON run reports")
+    ingest.set_defaults(func=_ingest)
+
+    verdict = sub.add_parser("verdict", help="nightly or acceptance regression verdicts",
+                             description="Regression verdicts from the history store.",
+                             epilog=EPILOG)
+    vsub = verdict.add_subparsers(dest="kind", metavar="KIND")
+    vsub.required = True
+    nightly = vsub.add_parser(
+        "nightly", help="the latest run against its history",
+        description="For each figure of the latest run, look for a change point in its "
+                    "history (E-divisive, permutation test at 1%: at most 1% of figures "
+                    "flagged per night when nothing changed). Exit 1 on a confirmed "
+                    "regression; a verdict file is always written.")
+    nightly.add_argument("--run", help="judge this run instead of the latest")
+    nightly.add_argument("--tag", help="the latest run with this tag (e.g. nightly)")
+    nightly.add_argument("--out", help="verdict file (default results/verdicts/nightly-RUN.json)")
+    nightly.add_argument("--notify", metavar="COMMAND",
+                         help="shell command run on a regression; $SCRATCHBENCH_VERDICT names "
+                              "the verdict file")
+    nightly.set_defaults(func=_verdict)
+    accept = vsub.add_parser(
+        "acceptance", help="runs before a change against runs after it",
+        description="Per figure: median change, bootstrap 95%% confidence interval, "
+                    "Mann-Whitney U test; better, worse or no significant change. Runs are "
+                    "selected by key:value items joined with commas: tag:, note: "
+                    "(substring), since:/until: (dates), run: (ids joined with |). Exit 1 "
+                    "when a figure is worse, 3 when too few samples decide nothing.")
+    accept.add_argument("--before", required=True, metavar="SELECTION",
+                        help="e.g. note:before-upgrade or tag:acceptance,until:2026-11-20")
+    accept.add_argument("--after", required=True, metavar="SELECTION")
+    accept.add_argument("--out", help="verdict file (default results/verdicts/acceptance-TIME.json)")
+    accept.set_defaults(func=_verdict)
+
+    report = sub.add_parser(
+        "report", help="build the static performance pages",
+        description="Build static HTML pages (offline, no CDN) from the history store: "
+                    "file systems, history plots, comparison, runs, advice.",
+        epilog=EPILOG)
+    report.add_argument("--out", default=str(paths.state_dir() / "pages"),
+                        help="output directory (default $SCRATCHBENCH_HOME/pages)")
+    report.set_defaults(func=_report)
     return parser
 
 

@@ -22,6 +22,7 @@ from scratchbench.sites import load_site_config, resolve_site_config, scratch_ta
 
 TAGS = ("quick", "nightly", "acceptance")
 LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
+EMBEDDED_SYSTEM = "embedded"
 
 
 def progress(message):
@@ -116,7 +117,8 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     config = load_site_config(site_path)
     system = choose_system(config, site_path, partition)
     check_targets(config, site_path, system, target)
-    site_is_local = site_path == (paths.SITE_CONFIGS_DIR / "local.py").resolve()
+    # The embedded cluster's system (site_configs/local.py and copies of it).
+    site_is_local = system.split(":")[0] == EMBEDDED_SYSTEM
     slurm_conf = ensure_embedded_cluster(start_cluster) if site_is_local else None
 
     run_dir = new_run_dir()

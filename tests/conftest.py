@@ -126,3 +126,31 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
         f"{count['passed']} passed, {count['failed'] + count['error']} failed, "
         f"{count['skipped']} skipped")
+
+
+@pytest.fixture(scope="session")
+def quick_runs(cluster):
+    """Two runs of the quick suite through the real cluster (the second with a note
+    holding markup, which every page must show escaped)."""
+    runs = []
+    for note in ("first quick run", "ticket CHG-42 <script>alert('x')</script>"):
+        result = scratchbench("run", "--tag", "quick", "--note", note, timeout=1500)
+        marker = "run report:   "
+        report = next((ln.split(marker, 1)[1] for ln in result.stdout.splitlines()
+                       if ln.startswith(marker)), None)
+        runs.append({"result": result, "note": note,
+                     "run_dir": Path(report).parent if report else None})
+        if result.returncode != 0:
+            # Keep the evidence: the session's home is removed at the end.
+            artifacts = REPO / "var" / "test-artifacts"
+            artifacts.mkdir(parents=True, exist_ok=True)
+            (artifacts / f"quick-run-{len(runs)}.out").write_text(result.stdout + result.stderr)
+            if report:
+                shutil.copytree(Path(report).parent, artifacts / f"quick-run-{len(runs)}",
+                                dirs_exist_ok=True)
+    return runs
+
+
+def failures_of(run):
+    """The FAILED lines of a `scratchbench run`, for assertion messages."""
+    return "\n".join(ln for ln in run["result"].stdout.splitlines() if ln.startswith("FAILED"))

@@ -32,6 +32,9 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
     tasks_per_node_used = variable(int, value=1)
     #: the values of this variant's workload entry, with layout resolved
     params = variable(dict, value={})
+    #: per-repetition values of each performance variable, when the tool reports them;
+    #: kept in the run report, so acceptance verdicts test the repetitions themselves
+    samples = variable(dict, value={})
 
     exclusive_access = True
     maintainers = ["scratchbench"]

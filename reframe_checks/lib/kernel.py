@@ -87,7 +87,18 @@ class KernelCheck(ScratchCheck):
         report = self.kernel_report()
         problems = kernel_problems(report, expected_ranks=self.num_tasks,
                                    expected_nodes=self.num_nodes_used)
+        if not problems:
+            self.samples = self.samples_from(report)
         return sn.assert_false(problems, msg="; ".join(problems))
+
+    def samples_from(self, report):
+        """{performance variable: [value per repetition]}; subclasses map their figures."""
+        return {}
+
+    @staticmethod
+    def per_rep(report, phase, key, scale=1.0):
+        return [rep["phases"][phase][key] * scale for rep in report.get("repetitions", [])
+                if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None]
 
     def figure(self, *keys, scale=1.0):
         """A number from the report's summary, e.g. figure('write', 'bandwidth_min_Bps',
@@ -137,6 +148,13 @@ class IOTestCheckBase(KernelCheck):
             # Read the next node's data, as IOR -C does, so reads miss the local cache.
             self.kernel_args += ["--shift", "auto"]
 
+    def samples_from(self, report):
+        write = self.per_rep(report, "write", "bandwidth_min_Bps", 1 / MIB)
+        return {"write_bw": write, "write_bw_worst": write,
+                "read_bw": self.per_rep(report, "read", "bandwidth_min_Bps", 1 / MIB),
+                "open_close_share": self.per_rep(report, "write", "open_close_fraction_max",
+                                                 100.0)}
+
     @performance_function("MiB/s")
     def write_bw(self):
         """Aggregate write bandwidth at the slowest rank (IOTest's minimum rate), trimmed
@@ -176,6 +194,13 @@ class MetadataCheckBase(KernelCheck):
                             "--removers", str(self.removers)]
         if self.dir_per_rank:
             self.kernel_args.append("--dir-per-rank")
+
+    def samples_from(self, report):
+        remove = self.per_rep(report, "remove", "rate_ops")
+        return {"create_rate": self.per_rep(report, "create", "rate_ops"),
+                "open_close_rate": self.per_rep(report, "open", "rate_ops"),
+                "stat_rate": self.per_rep(report, "stat", "rate_ops"),
+                "delete_rate": remove, "delete_rate_worst": remove}
 
     @performance_function("ops/s")
     def create_rate(self):

@@ -155,6 +155,9 @@ class IORCheckBase(ToolCheck):
     def valid_ior_run(self):
         result = self.ior_result()
         problems = ior_problems(result, expected_tasks=self.num_tasks)
+        if not problems:
+            self.samples = {f"{op}_bw": [r["bwMiB"] for r in result["results"]
+                                         if r["access"] == op] for op in ("write", "read")}
         return sn.all([self.job_exited_cleanly(),
                        sn.assert_false(problems, msg="; ".join(problems))])
 

@@ -1,0 +1,251 @@
+"""What `scratchbench ingest | verdict | report` do; the CLI only parses arguments."""
+
+import json
+import math
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scratchbench import paths
+from scratchbench.errors import ConfigError, ScratchbenchError
+from scratchbench.reports import pages, store, verdicts
+
+
+def progress(message):
+    print(f"scratchbench: {message}", file=sys.stderr, flush=True)
+
+
+def verdict_dir():
+    return paths.results_dir() / "verdicts"
+
+
+def ingest(sources=(), db=None):
+    conn = store.connect(db)
+    runs = figures = 0
+    if not sources:
+        runs, figures = store.ingest_all(conn)
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            added = store.ingest_run_dir(conn, path)
+        elif path.is_file():
+            try:
+                report = json.loads(path.read_text())
+            except ValueError as exc:
+                raise store.StoreError(f"{path}: not a JSON run report ({exc})") from exc
+            added = store.ingest_report(conn, report, source=str(path))
+        else:
+            raise store.StoreError(f"{path}: no such run directory or run report")
+        runs += 1 if added else 0
+        figures += added
+    total = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+    conn.close()
+    return runs, figures, total
+
+
+def _series_history(conn, run_id):
+    """For each figure of run_id: its series' values up to and including that run."""
+    target = conn.execute("SELECT started FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    rows = store.figure_rows(conn, "WHERE r.started <= ?", (target["started"],))
+    history = defaultdict(list)
+    latest = set()
+    for row in rows:
+        key = (row["series"], row["metric"])
+        history[key].append(row)
+        if row["run_id"] == run_id:
+            latest.add(key)
+    return {k: v for k, v in history.items() if k in latest}
+
+
+def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
+    """Returns (exit code, verdict dict, path written)."""
+    conn = store.connect(db)
+    query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
+        "ORDER BY started DESC, run_id DESC LIMIT 1"
+    if run_id is None:
+        row = conn.execute(query, (tag,) if tag else ()).fetchone()
+        if row is None:
+            raise ScratchbenchError("the history store holds no run" +
+                                    (f" tagged {tag}" if tag else "") +
+                                    ": run the suite, then `scratchbench ingest`")
+        run_id = row["run_id"]
+    elif not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+        raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
+    figures = []
+    for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
+        values = [r["value"] for r in rows if r["value"] is not None]
+        if not values:
+            continue
+        v = verdicts.nightly(series, metric, rows[-1]["unit"], values,
+                             [r["run_id"] for r in rows if r["value"] is not None])
+        figures.append(verdicts.as_dict(v))
+    conn.close()
+    result = {
+        "kind": "nightly", "run_id": run_id,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "method": "E-divisive change point, permutation test (scipy.stats.permutation_test, "
+                  f"{verdicts.PERMUTATIONS} re-pairings); regression = significant change, "
+                  f"latest run after it, median worse by >= {verdicts.MIN_EFFECT:.0%}",
+        "alpha": verdicts.NIGHTLY_ALPHA,
+        "false_alarm_rate": f"at most {verdicts.NIGHTLY_ALPHA:.0%} of figures per night when "
+                            "nothing changed",
+        "regressions": sum(f["verdict"] == "regression" for f in figures),
+        "suspects": sum(f["verdict"] == "suspect" for f in figures),
+        "improvements": sum(f["verdict"] == "improvement" for f in figures),
+        "figures": figures,
+    }
+    path = Path(out) if out else verdict_dir() / f"nightly-{run_id}.json"
+    _write_json(path, result)
+    code = 1 if result["regressions"] else 0
+    if code and notify:
+        progress(f"running the notification hook: {notify}")
+        subprocess.run(notify, shell=True, env={**dict(__import__("os").environ),
+                                               "SCRATCHBENCH_VERDICT": str(path)})
+    return code, result, path
+
+
+def format_nightly(result, path):
+    lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
+             f"false-alarm rate {result['false_alarm_rate']}):"]
+    for f in result["figures"]:
+        if f["verdict"] in ("regression", "suspect", "improvement"):
+            lines.append(f"  {f['verdict'].upper():<11} {pages.series_label(f['series'])} "
+                         f"{f['metric']}: {f['detail']}")
+    counts = defaultdict(int)
+    for f in result["figures"]:
+        counts[f["verdict"]] += 1
+    lines.append("  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    lines.append(f"verdict file: {path}")
+    return "\n".join(lines)
+
+
+def _select(conn, spec, option):
+    """Runs matching 'key:value,key:value' (tag, note, since, until, run)."""
+    clauses, args = [], []
+    for part in [p.strip() for p in spec.split(",") if p.strip()]:
+        key, _, value = part.partition(":")
+        if not value:
+            raise ConfigError(f"{option} {spec}: expected key:value items (tag, note, since, "
+                              "until, run)")
+        if key == "tag":
+            clauses.append("tag = ?")
+            args.append(value)
+        elif key == "note":
+            clauses.append("note LIKE ?")
+            args.append(f"%{value}%")
+        elif key in ("since", "until"):
+            try:
+                ts = datetime.fromisoformat(value).replace(tzinfo=timezone.utc).timestamp()
+            except ValueError:
+                raise ConfigError(f"{option} {key}:{value}: expected a date such as "
+                                  "2026-11-22") from None
+            clauses.append("started >= ?" if key == "since" else "started < ?")
+            args.append(ts)
+        elif key == "run":
+            ids = value.split("|")
+            clauses.append(f"run_id IN ({','.join('?' * len(ids))})")
+            args.extend(ids)
+        else:
+            raise ConfigError(f"{option} {spec}: unknown key '{key}' (expected tag, note, "
+                              "since, until or run)")
+    if not clauses:
+        raise ConfigError(f"{option}: empty selection")
+    ids = [r[0] for r in conn.execute(
+        f"SELECT run_id FROM runs WHERE {' AND '.join(clauses)}", args)]
+    if not ids:
+        raise ConfigError(f"{option} {spec} matches no stored run")
+    return ids
+
+
+def _samples(conn, run_ids):
+    marks = ",".join("?" * len(run_ids))
+    rows = store.figure_rows(conn, f"WHERE r.run_id IN ({marks})", run_ids)
+    extra = store.samples_of(conn, [r["figure_id"] for r in rows])
+    grouped = defaultdict(lambda: {"values": [], "runs": set(), "unit": None})
+    for row in rows:
+        key = (row["series"], row["metric"])
+        g = grouped[key]
+        g["unit"] = row["unit"]
+        g["runs"].add(row["run_id"])
+        # Repetitions inside a run are the samples when the check recorded them.
+        g["values"].extend(extra.get(row["figure_id"]) or [row["value"]])
+    return grouped
+
+
+def acceptance(before, after, out=None, db=None):
+    conn = store.connect(db)
+    before_ids = _select(conn, before, "--before")
+    after_ids = _select(conn, after, "--after")
+    overlap = set(before_ids) & set(after_ids)
+    if overlap:
+        raise ConfigError(f"--before and --after both select run(s) {', '.join(sorted(overlap))}")
+    b, a = _samples(conn, before_ids), _samples(conn, after_ids)
+    conn.close()
+    figures = []
+    for key in sorted(set(b) & set(a)):
+        series, metric = key
+        per_run = (max(1, len(b[key]["values"]) // max(1, len(b[key]["runs"]))),
+                   max(1, len(a[key]["values"]) // max(1, len(a[key]["runs"]))))
+        v = verdicts.acceptance(series, metric, b[key]["unit"], b[key]["values"],
+                                a[key]["values"], samples_per_run=per_run)
+        figures.append(verdicts.as_dict(v))
+    if not figures:
+        raise ScratchbenchError("the runs before and after share no figure: select runs of "
+                                "the same checks and tag")
+    result = {"kind": "acceptance", "before": {"selection": before, "runs": before_ids},
+              "after": {"selection": after, "runs": after_ids},
+              "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "method": "Mann-Whitney U (two-sided) and a bootstrap 95% CI of the relative "
+                        "change of the median (scipy.stats)",
+              "alpha": verdicts.ACCEPTANCE_ALPHA, "figures": figures}
+    for label in ("better", "worse", "no significant change", "insufficient"):
+        result[label.replace(" ", "_")] = sum(f["verdict"] == label for f in figures)
+    path = Path(out) if out else verdict_dir() / \
+        f"acceptance-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
+    _write_json(path, result)
+    if result["insufficient"] == len(figures):
+        need_b = max(f["runs_needed_before"] for f in figures)
+        need_a = max(f["runs_needed_after"] for f in figures)
+        raise ScratchbenchError(
+            f"too few samples to decide any figure: {need_b} more run(s) before and {need_a} "
+            f"more run(s) after are needed (details in {path})", exit_code=3)
+    return (1 if result["worse"] else 0), result, path
+
+
+def format_acceptance(result, path):
+    lines = [f"Acceptance verdict: {len(result['before']['runs'])} run(s) before "
+             f"({result['before']['selection']}) vs {len(result['after']['runs'])} after "
+             f"({result['after']['selection']})"]
+    for f in result["figures"]:
+        lines.append(f"  {f['verdict']:<22} {pages.series_label(f['series'])} "
+                     f"{f['metric']}: {f['detail']}")
+    lines.append(f"  {result['better']} better, {result['worse']} worse, "
+                 f"{result['no_significant_change']} no significant change, "
+                 f"{result['insufficient']} undecided (too few samples)")
+    lines.append(f"verdict file: {path}")
+    return "\n".join(lines)
+
+
+def report(out_dir, db=None):
+    latest = sorted(verdict_dir().glob("nightly-*.json"), key=lambda p: p.stat().st_mtime)
+    nightly_result = json.loads(latest[-1].read_text()) if latest else None
+    progress(f"building the pages in {out_dir}")
+    return pages.build(out_dir, db_path=db, nightly_verdicts=nightly_result)
+
+
+def _write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n")
+    tmp.replace(path)
+
+
+def _jsonable(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {value!r}")

@@ -1,0 +1,224 @@
+"""The history store: every figure of every run, with its context, in SQLite.
+
+Source: ReFrame's JSON run report.  It is versioned (``session_info.data_version``),
+holds every test case with its parameters, variables, job id, nodes, result and
+performance values with references and units, and it is exactly what ReFrame's own
+results DB stores per session.  Perflogs, by contrast, have whatever layout a site
+config gives them and lack the parameters.  Each run directory also has ``run.json``
+(site, tag, revision, note) from ``scratchbench run``.
+
+Ingestion is idempotent (a run already stored is left as it is) and safe under
+concurrency (each ingest is one ``BEGIN IMMEDIATE`` transaction; SQLite serialises
+writers and a busy writer waits).  The schema evolves through numbered migrations in
+``reports/migrations``, tracked with ``PRAGMA user_version``.
+"""
+
+import json
+import re
+import sqlite3
+import time
+from importlib import resources
+from pathlib import Path
+
+from scratchbench import paths
+from scratchbench.errors import ScratchbenchError
+
+SUPPORTED_DATA_VERSION = "4."
+_PARAM = re.compile(r"%(\w+)=(\S+)")
+
+
+class StoreError(ScratchbenchError):
+    exit_code = 5
+
+
+def migrations():
+    """[(version, sql)] in order, from reports/migrations/NNNN_*.sql."""
+    found = []
+    for entry in resources.files("scratchbench.reports").joinpath("migrations").iterdir():
+        match = re.match(r"(\d{4})_.*\.sql$", entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.read_text()))
+    return sorted(found)
+
+
+def connect(db_path=None):
+    """Open (creating and migrating as needed) the history store."""
+    db_path = Path(db_path or paths.history_db())
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(db_path, timeout=60, isolation_level=None)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"history store {db_path}: cannot open ({exc})") from exc
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA busy_timeout = 60000")
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        _migrate(conn, db_path)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"history store {db_path}: {exc}") from exc
+    return conn
+
+
+def _migrate(conn, db_path):
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        known = migrations()
+        newest = known[-1][0] if known else 0
+        if current > newest:
+            raise StoreError(f"history store {db_path} has schema version {current}, newer "
+                             f"than this scratchbench knows ({newest}); upgrade scratchbench")
+        for version, sql in known:
+            if version > current:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _params(display_name):
+    return dict(_PARAM.findall(display_name or ""))
+
+
+def _num(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def ingest_report(conn, report, meta=None, source=""):
+    """Store one ReFrame run report.  Returns the number of figures added (0 when the
+    run was already stored)."""
+    meta = meta or {}
+    info = report.get("session_info", {})
+    version = str(info.get("data_version", ""))
+    if not version.startswith(SUPPORTED_DATA_VERSION):
+        raise StoreError(f"{source or 'run report'}: data_version {version!r} is not a "
+                         f"ReFrame 4 run report")
+    extras = info.get("extras") or {}
+    session = info.get("uuid")
+    run_id = meta.get("run_id") or extras.get("scratchbench_run") or session
+    if not run_id:
+        raise StoreError(f"{source or 'run report'}: no session uuid and no run id")
+    partitions = meta.get("partitions", {})
+    added = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        exists = conn.execute("SELECT 1 FROM runs WHERE run_id = ? OR session_uuid = ?",
+                              (run_id, session)).fetchone()
+        if exists:
+            conn.execute("ROLLBACK")
+            return 0
+        conn.execute(
+            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, session, meta.get("site"), meta.get("system") or None,
+             meta.get("tag") or extras.get("tag"), meta.get("revision") or extras.get("revision"),
+             meta.get("note", ""), info.get("time_start_unix"), info.get("time_end_unix"),
+             info.get("version"), info.get("hostname"), source, time.time()))
+        for case in (report.get("runs") or [{}])[-1].get("testcases", []):
+            if case.get("fixture"):
+                continue   # builds and tool providers: no figures of their own
+            display = case.get("display_name") or case.get("name")
+            series = f"{case.get('system')}:{case.get('partition')}|{case.get('environ')}|{display}"
+            params = _params(display)
+            cur = conn.execute(
+                "INSERT INTO cases (run_id, series, check_name, display_name, system, partition,"
+                " environ, scratch_target, scratch_kind, nodes, tasks_per_node, num_tasks,"
+                " transfer_size, api, workload, params, result, fail_phase, fail_reason, jobid,"
+                " nodelist, exclusive, access, completed) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, series, display.split()[0], display, case.get("system"),
+                 case.get("partition"), case.get("environ"), case.get("scratch_target"),
+                 case.get("scratch_kind"), _num(case.get("num_nodes_used")),
+                 _num(case.get("tasks_per_node_used")), _num(case.get("num_tasks")),
+                 _num(case.get("transfer_size")) or None,
+                 case.get("io_api") or case.get("kernel_mode"), params.get("workload_tag"),
+                 json.dumps(params, sort_keys=True), case.get("result"), case.get("fail_phase"),
+                 case.get("fail_reason"), str(case.get("jobid") or ""),
+                 ",".join(case.get("job_nodelist") or []),
+                 int(bool(case.get("exclusive_access"))),
+                 " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
+                 case.get("job_completion_time_unix")))
+            case_id = cur.lastrowid
+            samples = case.get("samples") or {}
+            for key, perf in (case.get("perfvalues") or {}).items():
+                metric = key.split(":")[-1]
+                value, ref, lower, upper, unit, result = (list(perf) + [None] * 6)[:6]
+                fig = conn.execute(
+                    "INSERT INTO figures (case_id, metric, value, unit, reference, lower, upper,"
+                    " result) VALUES (?,?,?,?,?,?,?,?)",
+                    (case_id, metric, _num(value), unit, _num(ref), _num(lower), _num(upper),
+                     result))
+                added += 1
+                values = samples.get(metric) or []
+                conn.executemany("INSERT INTO samples VALUES (?,?,?)",
+                                 [(fig.lastrowid, i, v) for i, v in enumerate(values)
+                                  if _num(v) is not None])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return added
+
+
+def ingest_run_dir(conn, run_dir):
+    """Ingest results/runs/<id>/ (report.json + run.json)."""
+    run_dir = Path(run_dir)
+    report_path = run_dir / "report.json"
+    try:
+        report = json.loads(report_path.read_text())
+    except FileNotFoundError:
+        raise StoreError(f"{run_dir}: no report.json (did the run finish?)") from None
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{report_path}: unreadable run report ({exc})") from exc
+    meta = {}
+    if (run_dir / "run.json").exists():
+        try:
+            meta = json.loads((run_dir / "run.json").read_text())
+        except ValueError as exc:
+            raise StoreError(f"{run_dir / 'run.json'}: not valid JSON ({exc})") from exc
+    meta.setdefault("run_id", run_dir.name)
+    return ingest_report(conn, report, meta, source=str(report_path))
+
+
+def ingest_all(conn, runs_dir=None):
+    """Ingest every finished run directory not yet stored: (runs added, figures added)."""
+    runs_dir = Path(runs_dir or paths.results_dir() / "runs")
+    stored = {row[0] for row in conn.execute("SELECT run_id FROM runs")}
+    runs = figures = 0
+    for run_dir in sorted(p for p in runs_dir.glob("*") if p.is_dir()):
+        if run_dir.name in stored or not (run_dir / "report.json").exists():
+            continue
+        added = ingest_run_dir(conn, run_dir)
+        runs += 1
+        figures += added
+    return runs, figures
+
+
+def figure_rows(conn, where="", args=()):
+    """Every figure with its case and run, oldest run first."""
+    return conn.execute(
+        "SELECT f.figure_id, f.metric, f.value, f.unit, f.reference, f.lower, f.upper,"
+        " f.result AS figure_result, c.*, r.tag, r.note, r.revision, r.site, r.started,"
+        " r.finished, r.reframe_version "
+        "FROM figures f JOIN cases c ON f.case_id = c.case_id JOIN runs r ON c.run_id = r.run_id "
+        f"{where} ORDER BY r.started, r.run_id", args).fetchall()
+
+
+def samples_of(conn, figure_ids):
+    out = {}
+    ids = list(figure_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT figure_id, value FROM samples WHERE figure_id IN "
+                                f"({marks}) ORDER BY figure_id, idx", chunk):
+            out.setdefault(row[0], []).append(row[1])
+    return out
+
+
+def runs(conn):
+    return conn.execute("SELECT * FROM runs ORDER BY started, run_id").fetchall()

@@ -1,0 +1,57 @@
+"""The command line: --help everywhere, one-line errors for bad input."""
+
+import pytest
+
+from conftest import scratchbench
+
+SUBCOMMANDS = [["cluster"], ["run"], ["report"], ["ingest"], ["verdict"],
+               ["verdict", "nightly"], ["verdict", "acceptance"]]
+
+
+def test_top_level_help():
+    result = scratchbench("--help")
+    assert result.returncode == 0
+    for command in ("cluster", "run", "report", "ingest", "verdict"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS, ids=" ".join)
+def test_every_subcommand_has_help(command):
+    result = scratchbench(*command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: scratchbench " + " ".join(command) in result.stdout
+
+
+def one_line(result):
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("scratchbench: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "--site", "nosuchsite", "--no-start"], "site config 'nosuchsite': no file"),
+    (["run", "--tag", "weekly", "--no-start"], "--tag weekly: expected one of quick"),
+    (["run", "--partition", "gpu", "--no-start"],
+     "system 'embedded' has no partition 'gpu' (it has: batch)"),
+    (["run", "--target", "lustre", "--no-start"],
+     "--target lustre: site config"),
+])
+def test_run_bad_input(sb_home, args, message):
+    result = scratchbench(*args)
+    assert result.returncode == 2
+    assert message in one_line(result)
+
+
+def test_run_malformed_config(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("site_configuration = {\n")
+    result = scratchbench("run", "--site", str(broken), "--no-start")
+    assert result.returncode == 2
+    assert f"site config {broken}: line 1" in one_line(result)
+
+
+def test_run_refuses_to_start_when_told(sb_home, tmp_path):
+    result = scratchbench("run", "--no-start", env={"SCRATCHBENCH_HOME": str(tmp_path)})
+    assert result.returncode == 4
+    assert "embedded cluster is not running" in one_line(result)

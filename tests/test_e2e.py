@@ -1,0 +1,149 @@
+"""End to end: the quick suite through the real embedded Slurm cluster and ReFrame.
+
+Asserts what a storage admin relies on: exclusive nodes in every job script, checksums
+verified both ways by the staging check, the per-job scratch directory gone after the
+job, a two-node sweep that really ran on two nodes, IOR/mdtest skipped with a reason,
+and every figure in ReFrame's results DB and the perflog.
+"""
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from conftest import failures_of, scratchbench
+
+
+@pytest.fixture(scope="module")
+def first(quick_runs):
+    run = quick_runs[0]
+    assert run["result"].returncode == 0, failures_of(run) or run["result"].stderr[-2000:]
+    return run
+
+
+def cases(run):
+    report = json.loads((run["run_dir"] / "report.json").read_text())
+    return report["runs"][-1]["testcases"]
+
+
+def case_named(run, pattern):
+    return [c for c in cases(run) if re.search(pattern, c["display_name"])]
+
+
+def test_summary_line_counts_cases(first):
+    lines = first["result"].stdout.strip().splitlines()
+    counts = re.fullmatch(r"(\d+) passed, (\d+) failed, (\d+) skipped", lines[-1])
+    assert counts, lines[-1]
+    passed, failed, skipped = map(int, counts.groups())
+    assert failed == 0 and passed >= 40
+    assert passed + skipped == len(cases(first))
+
+
+def test_every_job_script_requests_exclusive_nodes(first):
+    scripts = list((first["run_dir"] / "output").rglob("rfm_job.sh"))
+    assert len(scripts) >= 30
+    for script in scripts:
+        text = script.read_text()
+        assert "#SBATCH --exclusive" in text, script
+        assert "#SBATCH --partition=batch" in text
+
+
+def test_mpi_jobs_have_the_right_layout(first):
+    for case in case_named(first, r"^Kernel(IOTest|Metadata|NodeSweep|ProcessSweep)"):
+        script = (first["run_dir"] / "output" / case["system"] / case["partition"] /
+                  case["environ"] / case["short_name"] / "rfm_job.sh").read_text()
+        assert f"#SBATCH --ntasks={case['num_tasks']}" in script
+        assert f"#SBATCH --ntasks-per-node={case['num_tasks_per_node']}" in script
+        assert "module load " in script, "the MPI comes from an Lmod module"
+
+
+def test_staging_verified_checksums_both_ways(first):
+    staging = case_named(first, r"^StageInOut")
+    assert {c["scratch_target"] for c in staging} == {"sanscratch",
+                                                                       "localscratch"}
+    for case in staging:
+        assert case["result"] == "pass"
+        out = first["run_dir"] / "output" / case["system"] / case["partition"] / \
+            case["environ"] / case["short_name"] / "staging.json"
+        report = json.loads(out.read_text())
+        assert report["checksums_in"] == report["checksums_out"] == "verified"
+        assert report["files"] == 64 and report["bytes_in"] == 64 * 262144
+        for var in ("stage_in_bw", "stage_out_bw", "stage_in_files_rate",
+                    "stage_out_files_rate"):
+            key = next(k for k in case["perfvalues"] if k.endswith(var))
+            assert case["perfvalues"][key][0] > 0
+
+
+def test_per_job_directory_is_gone_after_the_job(first, cluster):
+    removed = case_named(first, r"^PerJobScratchRemoved")
+    assert len(removed) == 1 and removed[0]["result"] == "pass"
+    staging = case_named(first, r"^StageInOut.*sanscratch")[0]
+    out = first["run_dir"] / "output" / staging["system"] / staging["partition"] / \
+        staging["environ"] / staging["short_name"] / "staging.json"
+    scratch_dir = json.loads(out.read_text())["scratch_dir"]
+    assert scratch_dir.startswith(cluster.status()["spec"]["san_root"] + "/")
+    import os
+    assert not os.path.exists(scratch_dir)
+
+
+def test_two_node_sweep_ran_on_two_nodes(first):
+    sweep = [c for c in case_named(first, r"^KernelNodeSweep")
+             if c["node_count"] == 2]
+    assert sweep and all(c["result"] == "pass" for c in sweep)
+    for case in sweep:
+        report = json.loads((first["run_dir"] / "output" / case["system"] / case["partition"] /
+                             case["environ"] / case["short_name"] / "kernel.json").read_text())
+        assert report["mpi"]["nnodes"] == 2
+        assert {r["node"] for r in report["ranks"]} == {"n1", "n2"}
+
+
+def test_ior_and_mdtest_are_skipped_with_a_reason(first):
+    out = first["result"].stdout
+    assert re.search(r"skipped \(\d+\): IOR/mdtest not available: ior and mdtest not on PATH",
+                     out)
+    for case in case_named(first, r"^(IOR|Mdtest|IORProvider)"):
+        assert case["result"] == "skip"
+
+
+def test_figures_are_in_the_results_db_and_the_perflog(first, sb_home):
+    db = sqlite3.connect(sb_home / "results" / "results.db")
+    blobs = [row[0] for row in db.execute("SELECT json_blob FROM sessions")]
+    ours = [json.loads(b) for b in blobs if first["run_dir"].name in b]
+    assert len(ours) == 1, "one stored session per run"
+    stored = {(c["display_name"], c["environ"]): c["perfvalues"]
+              for c in ours[0]["runs"][-1]["testcases"]}
+    for case in case_named(first, r"^StageInOut|^KernelIOTest"):
+        assert stored[(case["display_name"], case["environ"])] == case["perfvalues"]
+    perflog = (sb_home / "results" / "perflogs" / "embedded" / "batch" / "StageInOut.log")
+    text = perflog.read_text()
+    assert "|sanscratch|san|1|1|" in text and "stage_in_bw=" in text
+
+
+def test_the_cli_printed_figures_and_paths(first):
+    out = first["result"].stdout
+    for text in ("Figures (one line per test case):", "run report:", "job outputs:",
+                 "perflogs:", "results DB:", "stage_in_bw"):
+        assert text in out
+    assert (first["run_dir"] / "run.json").is_file()
+
+
+def test_second_run_keeps_the_first(quick_runs):
+    a, b = (r["run_dir"] for r in quick_runs)
+    assert a != b and (a / "report.json").is_file() and (b / "report.json").is_file()
+    assert json.loads((b / "run.json").read_text())["note"].startswith("ticket CHG-42")
+
+
+def test_missing_scratch_path_fails_with_the_reason(cluster, sb_home, tmp_path):
+    """A site whose scratch target does not exist: the check fails, naming the path."""
+    site = tmp_path / "missing.py"
+    from conftest import REPO
+    text = (REPO / "site_configs" / "local.py").read_text()
+    text = text.replace('path="$LOCALSCRATCH"', 'path="/nonexistent/localscratch"')
+    site.write_text(text)
+    result = scratchbench("run", "--site", str(site), "--target", "localscratch",
+                          "--name", "KernelIOTest", timeout=900)
+    assert result.returncode == 1
+    assert "target directory /nonexistent/localscratch: No such file or directory" in \
+        result.stdout
+    assert re.search(r"^0 passed, \d+ failed", result.stdout.splitlines()[-1])

@@ -1,0 +1,296 @@
+"""History store, verdicts and pages.
+
+Statistics are checked on synthetic series with known change points (found) and pure
+noise (false alarms within the documented 1%); the store on idempotent and concurrent
+ingests; the pages in a real headless Chromium after two quick runs on the embedded
+cluster.
+"""
+
+import json
+import multiprocessing
+import re
+import sqlite3
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, failures_of, scratchbench
+from scratchbench.reports import commands, store, verdicts
+from scratchbench.reports.synthetic import make_report
+
+ARTIFACTS = REPO / "var" / "test-artifacts"
+
+
+# ---- statistics --------------------------------------------------------------------------
+def series(values):
+    return [str(i) for i in range(len(values))]
+
+
+@pytest.mark.parametrize("after,drop", [(3, 0.20), (5, 0.10), (10, 0.08)])
+def test_known_regression_is_found(after, drop):
+    rng = np.random.default_rng(after)
+    values = list(rng.normal(100, 2, 25)) + list(rng.normal(100 * (1 - drop), 2, after))
+    v = verdicts.nightly("s", "write_bw", "MiB/s", values, series(values))
+    assert v.verdict == "regression", v
+    assert v.change_index == 25 and v.p_value < verdicts.NIGHTLY_ALPHA
+    assert v.relative_change == pytest.approx(-drop, abs=0.03)
+
+
+def test_improvement_and_lower_is_better():
+    rng = np.random.default_rng(7)
+    up = list(rng.normal(100, 2, 20)) + list(rng.normal(130, 2, 5))
+    assert verdicts.nightly("s", "read_bw", "MiB/s", up, series(up)).verdict == "improvement"
+    share = list(rng.normal(5, 0.2, 20)) + list(rng.normal(9, 0.2, 5))
+    assert verdicts.nightly("s", "open_close_share", "%", share,
+                            series(share)).verdict == "regression"
+
+
+def test_pure_noise_stays_within_the_false_alarm_rate():
+    rng = np.random.default_rng(2026)
+    trials, flagged, significant = 300, 0, 0
+    for i in range(trials):
+        noise = rng.lognormal(np.log(1000), 0.05, 30) if i % 2 else rng.normal(1000, 50, 30)
+        v = verdicts.nightly(f"noise{i}", "write_bw", "MiB/s", noise, series(noise))
+        flagged += v.verdict in ("regression", "improvement")
+        significant += v.p_value is not None and v.p_value < verdicts.NIGHTLY_ALPHA
+    # alpha = 1%: 3 expected of 300; 10 or more has probability below 0.1%.
+    assert significant <= 9, significant
+    assert flagged <= significant
+
+
+def test_one_bad_night_is_suspect_not_confirmed():
+    rng = np.random.default_rng(3)
+    values = list(rng.normal(100, 2, 20)) + [60.0]
+    v = verdicts.nightly("s", "write_bw", "MiB/s", values, series(values))
+    assert v.verdict == "suspect" and "not yet a confirmed change" in v.detail
+
+
+def test_short_history_gives_no_verdict():
+    v = verdicts.nightly("s", "write_bw", "MiB/s", [1.0, 2.0, 3.0], series([1, 2, 3]))
+    assert v.verdict == "insufficient-history" and "8 needed" in v.detail
+
+
+def test_acceptance_labels():
+    rng = np.random.default_rng(11)
+    before = rng.normal(100, 3, 8)
+    worse = verdicts.acceptance("s", "write_bw", "MiB/s", before, rng.normal(90, 3, 8))
+    assert worse.verdict == "worse" and worse.ci_high < 0 and worse.p_value < 0.05
+    assert -1 <= worse.effect_size < -0.5
+    better = verdicts.acceptance("s", "write_bw", "MiB/s", before, rng.normal(110, 3, 8))
+    assert better.verdict == "better"
+    same = verdicts.acceptance("s", "write_bw", "MiB/s", before, rng.normal(100, 3, 8))
+    assert same.verdict == "no significant change"
+    few = verdicts.acceptance("s", "write_bw", "MiB/s", [1, 2, 3], [4, 5],
+                              samples_per_run=(3, 1))
+    assert few.verdict == "insufficient"
+    assert (few.runs_needed_before, few.runs_needed_after) == (1, 2)
+    assert "1 more run(s) before, 2 more run(s) after" in few.detail
+
+
+# ---- store ----------------------------------------------------------------------------------
+def synthetic_run(i, value=100.0, target="fsA", samples=None):
+    figures = {"write_bw": (value, "MiB/s", samples or []),
+               "open_close_share": (5.0, "%", [])}
+    return make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i,
+                       [("KernelIOTest", {"scratch_target": target, "workload_tag": "nightly",
+                                          "access": "fpp-posix"}, "gnu", target, figures)])
+
+
+def count(db, table):
+    return sqlite3.connect(db).execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def test_migrations_and_idempotent_ingest(tmp_path):
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.migrations()[-1][0]
+    report = synthetic_run(1, samples=[99.0, 100.0, 101.0])
+    assert store.ingest_report(conn, report) == 2
+    before = [count(db, t) for t in ("runs", "cases", "figures", "samples")]
+    assert before == [1, 1, 2, 3]
+    assert store.ingest_report(conn, report) == 0
+    assert [count(db, t) for t in ("runs", "cases", "figures", "samples")] == before
+    conn.close()
+    store.connect(db).close()   # reopening migrates nothing and loses nothing
+    assert [count(db, t) for t in ("runs", "cases", "figures", "samples")] == before
+
+
+def test_newer_schema_is_refused(tmp_path):
+    db = tmp_path / "h.sqlite"
+    store.connect(db).close()
+    sqlite3.connect(db).execute("PRAGMA user_version = 999")
+    with pytest.raises(store.StoreError, match="newer than this scratchbench knows"):
+        store.connect(db)
+
+
+def test_unknown_report_version_is_refused(tmp_path):
+    report = synthetic_run(1)
+    report["session_info"]["data_version"] = "2.0"
+    with pytest.raises(store.StoreError, match="not a ReFrame 4 run report"):
+        store.ingest_report(store.connect(tmp_path / "h.sqlite"), report)
+
+
+def _ingest_in_process(db, reports, barrier):
+    conn = store.connect(db)
+    barrier.wait()
+    for report in reports:
+        store.ingest_report(conn, report)
+
+
+def test_concurrent_ingests_lose_nothing(tmp_path):
+    db = tmp_path / "h.sqlite"
+    store.connect(db).close()
+    reports = [synthetic_run(i) for i in range(40)]
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(3)
+    # Two writers with different runs, a third repeating the first writer's runs.
+    jobs = [ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
+            for part in (reports[:20], reports[20:], reports[:20])]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(120)
+        assert job.exitcode == 0
+    assert count(db, "runs") == 40 and count(db, "figures") == 80
+
+
+# ---- verdict commands on a synthetic history --------------------------------------------
+@pytest.fixture
+def synthetic_store(tmp_path):
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    rng = np.random.default_rng(5)
+    for i in range(24):
+        value = rng.normal(1000, 20) if i < 20 else rng.normal(700, 20)
+        samples = list(rng.normal(1000 if i < 20 else 700, 20, 3))
+        report = synthetic_run(i, value, samples=samples)
+        report["session_info"]["extras"]["tag"] = "nightly"
+        store.ingest_report(conn, report, {"note": "before" if i < 20 else "after"})
+    conn.close()
+    return db
+
+
+def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
+    flag = tmp_path / "notified"
+    code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
+                                          notify=f'cp "$SCRATCHBENCH_VERDICT" {flag}')
+    assert code == 1 and result["regressions"] == 1
+    assert json.loads(flag.read_text())["run_id"] == "run023"
+    bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
+    assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
+    text = commands.format_nightly(result, path)
+    assert "REGRESSION" in text and "KernelIOTest fsA fpp-posix [gnu] write_bw" in text
+
+
+def test_acceptance_command_uses_repetition_samples(synthetic_store, tmp_path):
+    code, result, _ = commands.acceptance("note:before,since:2027-01-01", "note:after",
+                                          db=synthetic_store, out=tmp_path / "a.json")
+    assert code == 1
+    write = [f for f in result["figures"] if f["metric"] == "write_bw"][0]
+    assert write["verdict"] == "worse" and write["n_after"] == 12
+    with pytest.raises(Exception, match="matches no stored run"):
+        commands.acceptance("note:nothing-like-this", "note:after", db=synthetic_store)
+    with pytest.raises(Exception, match="unknown key 'ticket'"):
+        commands.acceptance("ticket:1", "note:after", db=synthetic_store)
+
+
+# ---- real runs, real browser ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def site(quick_runs, sb_home):
+    for run in quick_runs:
+        assert run["result"].returncode == 0, failures_of(run)
+    out = sb_home / "pages"
+    result = scratchbench("report", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    handler = partial(SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_both_runs_are_in_the_history(quick_runs, sb_home):
+    db = sb_home / "history.sqlite"
+    stored = {row[0] for row in sqlite3.connect(db).execute("SELECT run_id FROM runs")}
+    assert {r["run_dir"].name for r in quick_runs} <= stored
+    again = scratchbench("ingest")
+    assert again.returncode == 0 and "ingested 0 run(s), 0 figure(s)" in again.stdout
+
+
+def test_verdict_commands_on_the_quick_runs(quick_runs):
+    nightly = scratchbench("verdict", "nightly")
+    assert nightly.returncode == 0, nightly.stderr
+    assert "insufficient-history" in nightly.stdout and "verdict file:" in nightly.stdout
+    first, second = (r["run_dir"].name for r in quick_runs)
+    accept = scratchbench("verdict", "acceptance", "--before", f"run:{first}", "--after",
+                          f"run:{second}")
+    assert accept.returncode == 3
+    line = accept.stderr.strip().splitlines()[-1]
+    assert re.search(r"too few samples to decide any figure: \d+ more run\(s\) before and "
+                     r"\d+ more run\(s\) after are needed", line)
+
+
+def test_note_with_markup_is_escaped(site, quick_runs):
+    run_page = site / f"run-{quick_runs[1]['run_dir'].name}.html"
+    html = run_page.read_text()
+    assert "&lt;script&gt;alert(" in html
+    assert "<script>alert(" not in html
+    assert "<script>alert(" not in (site / "index.html").read_text()
+
+
+def test_pages_render_in_chromium(site, served):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    pages = sorted(p.name for p in site.glob("*.html"))
+    assert {"index.html", "compare.html", "fs-sanscratch.html",
+            "fs-localscratch.html"} <= set(pages)
+    problems, links, dialogs = [], set(), []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.on("console", lambda m: problems.append(f"{page.url}: {m.text}")
+                if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
+        page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        for name in pages:
+            response = page.goto(f"{served}/{name}")
+            assert response.status == 200, name
+            plots = page.locator("[data-plot]").count()
+            # Plots render as they scroll into view: scroll through the page.
+            page.evaluate("""async () => {
+                for (let y = 0; y < document.body.scrollHeight; y += 600) {
+                    window.scrollTo(0, y); await new Promise(r => setTimeout(r, 30)); } }""")
+            if plots:
+                page.wait_for_function(
+                    "() => [...document.querySelectorAll('[data-plot]')]"
+                    ".every(el => el.dataset.rendered === '1' && el.querySelector('svg.main-svg'))",
+                    timeout=60000)
+            links |= set(page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"))
+            if name in ("index.html", "fs-sanscratch.html", "compare.html"):
+                page.evaluate("window.scrollTo(0, 0)")
+                page.screenshot(path=str(ARTIFACTS / f"pages-{name}.png"))
+        for link in sorted(links):
+            assert link.startswith(served), f"a link leaves the site: {link}"
+            assert page.goto(link).status == 200, link
+        text = page.goto(f"{served}/fs-sanscratch.html") and page.inner_text("main")
+        assert "Advice for users" in text and "Staging a data set into sanscratch" in text
+        browser.close()
+    assert problems == [] and dialogs == []
+    assert (ARTIFACTS / "pages-index.html.png").stat().st_size > 10000
+    print(f"screenshots: {ARTIFACTS}/pages-*.png")

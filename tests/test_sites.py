@@ -1,0 +1,111 @@
+"""Site configs and scratch targets: what is accepted, and a one-line error for the rest."""
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import REPO, scratchbench
+from scratchbench.errors import ConfigError
+from scratchbench.sites import (ScratchTarget, load_site_config, resolve_site_config,
+                                scratch_targets, with_scratch_targets)
+
+
+def config(partitions=("batch",)):
+    return {"systems": [{"name": "sys", "hostnames": [".*"],
+                         "partitions": [{"name": p, "scheduler": "slurm", "launcher": "srun",
+                                         "environs": ["builtin"]} for p in partitions]}],
+            "environments": [{"name": "builtin"}], "logging": [{"handlers": []}]}
+
+
+def test_targets_become_features_and_extras():
+    cfg = with_scratch_targets(config(("a", "b")), "sys", [
+        ScratchTarget("san", "$MYSANSCRATCH", "san", ["a", "b"], per_job=True,
+                      cleanup="scheduler"),
+        ScratchTarget("local", "/localscratch", "local-disk", ["b"]),
+    ])
+    parts = {p["name"]: p for p in cfg["systems"][0]["partitions"]}
+    assert parts["a"]["features"] == ["scratch_san"]
+    assert parts["b"]["features"] == ["scratch_san", "scratch_local"]
+    assert parts["b"]["extras"]["scratch_targets"]["local"]["path"] == "/localscratch"
+    assert scratch_targets(cfg)["a"]["san"]["per_job"] is True
+
+
+@pytest.mark.parametrize("target,message", [
+    (ScratchTarget("1bad", "/s", "san", ["batch"]), "expected a letter"),
+    (ScratchTarget("s", "scratch", "san", ["batch"]), "must be absolute or start with"),
+    (ScratchTarget("s", "/etc/", "san", ["batch"]), "refusing the system directory /etc"),
+    (ScratchTarget("s", "/", "san", ["batch"]), "refusing the system directory /"),
+    (ScratchTarget("s", "/s", "floppy", ["batch"]), "kind 'floppy'"),
+    (ScratchTarget("s", "/s", "san", ["batch"], per_job=True), "set cleanup='scheduler'"),
+    (ScratchTarget("s", "/s", "san", []), "at least one partition"),
+    (ScratchTarget("s", "/s", "san", ["gpu"]),
+     "names partition 'gpu', which system 'sys' does not have (it has: batch)"),
+])
+def test_bad_targets(target, message):
+    with pytest.raises(ConfigError, match=".*") as err:
+        with_scratch_targets(config(), "sys", [target])
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_duplicate_target_and_unknown_system():
+    t = ScratchTarget("s", "/s", "san", ["batch"])
+    with pytest.raises(ConfigError, match="declared twice"):
+        with_scratch_targets(config(), "sys", [t, ScratchTarget("s", "/t", "nfs", ["batch"])])
+    with pytest.raises(ConfigError, match="name system 'other'"):
+        with_scratch_targets(config(), "other", [t])
+
+
+@pytest.mark.parametrize("site", ["local", "example_lsf", "example_slurm"])
+def test_shipped_site_configs_load_and_validate(site):
+    cfg = load_site_config(resolve_site_config(site))
+    targets = scratch_targets(cfg)
+    assert all(targets.values()), "every partition reaches at least one scratch target"
+
+
+def test_example_lsf_site_follows_seed_004():
+    cfg = load_site_config(resolve_site_config("example_lsf"))
+    parts = {p["name"]: p for p in cfg["systems"][0]["partitions"]}
+    assert parts["hp12"]["access"] == ["-q hp12"] and parts["ehwfd"]["access"] == ["-q ehwfd"]
+    assert {p["scheduler"] for p in parts.values()} == {"lsf_std"}
+    san = parts["hp12"]["extras"]["scratch_targets"]["sanscratch"]
+    assert san["path"] == "$MYSANSCRATCH" and san["per_job"]
+    assert parts["ehwfd"]["extras"]["scratch_targets"]["localraid"]["path"] == "/localscratch"
+
+
+@pytest.mark.parametrize("body,message", [
+    ("site_configuration = {\n  'systems': [\n", "line 2"),
+    ("x = 1\n", "defines no site_configuration dict"),
+    ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+    ("site_configuration = {'systems': [{'name': 'x', 'hostnames': ['.*'], 'partitions': "
+     "[{'name': 'p', 'scheduler': 'slurm'}]}], 'environments': [], 'logging': []}\n",
+     "'launcher' is a required property"),
+    ("from scratchbench.sites import ScratchTarget, with_scratch_targets\n"
+     "site_configuration = with_scratch_targets({'systems': [{'name': 's', 'hostnames': "
+     "['.*'], 'partitions': [{'name': 'p', 'scheduler': 'slurm', 'launcher': 'srun'}]}], "
+     "'environments': [], 'logging': []}, 's', [ScratchTarget('t', '/t', 'san', ['q'])])\n",
+     "names partition 'q'"),
+])
+def test_malformed_site_configs(tmp_path, body, message):
+    path = tmp_path / "broken.py"
+    path.write_text(body)
+    with pytest.raises(ConfigError) as err:
+        load_site_config(path)
+    assert message in str(err.value) and str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_site_lists_known_ones():
+    with pytest.raises(ConfigError) as err:
+        resolve_site_config("nosuchsite")
+    assert "known sites: example_lsf, example_slurm, local" in str(err.value)
+
+
+def test_workloads_file_is_complete():
+    import yaml
+    table = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
+    for family in ("staging", "iotest", "metadata", "sweep", "ior", "mdtest"):
+        assert set(table[family]) == {"quick", "nightly", "acceptance"}, family
+    # seed 002: open/close at scale means at least 2048 files per node every night
+    assert table["metadata"]["nightly"]["files_per_node"] >= 2048
