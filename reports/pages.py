@@ -32,6 +32,7 @@ import jinja2
 from scratchbench.reports import store
 from scratchbench.reports.verdicts import higher_is_better
 
+HISTORY_SHOWN = 200      # points on a history line; the box plot summarises every run
 QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. best quarter
 QUARTILE_WORDS = ["worst quarter", "below median", "above median", "best quarter"]
 KEY_METRICS = ["write_bw", "read_bw", "create_rate", "open_close_rate", "delete_rate",
@@ -88,24 +89,27 @@ class Series:
         return self.points[-1]
 
     def plot(self, plot_id):
-        times = [_when(p[0]) for p in self.points]
-        values = [p[1] for p in self.points]
-        history, latest = values[:-1], values[-1]
+        shown = self.points[-HISTORY_SHOWN:]
+        times = [int(p[0] * 1000) for p in shown]   # ms since the epoch, for Plotly
+        values = [p[1] for p in shown]
+        history = [p[1] for p in self.points[:-1]]
+        latest = self.points[-1][1]
         q = quartile(history, latest, self.unit)
         colour = QUARTILE_COLOURS[q] if q is not None else "#34495e"
-        runs = [p[2] for p in self.points]
+        runs = [p[2] for p in shown]
         data = [
             {"type": "scatter", "mode": "lines+markers", "x": times, "y": values,
              "text": runs, "name": "history", "line": {"color": "#7f8c8d", "width": 1},
              "marker": {"size": 5, "color": "#7f8c8d"},
-             "hovertemplate": "%{x}<br>%{y:.4g} " + self.unit + "<br>run %{text}<extra></extra>"},
+             "hovertemplate": "%{x|%Y-%m-%d %H:%M}<br>%{y:.4g} " + self.unit +
+                              "<br>run %{text}<extra></extra>"},
             {"type": "scatter", "mode": "markers", "x": [times[-1]], "y": [latest],
              "name": "latest", "marker": {"size": 11, "color": colour,
                                           "line": {"color": "#222", "width": 1}},
              "hovertemplate": "latest: %{y:.4g} " + self.unit + "<extra></extra>"},
-            {"type": "box", "y": history or [latest], "name": "past runs", "xaxis": "x2",
-             "yaxis": "y", "boxpoints": False, "marker": {"color": "#95a5a6"},
-             "hoverinfo": "y"},
+            dict(_box_statistics(history or [latest]), type="box", name="past runs",
+                 x=["past runs"], xaxis="x2", yaxis="y", marker={"color": "#95a5a6"},
+                 hoverinfo="y"),
             {"type": "scatter", "mode": "markers", "x": ["past runs"], "y": [latest],
              "xaxis": "x2", "yaxis": "y", "name": "latest run",
              "marker": {"size": 12, "color": colour, "symbol": "diamond",
@@ -115,14 +119,28 @@ class Series:
         layout = {"height": 230, "margin": {"l": 60, "r": 10, "t": 30, "b": 40},
                   "title": {"text": f"{self.metric} ({self.unit})", "font": {"size": 13},
                             "x": 0.01},
-                  "showlegend": False, "xaxis": {"domain": [0, 0.74], "type": "category",
-                                                 "tickangle": 0, "nticks": 6},
+                  "showlegend": False, "xaxis": {"domain": [0, 0.74], "type": "date",
+                                                 "nticks": 6},
                   "xaxis2": {"domain": [0.8, 1], "type": "category"},
                   "yaxis": {"rangemode": "tozero", "title": {"text": self.unit}},
                   "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
         return {"id": plot_id, "spec": {"data": data, "layout": layout},
                 "quartile": q, "colour": colour,
                 "quartile_text": QUARTILE_WORDS[q] if q is not None else "too few runs to rank"}
+
+
+def _box_statistics(values):
+    """Plotly box from precomputed quartiles (Tukey fences): small pages, fast plots."""
+    ordered = sorted(values)
+    if len(ordered) >= 2:
+        q1, median, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        q1 = median = q3 = ordered[0]
+    iqr = q3 - q1
+    low = min(v for v in ordered if v >= q1 - 1.5 * iqr)
+    high = max(v for v in ordered if v <= q3 + 1.5 * iqr)
+    return {"q1": [q1], "median": [median], "q3": [q3], "lowerfence": [low],
+            "upperfence": [high]}
 
 
 def collect(conn, since=None):
@@ -269,15 +287,16 @@ def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file syst
     (out / "compare.html").write_text(env.get_template("compare.html").render(
         common, comparison=comparison))
     pages += 1
+    cases_of = defaultdict(list)
+    for c in conn.execute("SELECT * FROM cases ORDER BY check_name, display_name, environ"):
+        cases_of[c["run_id"]].append(dict(c))
+    figures_of = defaultdict(list)
+    for f in conn.execute("SELECT case_id, metric, value, unit FROM figures"):
+        figures_of[f[0]].append(f"{f[1]} {_fmt(f[2])} {f[3] or ''}")
+    run_template = env.get_template("run.html")
     for run in runs:
-        cases = conn.execute("SELECT * FROM cases WHERE run_id = ? ORDER BY check_name, "
-                             "display_name, environ", (run["run_id"],)).fetchall()
-        figs = defaultdict(list)
-        for f in conn.execute("SELECT f.* FROM figures f JOIN cases c USING (case_id) WHERE "
-                              "c.run_id = ?", (run["run_id"],)):
-            figs[f["case_id"]].append(f)
-        (out / f"run-{_slug(run['run_id'])}.html").write_text(env.get_template(
-            "run.html").render(common, run=run, cases=cases, figures=figs))
+        (out / f"run-{_slug(run['run_id'])}.html").write_text(run_template.render(
+            common, run=dict(run), cases=cases_of[run["run_id"]], figures=figures_of))
         pages += 1
     (out / "index.html").write_text(env.get_template("index.html").render(
         common, summary=summary, verdicts=nightly_verdicts))

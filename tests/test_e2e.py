@@ -147,3 +147,17 @@ def test_missing_scratch_path_fails_with_the_reason(cluster, sb_home, tmp_path):
     assert "target directory /nonexistent/localscratch: No such file or directory" in \
         result.stdout
     assert re.search(r"^0 passed, \d+ failed", result.stdout.splitlines()[-1])
+
+
+def test_a_low_figure_fails_performance_not_sanity(cluster, tmp_path):
+    """References come from site_configs/references/<system>.yaml ($ref); demand the
+    impossible and the same valid runs must fail in the performance phase."""
+    (tmp_path / "embedded.yaml").write_text(
+        "KernelIOTest:\n  $index: [$partition, scratch_target]\n  embedded:batch:\n"
+        "    sanscratch:\n      write_bw: [1.0e9, -0.1, null, MiB/s]\n")
+    result = scratchbench("run", "--target", "sanscratch", "--name", "KernelIOTest.*fpp-posix",
+                          env={"RFM_REFERENCE_PREFIX": str(tmp_path)}, timeout=900)
+    assert result.returncode == 1
+    failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
+    assert len(failed) == 2 and all("(performance)" in ln for ln in failed), failed
+    assert all("write_bw" in ln for ln in failed)
