@@ -83,6 +83,9 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
                              [r["run_id"] for r in rows if r["value"] is not None])
         figures.append(verdicts.as_dict(v))
     conn.close()
+    if not figures:
+        raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks failed or "
+                                "were skipped; see its run report", exit_code=4)
     result = {
         "kind": "nightly", "run_id": run_id,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),

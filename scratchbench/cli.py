@@ -60,10 +60,10 @@ def _run(args):
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
                               start_cluster=not args.no_start)
-    print(format_summary(summary))
     # Every run lands in the history store at once, so verdicts and pages see it.
     runs, figures, total = commands.ingest([summary["run_dir"]])
-    print(f"history:      {figures} figures added to {paths.history_db()} ({total} in all)")
+    summary["history"] = f"{figures} figures added to {paths.history_db()} ({total} in all)"
+    print(format_summary(summary))
     return code
 
 

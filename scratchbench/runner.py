@@ -233,6 +233,10 @@ def format_summary(summary):
         f"perflogs:     {summary['perflogs']}",
         f"results DB:   {summary['results_db']}",
         f"wall time:    {summary['wall_seconds']} s",
+    ]
+    if summary.get("history"):
+        lines.append(f"history:      {summary['history']}")
+    lines += [
         f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped",
     ]
     return "\n".join(lines)

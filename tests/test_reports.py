@@ -229,10 +229,11 @@ def test_both_runs_are_in_the_history(quick_runs, sb_home):
 
 
 def test_verdict_commands_on_the_quick_runs(quick_runs):
-    nightly = scratchbench("verdict", "nightly")
+    first, second = (r["run_dir"].name for r in quick_runs)
+    nightly = scratchbench("verdict", "nightly", "--run", second)
     assert nightly.returncode == 0, nightly.stderr
     assert "insufficient-history" in nightly.stdout and "verdict file:" in nightly.stdout
-    first, second = (r["run_dir"].name for r in quick_runs)
+    assert re.search(r"\(\d{2,} figures;", nightly.stdout)
     accept = scratchbench("verdict", "acceptance", "--before", f"run:{first}", "--after",
                           f"run:{second}")
     assert accept.returncode == 3
@@ -294,3 +295,14 @@ def test_pages_render_in_chromium(site, served):
     assert problems == [] and dialogs == []
     assert (ARTIFACTS / "pages-index.html.png").stat().st_size > 10000
     print(f"screenshots: {ARTIFACTS}/pages-*.png")
+
+
+def test_nightly_refuses_a_run_without_figures(tmp_path):
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    report = make_report("failed-run", 1_800_000_000, [])
+    store.ingest_report(conn, report)
+    conn.close()
+    with pytest.raises(Exception, match="run failed-run has no figures to judge") as err:
+        commands.nightly(db=db, out=tmp_path / "v.json")
+    assert err.value.exit_code == 4
