@@ -124,8 +124,12 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     run_dir = new_run_dir()
     report = run_dir / "report.json"
     revision = git_revision()
+    partitions = {p["name"]: {"scheduler": p["scheduler"], "access": p.get("access", []),
+                              "descr": p.get("descr", "")}
+                  for s in config["systems"] if s["name"] == system.split(":")[0]
+                  for p in s["partitions"]}
     meta = {"run_id": run_dir.name, "site": str(site_path), "system": system, "tag": tag,
-            "target": target, "note": note, "revision": revision,
+            "target": target, "note": note, "revision": revision, "partitions": partitions,
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 

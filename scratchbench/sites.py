@@ -116,6 +116,32 @@ def with_scratch_targets(configuration, system, targets, where=None):
     return configuration
 
 
+# The perflog line of every site: who ran what, where, on which scratch target, with how
+# many nodes and tasks per node, then each figure.  Fields are ReFrame's.
+PERFLOG_FORMAT = ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
+                  "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
+                  "%(check_scratch_kind)s|%(check_num_nodes_used)s|"
+                  "%(check_tasks_per_node_used)s|%(check_jobid)s|%(check_result)s|"
+                  "%(check_perfvalues)s")
+
+
+def results_logging(results_dir):
+    """ReFrame's `logging` section: perflogs under results_dir/perflogs, one file per
+    check and partition, appended to (never overwritten)."""
+    return [{"handlers_perflog": [{
+        "type": "filelog", "basedir": str(Path(results_dir) / "perflogs"),
+        "prefix": "%(check_system)s/%(check_partition)s", "level": "info",
+        "format": PERFLOG_FORMAT,
+        "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
+        "append": True,
+    }]}]
+
+
+def results_storage(results_dir):
+    """ReFrame's results DB (off by default in ReFrame) in results_dir/results.db."""
+    return [{"enable": True, "sqlite_db_file": str(Path(results_dir) / "results.db")}]
+
+
 def resolve_site_config(site):
     """A site name (``local``) or a path to a config file -> the config file's Path."""
     candidate = Path(site)

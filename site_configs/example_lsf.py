@@ -11,7 +11,8 @@ ReFrame's own 'lsf' backend writes the CSM-only -nnodes.
 
 import scratchbench.lsf  # noqa: F401  (registers the 'lsf_std' scheduler)
 from scratchbench import paths
-from scratchbench.sites import ScratchTarget, with_scratch_targets
+from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
+                                with_scratch_targets)
 
 RESULTS = paths.results_dir()
 
@@ -55,18 +56,8 @@ site_configuration = with_scratch_targets({
         {"name": "gnu-openmpi", "modules": ["openmpi/4.1.4"], "cc": "mpicc",
          "features": ["mpi", "openmpi"], "target_systems": ["greentail"]},
     ],
-    "logging": [{
-        "handlers_perflog": [{
-            "type": "filelog", "basedir": str(RESULTS / "perflogs"),
-            "prefix": "%(check_system)s/%(check_partition)s", "level": "info",
-            "format": ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
-                       "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
-                       "%(check_jobid)s|%(check_result)s|%(check_perfvalues)s"),
-            "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
-            "append": True,
-        }],
-    }],
-    "storage": [{"enable": True, "sqlite_db_file": str(RESULTS / "results.db")}],
+    "logging": results_logging(RESULTS),
+    "storage": results_storage(RESULTS),
 }, system="greentail", targets=[
     ScratchTarget(name="sanscratch", path="$MYSANSCRATCH", kind="nfs",
                   partitions=["hp12", "ehwfd"], per_job=True, cleanup="scheduler",

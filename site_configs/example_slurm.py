@@ -5,7 +5,8 @@ are data: add one here and every check runs on it.
 """
 
 from scratchbench import paths
-from scratchbench.sites import ScratchTarget, with_scratch_targets
+from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
+                                with_scratch_targets)
 
 RESULTS = paths.results_dir()
 
@@ -36,18 +37,8 @@ site_configuration = with_scratch_targets({
          "env_vars": [["SLURM_MPI_TYPE", "pmix"]],
          "features": ["mpi", "openmpi"], "target_systems": ["example"]},
     ],
-    "logging": [{
-        "handlers_perflog": [{
-            "type": "filelog", "basedir": str(RESULTS / "perflogs"),
-            "prefix": "%(check_system)s/%(check_partition)s", "level": "info",
-            "format": ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
-                       "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
-                       "%(check_jobid)s|%(check_result)s|%(check_perfvalues)s"),
-            "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
-            "append": True,
-        }],
-    }],
-    "storage": [{"enable": True, "sqlite_db_file": str(RESULTS / "results.db")}],
+    "logging": results_logging(RESULTS),
+    "storage": results_storage(RESULTS),
 }, system="example", targets=[
     ScratchTarget(name="scratch", path="/scratch/$USER", kind="parallel",
                   partitions=["compute"], description="Lustre, 8 OSS, 1 MiB stripes"),

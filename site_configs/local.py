@@ -9,7 +9,8 @@ cluster's record, so node-count sweeps follow ``cluster up --nodes N``.
 import json
 
 from scratchbench import paths
-from scratchbench.sites import ScratchTarget, with_scratch_targets
+from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
+                                with_scratch_targets)
 
 MODULEPATH = str(paths.SITE_CONFIGS_DIR / "modulefiles")
 RESULTS = paths.results_dir()
@@ -74,23 +75,8 @@ site_configuration = with_scratch_targets({
             "target_systems": ["embedded"],
         },
     ],
-    "logging": [{
-        "handlers_perflog": [{
-            "type": "filelog",
-            "basedir": str(RESULTS / "perflogs"),
-            "prefix": "%(check_system)s/%(check_partition)s",
-            "level": "info",
-            "format": ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
-                       "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
-                       "%(check_scratch_kind)s|%(check_num_nodes_used)s|"
-                       "%(check_tasks_per_node_used)s|%(check_jobid)s|%(check_result)s|"
-                       "%(check_perfvalues)s"),
-            "format_perfvars": ("%(check_perf_var)s=%(check_perf_value)s "
-                                "%(check_perf_unit)s|"),
-            "append": True,
-        }],
-    }],
-    "storage": [{"enable": True, "sqlite_db_file": str(RESULTS / "results.db")}],
+    "logging": results_logging(RESULTS),
+    "storage": results_storage(RESULTS),
     "general": [{"check_search_path": [str(paths.CHECKS_DIR)]}],
 }, system="embedded", targets=[
     ScratchTarget(

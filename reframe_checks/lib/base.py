@@ -13,8 +13,10 @@ import os
 
 import reframe as rfm
 import reframe.core.runtime as rt
+import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, variable
 
+from scratchbench.checks.parsers import ParseError
 from scratchbench.checks.targets import TAGS, declared_targets, target_info, workload
 
 
@@ -76,3 +78,19 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
         if self.current_partition.extras.get("overcommit") and \
                 self.current_partition.scheduler.registered_name == "slurm":
             self.job.options += ["--overcommit"]
+
+    def parsed_output(self, filename, parse, missing):
+        """parse(text of stagedir/filename), once per check: sanity and every figure
+        share it.  A missing file or a ParseError is a SanityError every time."""
+        cache = self.__dict__.setdefault("_parsed_outputs", {})
+        if filename not in cache:
+            try:
+                with open(os.path.join(self.stagedir, filename)) as f:
+                    cache[filename] = parse(f.read())
+            except FileNotFoundError:
+                cache[filename] = ParseError(f"{filename} missing: {missing}")
+            except ParseError as exc:
+                cache[filename] = exc
+        if isinstance(cache[filename], ParseError):
+            raise sn.SanityError(str(cache[filename]))
+        return cache[filename]

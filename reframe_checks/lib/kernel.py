@@ -16,7 +16,7 @@ from reframe.core.builtins import (fixture, performance_function, run_after, run
 
 from scratchbench import paths
 from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import ParseError, kernel_problems, parse_kernel_json
+from scratchbench.checks.parsers import kernel_problems, parse_kernel_json
 
 KERNEL_REPORT = "kernel.json"
 MIB = 1024.0 * 1024.0
@@ -66,21 +66,9 @@ class KernelCheck(ScratchCheck):
         self.keep_files = [KERNEL_REPORT]
 
     def kernel_report(self):
-        """The parsed report, read once (sanity and every figure share it)."""
-        if not hasattr(self, "_kernel_report"):
-            path = os.path.join(self.stagedir, KERNEL_REPORT)
-            try:
-                with open(path) as f:
-                    text = f.read()
-            except FileNotFoundError:
-                text = ""
-            try:
-                self._kernel_report = parse_kernel_json(text, source=KERNEL_REPORT)
-            except ParseError as exc:
-                self._kernel_report = exc
-        if isinstance(self._kernel_report, ParseError):
-            raise sn.SanityError(str(self._kernel_report))
-        return self._kernel_report
+        return self.parsed_output(
+            KERNEL_REPORT, lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
+            "the kernel died before writing its report; see rfm_job.err")
 
     @sanity_function
     def validate_kernel_run(self):

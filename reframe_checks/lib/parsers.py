@@ -15,16 +15,21 @@ class ParseError(ValueError):
     """The output is not a complete, valid result; the message says why."""
 
 
+def _json_document(text, source, tool):
+    """A whole JSON document, or a ParseError saying the tool died or was cut short."""
+    if not text.strip():
+        raise ParseError(f"{source} is empty: {tool} died before writing it")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}): "
+                         f"{tool} stopped while writing it") from None
+
+
 # ---- scratchbench-kernel -------------------------------------------------------------
 def parse_kernel_json(text, source="kernel report"):
     """The kernel's JSON report as a dict, after checking it is whole and versioned."""
-    if not text.strip():
-        raise ParseError(f"{source} is empty: the kernel died before writing it")
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}): "
-                         "the kernel was killed while writing it") from None
+    report = _json_document(text, source, "the kernel")
     version = str(report.get("schema_version", ""))
     if version.split(".")[0] != KERNEL_SCHEMA_MAJOR:
         raise ParseError(f"{source}: schema_version {version!r}, expected {KERNEL_SCHEMA_MAJOR}.x")
@@ -75,13 +80,7 @@ def parse_ior_json(text, source="IOR JSON summary"):
     Returns ``{"operations": {"write": {...}, "read": {...}}, "parameters": {...},
     "results": [...]}``; bandwidths in MiB/s, times in s.
     """
-    if not text.strip():
-        raise ParseError(f"{source} is empty: IOR died before its first result")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{source} is truncated ({exc.msg} at line {exc.lineno}): IOR "
-                         "stopped before finishing") from None
+    data = _json_document(text, source, "IOR")
     if "Finished" not in data:
         raise ParseError(f"{source} has no 'Finished' entry: IOR stopped before the end")
     summary = data.get("summary") or []

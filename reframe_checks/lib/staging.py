@@ -18,6 +18,7 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import performance_function, run_after, run_before, sanity_function
 
 from scratchbench.checks.base import ScratchCheck
+from scratchbench.checks.parsers import ParseError
 
 SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "scripts")
@@ -49,16 +50,11 @@ def make_dataset(home, files, file_bytes, seed=2004):
         f.writelines(results)
 
 
-def read_staging_report(stagedir):
-    path = os.path.join(stagedir, STAGING_REPORT)
+def parse_staging_report(text):
     try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise sn.SanityError(f"{STAGING_REPORT} missing: the job died before staging "
-                             "finished; see rfm_job.err") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise sn.SanityError(f"{STAGING_REPORT} is not valid JSON ({exc.msg})") from None
+        raise ParseError(f"{STAGING_REPORT} is not valid JSON ({exc.msg})") from None
 
 
 class StagingCheckBase(ScratchCheck):
@@ -85,9 +81,8 @@ class StagingCheckBase(ScratchCheck):
         self.keep_files = [STAGING_REPORT]
 
     def staging_report(self):
-        if not hasattr(self, "_staging_report"):
-            self._staging_report = read_staging_report(self.stagedir)
-        return self._staging_report
+        return self.parsed_output(STAGING_REPORT, parse_staging_report,
+                                  "the job died before staging finished; see rfm_job.err")
 
     @sanity_function
     def staged_and_verified(self):
@@ -143,7 +138,7 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest):
         if self.is_dry_run():
             self.scratch_dir = "<the staging job's per-job directory>"
         else:
-            self.scratch_dir = read_staging_report(parent.stagedir)["scratch_dir"]
+            self.scratch_dir = parent.staging_report()["scratch_dir"]
         self.job.launcher = getlauncher("local")()
         if self.current_partition.scheduler.registered_name == "slurm":
             self.job.pin_nodes = list(parent.job.nodelist)

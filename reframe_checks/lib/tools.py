@@ -23,7 +23,7 @@ from reframe.core.builtins import (fixture, performance_function, run_after, run
 
 from scratchbench import paths
 from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import ParseError, ior_problems, parse_ior_json, parse_mdtest
+from scratchbench.checks.parsers import ior_problems, parse_ior_json, parse_mdtest
 
 IOR_REPORT = "ior.json"
 SPACK_ENV = "spack_env"
@@ -139,17 +139,8 @@ class IORCheckBase(ToolCheck):
         self.keep_files = [IOR_REPORT]
 
     def ior_result(self):
-        if not hasattr(self, "_ior"):
-            try:
-                with open(os.path.join(self.stagedir, IOR_REPORT)) as f:
-                    self._ior = parse_ior_json(f.read(), source=IOR_REPORT)
-            except FileNotFoundError:
-                self._ior = ParseError(f"{IOR_REPORT} missing: IOR died before its summary")
-            except ParseError as exc:
-                self._ior = exc
-        if isinstance(self._ior, ParseError):
-            raise sn.SanityError(str(self._ior))
-        return self._ior
+        return self.parsed_output(IOR_REPORT, lambda t: parse_ior_json(t, source=IOR_REPORT),
+                                  "IOR died before its summary; see rfm_job.err")
 
     @sanity_function
     def valid_ior_run(self):
@@ -192,15 +183,9 @@ class MdtestCheckBase(ToolCheck):
         self.executable_opts = args
 
     def mdtest_result(self):
-        if not hasattr(self, "_mdtest"):
-            try:
-                with open(os.path.join(self.stagedir, str(self.stdout.evaluate()))) as f:
-                    self._mdtest = parse_mdtest(f.read(), source="mdtest output")
-            except (OSError, ParseError) as exc:
-                self._mdtest = ParseError(str(exc))
-        if isinstance(self._mdtest, ParseError):
-            raise sn.SanityError(str(self._mdtest))
-        return self._mdtest
+        return self.parsed_output(str(self.stdout.evaluate()),
+                                  lambda t: parse_mdtest(t, source="mdtest output"),
+                                  "the job wrote no output")
 
     @sanity_function
     def valid_mdtest_run(self):
