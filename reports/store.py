@@ -135,7 +135,7 @@ def ingest_report(conn, report, meta=None, source=""):
                  case.get("scratch_kind"), _num(case.get("num_nodes_used")),
                  _num(case.get("tasks_per_node_used")), _num(case.get("num_tasks")),
                  _num(case.get("transfer_size")) or None,
-                 case.get("io_api") or case.get("kernel_mode"), params.get("workload_tag"),
+                 case.get("io_api") or None, params.get("workload_tag"),
                  json.dumps(params, sort_keys=True), case.get("result"), case.get("fail_phase"),
                  case.get("fail_reason"), str(case.get("jobid") or ""),
                  ",".join(case.get("job_nodelist") or []),

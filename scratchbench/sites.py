@@ -117,11 +117,12 @@ def with_scratch_targets(configuration, system, targets, where=None):
 
 
 # The perflog line of every site: who ran what, where, on which scratch target, with how
-# many nodes and tasks per node, then each figure.  Fields are ReFrame's.
+# many nodes and tasks per node, transfer size and API, then each figure.
 PERFLOG_FORMAT = ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
                   "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
                   "%(check_scratch_kind)s|%(check_num_nodes_used)s|"
-                  "%(check_tasks_per_node_used)s|%(check_jobid)s|%(check_result)s|"
+                  "%(check_tasks_per_node_used)s|%(check_transfer_size)s|%(check_io_api)s|"
+                  "%(check_jobid)s|%(check_result)s|"
                   "%(check_perfvalues)s")
 
 

@@ -118,14 +118,19 @@ def slurm_env(cluster, mpi):
     return env
 
 
-def pytest_terminal_summary(terminalreporter):
-    """A plain closing line for CI logs: N passed, N failed, N skipped."""
+def pytest_terminal_summary(terminalreporter, config):
     stats = terminalreporter.stats
-    count = {k: len([r for r in stats.get(k, []) if getattr(r, "when", "call") == "call"
-                     or k != "passed"]) for k in ("passed", "failed", "skipped", "error")}
-    terminalreporter.write_line(
-        f"{count['passed']} passed, {count['failed'] + count['error']} failed, "
-        f"{count['skipped']} skipped")
+    count = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "error")}
+    config._scratchbench_counts = (f"{count['passed']} passed, "
+                                   f"{count['failed'] + count['error']} failed, "
+                                   f"{count['skipped']} skipped")
+
+
+def pytest_unconfigure(config):
+    """The closing line for CI logs, after pytest's own summary: N passed, N failed."""
+    line = getattr(config, "_scratchbench_counts", None)
+    if line:
+        print(line, flush=True)
 
 
 @pytest.fixture(scope="session")

@@ -117,7 +117,9 @@ def test_figures_are_in_the_results_db_and_the_perflog(first, sb_home):
         assert stored[(case["display_name"], case["environ"])] == case["perfvalues"]
     perflog = (sb_home / "results" / "perflogs" / "embedded" / "batch" / "StageInOut.log")
     text = perflog.read_text()
-    assert "|sanscratch|san|1|1|" in text and "stage_in_bw=" in text
+    assert "|sanscratch|san|1|1|0|cp|" in text and "stage_in_bw=" in text
+    iotest = (sb_home / "results" / "perflogs" / "embedded" / "batch" / "KernelIOTest.log")
+    assert re.search(r"\|sanscratch\|san\|1\|2\|1048576\|(posix|mpiio)\|", iotest.read_text())
 
 
 def test_the_cli_printed_figures_and_paths(first):

@@ -6,9 +6,8 @@ LSF cannot run here, so the example LSF site (seed 004) is exercised with ReFram
 
 import os
 import re
+import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -112,3 +111,45 @@ def test_slurm_two_node_sweep(slurm_scripts):
            if n.startswith("KernelNodeSweep") and "#SBATCH --ntasks=4" in s]
     assert two, "a 2-node x 2-task variant exists on the embedded cluster"
     assert "#SBATCH --ntasks-per-node=2" in two[0] and "--shift auto" in two[0]
+
+
+@pytest.mark.parametrize("source", ["spack", "module"])
+def test_ior_provider_scripts(tmp_path, source):
+    """How IOR is provided is per environment in the site config; Spack and IOR cannot
+    run here, so check the scripts scratchbench generates for each source, exactly."""
+    prefix = reachable_tmpdir("sb-ior-")
+    site = prefix / "site.py"
+    extras = '"extras": {"mpi": "openmpi", "ior": "spack"}' if source == "spack" else \
+        '"extras": {"mpi": "openmpi", "ior": "module:ior/4.0.0"}'
+    site.write_text((REPO / "site_configs" / "local.py").read_text()
+                    .replace('"extras": {"mpi": "openmpi"}', extras))
+    bindir, modules = prefix / "bin", prefix / "modulefiles" / "ior"
+    bindir.mkdir()
+    modules.mkdir(parents=True)
+    # Never run in a dry run: only its presence on PATH is looked at.
+    (bindir / "spack").write_text("#!/bin/sh\necho 'not a real spack' >&2; exit 1\n")
+    (bindir / "spack").chmod(0o755)
+    (modules / "4.0.0.lua").write_text('whatis("IOR 4.0.0")\nprepend_path("PATH", "/opt/ior/bin")\n')
+    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix), LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+               PATH=f"{bindir}:{os.environ['PATH']}",
+               MODULEPATH=f"{prefix / 'modulefiles'}:{REPO / 'site_configs' / 'modulefiles'}")
+    cmd = [str(VENV_BIN / "reframe"), "-C", str(site), "-c", str(REPO / "reframe_checks"),
+           "--system", "embedded", "-t", "^quick$", "-n", "IOR", "-p", "gnu-openmpi",
+           "--dry-run", "-s", str(prefix / "stage"), "-o", str(prefix / "output")]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:]
+    stage = prefix / "stage" / "embedded" / "batch" / "gnu-openmpi"
+    provider = next(stage.glob("IORProvider_*"))
+    job = next(stage.glob("IOR_*")) / "rfm_job.sh"
+    job_text = job.read_text()
+    if source == "spack":
+        build = (provider / "rfm_build.sh").read_text()
+        assert "spack -e spack_env install" in build
+        assert (provider / "spack_env" / "spack.yaml").read_text() == \
+            (REPO / "spack.yaml").read_text()
+        assert f'eval "$(spack -e {provider}/spack_env load --sh ior)"' in job_text
+    else:
+        assert "module load ior/4.0.0" in job_text
+    assert "#SBATCH --exclusive" in job_text
+    assert re.search(r"^srun ior -a POSIX -w -r -e .*-O summaryFormat=JSON", job_text, re.M)
+    shutil.rmtree(prefix)

@@ -318,3 +318,21 @@ def test_wrong_pmi_is_caught_by_the_rank_check(kernels, cluster, tmp_path):
          "--nr", "1024", "--nc", "1", "--output", out], env=env, timeout=120)
     problems = kernel_problems(report_of(out), expected_ranks=2)
     assert any("1 MPI ranks ran, 2 were launched" in p for p in problems)
+
+
+def test_file_system_that_refuses_direct_io(kernels, tmp_path):
+    """ramfs has no O_DIRECT (tmpfs accepts it on Linux 6.18)."""
+    mnt = tmp_path / "ram"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "ramfs", "ramfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount a ramfs here (needs root)")
+    try:
+        out = tmp_path / "r.json"
+        result = mpirun(kernels["openmpi"], 1, ["iotest", "--dir", mnt, "--nr", "512", "--nc",
+                                                "2", "--direct", "--output", out])
+        assert result.returncode == 8
+        assert "refuses O_DIRECT" in result.stderr and "--fadvise" in result.stderr
+        assert report_of(out)["exit_reason"] == "direct-io-refused"
+        assert os.listdir(mnt) == []
+    finally:
+        subprocess.run(["umount", str(mnt)])

@@ -32,6 +32,9 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
     scratch_per_job = variable(bool, value=False)
     num_nodes_used = variable(int, value=1)
     tasks_per_node_used = variable(int, value=1)
+    #: bytes per transfer and the I/O interface, where they apply (0 and "" otherwise)
+    transfer_size = variable(int, value=0)
+    io_api = variable(str, value="")
     #: the values of this variant's workload entry, with layout resolved
     params = variable(dict, value={})
     #: per-repetition values of each performance variable, when the tool reports them;

@@ -109,9 +109,8 @@ class IOTestCheckBase(KernelCheck):
     kernel_mode = "iotest"
     workload_family = "iotest"
     layout_kind = variable(str, value="fpp")
-    io_api = variable(str, value="posix")
+    io_api = "posix"
     collective = variable(bool, value=False)
-    transfer_size = variable(int, value=0)
     nodes_wanted = variable(int, value=0)
     tasks_per_node_wanted = variable(int, value=0)
 
@@ -168,6 +167,7 @@ class MetadataCheckBase(KernelCheck):
     """Open/close at scale and deletion cost through the kernel's metadata mode."""
 
     kernel_mode = "metadata"
+    io_api = "posix"
     workload_family = "metadata"
     dir_per_rank = variable(bool, value=False)
     removers = variable(int, value=1)

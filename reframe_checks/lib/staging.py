@@ -61,6 +61,7 @@ class StagingCheckBase(ScratchCheck):
     """Stage in, compute, stage out; checksums both ways; each leg timed."""
 
     workload_family = "staging"
+    io_api = "cp"
     valid_prog_environs = ["+serial"]
     sourcesdir = SCRIPTS_DIR
     executable = "bash"

@@ -116,8 +116,7 @@ class IORCheckBase(ToolCheck):
     #: ior-easy: file per process, large aligned transfers; ior-hard: one shared file,
     #: 47008-byte transfers (IO500's shapes)
     shape = variable(str, value="easy")
-    transfer_size = variable(int, value=0)
-    io_api = variable(str, value="POSIX")
+    io_api = "POSIX"
 
     @run_after("setup")
     def set_ior_arguments(self):
@@ -165,6 +164,7 @@ class MdtestCheckBase(ToolCheck):
     """mdtest in IO500's easy or hard shape, read from its summary table."""
 
     executable = "mdtest"
+    io_api = "POSIX"
     #: mdtest-easy: a directory per rank, empty files; mdtest-hard: one shared directory,
     #: 3901-byte files (IO500's shapes)
     shape = variable(str, value="easy")
