@@ -233,6 +233,12 @@ def format_acceptance(result, path):
 
 
 def report(out_dir, db=None):
+    conn = store.connect(db)
+    stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+    conn.close()
+    if not stored:
+        raise ScratchbenchError(f"the history store {db or paths.history_db()} holds no "
+                                "figures yet: run the suite (`scratchbench run`) first")
     latest = sorted(verdict_dir().glob("nightly-*.json"), key=lambda p: p.stat().st_mtime)
     nightly_result = json.loads(latest[-1].read_text()) if latest else None
     progress(f"building the pages in {out_dir}")

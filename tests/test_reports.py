@@ -306,3 +306,9 @@ def test_nightly_refuses_a_run_without_figures(tmp_path):
     with pytest.raises(Exception, match="run failed-run has no figures to judge") as err:
         commands.nightly(db=db, out=tmp_path / "v.json")
     assert err.value.exit_code == 4
+
+
+def test_report_of_an_empty_store_says_so(tmp_path):
+    with pytest.raises(Exception, match="holds no figures yet") as err:
+        commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
+    assert not (tmp_path / "pages").exists()

@@ -46,8 +46,11 @@ def mpirun(np):
 
 
 def kernel_stream(kernel, directory, np, mib):
+    # fio and IOR (without -R) do not check the data they read: neither does the kernel
+    # here, so all three do the same work.
     out = json.loads(sh(mpirun(np) + [kernel, "iotest", "--dir", directory, "--nr", "131072",
-                                      "--nc", str(mib), "--direct", "--iread", "2"]))
+                                      "--nc", str(mib), "--direct", "--iread", "2",
+                                      "--no-verify"]))
     s = out["summary"]
     return {"write": s["write"]["bandwidth_min_Bps"]["mean"] / MIB,
             "read": s["read"]["bandwidth_min_Bps"]["mean"] / MIB}
