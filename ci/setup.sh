@@ -21,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
     echo "setup: installing Debian packages: ${missing[*]} (log: /tmp/scratchbench-apt.log)" >&2
     export DEBIAN_FRONTEND=noninteractive
-    if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } \
+    if ! { apt-get update -q && apt-get install -y -q "${missing[@]}"; } \
             > /tmp/scratchbench-apt.log 2>&1; then
         echo "setup: error: apt-get failed; see /tmp/scratchbench-apt.log" >&2
         tail -5 /tmp/scratchbench-apt.log >&2

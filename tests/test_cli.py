@@ -55,3 +55,26 @@ def test_run_refuses_to_start_when_told(sb_home, tmp_path):
     result = scratchbench("run", "--no-start", env={"SCRATCHBENCH_HOME": str(tmp_path)})
     assert result.returncode == 4
     assert "embedded cluster is not running" in one_line(result)
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["ingest", "/no/such/run"], 5, "/no/such/run: no such run directory or run report"),
+    (["verdict", "acceptance", "--before", "tag", "--after", "tag:x"], 2,
+     "--before tag: expected key:value items"),
+    (["verdict", "nightly", "--run", "nosuchrun"], 1, "--run nosuchrun: no such run"),
+])
+def test_history_commands_bad_input(tmp_path, args, code, message):
+    result = scratchbench(*args, env={"SCRATCHBENCH_HOME": str(tmp_path)})
+    assert result.returncode == code, result.stderr
+    assert message in one_line(result)
+
+
+@pytest.mark.parametrize("script,args,message", [
+    ("ci/nightly", [], "usage: ci/nightly SITE"),
+    ("ci/acceptance", ["sometimes", "CHG-1"], "unknown phase 'sometimes'"),
+    ("ci/acceptance", ["before"], "a change ticket or label is required"),
+])
+def test_ci_entry_points_explain_their_usage(script, args, message):
+    from conftest import REPO, run
+    result = run(["bash", REPO / script, *args])
+    assert result.returncode != 0 and message in result.stderr

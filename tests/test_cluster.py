@@ -46,10 +46,8 @@ def spare_home():
 
 def test_up_twice_is_a_no_op(cluster):
     before = [d["pid"] for d in cluster.status()["daemons"]]
-    t0 = time.monotonic()
     status = cluster.up(ClusterSpec(**cluster.status()["spec"]))
-    assert time.monotonic() - t0 < 10
-    assert [d["pid"] for d in status["daemons"]] == before
+    assert [d["pid"] for d in status["daemons"]] == before, "nothing was restarted"
     assert status["up"]
 
 
