@@ -287,25 +287,39 @@ def test_never_follows_a_symlink_out(kernels, tmp_path):
     assert os.path.islink(os.path.join(rundir, "iotest.0"))
 
 
-def test_srun_on_the_embedded_cluster(kernels, cluster, tmp_path):
-    """Both MPIs under srun across two Slurm nodes; the node names come from Slurm."""
-    for name in ("openmpi", "mpich"):
-        binary, mpi = kernels[name]
-        out = tmp_path / f"{name}.json"
-        result = run(["srun", "-N", "2", "-n", "4", "--overcommit", binary, "iotest", "--dir",
-                      tmp_path, "--nr", "4096", "--nc", "4", "--shift", "auto", "--output", out],
-                     env=slurm_env(cluster, mpi), timeout=120)
-        assert result.returncode == 0, result.stderr
-        report = report_of(out)
-        assert kernel_problems(report, expected_ranks=4, expected_nodes=2) == []
-        assert sorted({r["node"] for r in report["ranks"]}) == ["n1", "n2"]
-        assert report["cache_defeat"]["shift"] == 2, "auto shift reads the next node's data"
-        out = tmp_path / f"{name}-md.json"
-        result = run(["srun", "-N", "2", "-n", "4", "--overcommit", binary, "metadata", "--dir",
-                      tmp_path, "--files", "100", "--output", out],
-                     env=slurm_env(cluster, mpi), timeout=120)
-        assert result.returncode == 0, result.stderr
-        assert kernel_problems(report_of(out), expected_ranks=4, expected_nodes=2) == []
+@pytest.mark.parametrize("build", ["openmpi", "mpich"])
+@pytest.mark.parametrize("np", [1, 2, 4])
+@pytest.mark.parametrize("layout,api,extra", [IOTEST_ACCESS[0], IOTEST_ACCESS[3],
+                                              IOTEST_ACCESS[4]],
+                         ids=["fpp-posix", "shared-mpiio", "shared-mpiio-coll"])
+def test_iotest_under_srun(kernels, cluster, tmp_path, build, np, layout, api, extra):
+    """Under srun across the two Slurm nodes; node names come from Slurm."""
+    binary, mpi = kernels[build]
+    out = tmp_path / "r.json"
+    nodes = "1" if np == 1 else "2"
+    result = run(["srun", "-N", nodes, "-n", str(np), "--overcommit", binary, "iotest", "--dir",
+                  tmp_path, "--nr", "4096", "--nc", "4", "--layout", layout, "--api", api,
+                  *extra, "--shift", "auto", "--output", out],
+                 env=slurm_env(cluster, mpi), timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = report_of(out)
+    assert kernel_problems(report, expected_ranks=np, expected_nodes=int(nodes)) == []
+    nodes_used = sorted({r["node"] for r in report["ranks"]})
+    assert nodes_used == ["n1", "n2"] if np > 1 else nodes_used in (["n1"], ["n2"])
+    if np > 1:
+        assert report["cache_defeat"]["shift"] == np // 2, "auto shift reads the next node"
+
+
+@pytest.mark.parametrize("build", ["openmpi", "mpich"])
+@pytest.mark.parametrize("np", [1, 2, 4])
+def test_metadata_under_srun(kernels, cluster, tmp_path, build, np):
+    binary, mpi = kernels[build]
+    out = tmp_path / "m.json"
+    result = run(["srun", "-N", "1" if np == 1 else "2", "-n", str(np), "--overcommit", binary,
+                  "metadata", "--dir", tmp_path, "--files", "100", "--removers", "2",
+                  "--output", out], env=slurm_env(cluster, mpi), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert kernel_problems(report_of(out), expected_ranks=np) == []
 
 
 def test_wrong_pmi_is_caught_by_the_rank_check(kernels, cluster, tmp_path):
