@@ -74,6 +74,19 @@ def kernel_problems(report, expected_ranks=None, expected_nodes=None):
 
 
 # ---- IOR ---------------------------------------------------------------------------------
+# Our name: (IOR's summary key, type); bandwidths in MiB/s, times in s.
+_IOR_SUMMARY = {
+    "bw_max": ("bwMaxMIB", float), "bw_min": ("bwMinMIB", float),
+    "bw_mean": ("bwMeanMIB", float), "bw_std": ("bwStdMIB", float),
+    "ops_mean": ("OPsMean", float), "mean_time": ("MeanTime", float),
+    "aggregate_MiB": ("xsizeMiB", float), "tasks": ("numTasks", int),
+    "tasks_per_node": ("tasksPerNode", int), "transfer_size": ("transferSize", int),
+    "block_size": ("blockSize", int), "segments": ("segmentCount", int),
+    "file_per_proc": ("filePerProc", bool), "api": ("API", str),
+    "repetitions": ("repetitions", int),
+}
+
+
 def parse_ior_json(text, source="IOR JSON summary"):
     """IOR's JSON summary (``-O summaryFormat=JSON``) -> per-operation figures.
 
@@ -88,26 +101,12 @@ def parse_ior_json(text, source="IOR JSON summary"):
     if not summary or not tests:
         raise ParseError(f"{source} holds no results")
     params = tests[0].get("Parameters", {})
-    operations = {}
-    for entry in summary:
-        op = entry["operation"]
-        operations[op] = {
-            "bw_max": float(entry["bwMaxMIB"]),
-            "bw_min": float(entry["bwMinMIB"]),
-            "bw_mean": float(entry["bwMeanMIB"]),
-            "bw_std": float(entry["bwStdMIB"]),
-            "ops_mean": float(entry["OPsMean"]),
-            "mean_time": float(entry["MeanTime"]),
-            "aggregate_MiB": float(entry["xsizeMiB"]),
-            "tasks": int(entry["numTasks"]),
-            "tasks_per_node": int(entry["tasksPerNode"]),
-            "transfer_size": int(entry["transferSize"]),
-            "block_size": int(entry["blockSize"]),
-            "segments": int(entry["segmentCount"]),
-            "file_per_proc": bool(entry["filePerProc"]),
-            "api": entry["API"],
-            "repetitions": int(entry["repetitions"]),
-        }
+    try:
+        operations = {entry["operation"]: {name: cast(entry[key])
+                                           for name, (key, cast) in _IOR_SUMMARY.items()}
+                      for entry in summary}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ParseError(f"{source}: a summary entry lacks or garbles {exc}") from None
     results = [r for r in tests[0].get("Results", []) if "totalTime" in r]
     return {"operations": operations, "parameters": params, "results": results,
             "version": data.get("Version")}
