@@ -59,7 +59,7 @@ def _run(args):
 
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
-                              start_cluster=not args.no_start)
+                              start_cluster=not args.no_start, local=args.local)
     # Every run lands in the history store at once, so verdicts and pages see it.
     runs, figures, total = commands.ingest([summary["run_dir"]])
     summary["history"] = f"{figures} figures added to {paths.history_db()} ({total} in all)"
@@ -132,7 +132,8 @@ def build_parser():
         description="Run one tag of the ReFrame suite on a site config, with "
                     "--warn-as-error; print the figures and where the run report, perflogs "
                     "and job outputs went.  On the local site the embedded cluster is "
-                    "started when it is not running.",
+                    "started when it is not running; when it cannot start, the suite runs "
+                    "through ReFrame's local scheduler instead, and says so.",
         epilog=EPILOG)
     run.add_argument("--tag", default="quick", help="quick (default), nightly or acceptance")
     run.add_argument("--site", default="local",
@@ -144,6 +145,10 @@ def build_parser():
     run.add_argument("--note", help="free text kept with the run, e.g. a change ticket")
     run.add_argument("--no-start", action="store_true",
                      help="fail instead of starting the embedded cluster")
+    run.add_argument("--local", action="store_true",
+                     help="local site: run through ReFrame's local scheduler and mpirun on "
+                          "this machine instead of the embedded cluster (also the fallback "
+                          "when the cluster cannot start)")
     run.set_defaults(func=_run)
 
     ingest = sub.add_parser(

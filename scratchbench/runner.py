@@ -17,12 +17,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scratchbench import paths
-from scratchbench.errors import ConfigError, RunError, ScratchbenchError
+from scratchbench.errors import ClusterError, ConfigError, RunError, ScratchbenchError
 from scratchbench.sites import load_site_config, resolve_site_config, scratch_targets
 
 TAGS = ("quick", "nightly", "acceptance")
 LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
 EMBEDDED_SYSTEM = "embedded"
+# The same machine through ReFrame's local scheduler, when Slurm cannot start.
+FALLBACK_SYSTEM = "embedded-local"
 
 
 def progress(message):
@@ -56,10 +58,10 @@ def new_run_dir():
     raise RunError(f"cannot make a new run directory under {runs}")
 
 
-def choose_system(config, site_path, partition):
+def choose_system(config, site_path, partition, name=None):
     """The ReFrame --system value: 'system' or 'system:partition', validated."""
     systems = config["systems"]
-    system = systems[0]
+    system = next((s for s in systems if s["name"] == name), systems[0])
     if partition:
         parts = [p["name"] for p in system["partitions"]]
         if partition not in parts:
@@ -96,10 +98,14 @@ def ensure_embedded_cluster(start):
     return str(cluster.slurm_conf)
 
 
-def reframe_env(site_is_local, slurm_conf=None):
+def reframe_env(slurm_conf=None):
     env = dict(os.environ)
     if slurm_conf:
         env["SLURM_CONF"] = slurm_conf
+    # The fallback system's scratch target: a directory of this machine.
+    local_scratch = paths.state_dir() / "localscratch"
+    local_scratch.mkdir(parents=True, exist_ok=True)
+    env.setdefault("SCRATCHBENCH_LOCAL_SCRATCH", str(local_scratch))
     if "LMOD_CMD" not in env and Path(LMOD_CMD).exists():
         env["LMOD_CMD"] = LMOD_CMD   # ReFrame's Lmod backend needs it; Debian's path
     env.setdefault("SCRATCHBENCH_HOME", str(paths.state_dir()))
@@ -109,7 +115,7 @@ def reframe_env(site_is_local, slurm_conf=None):
 
 
 def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
-              start_cluster=True, extra_args=(), stream=None):
+              start_cluster=True, extra_args=(), stream=None, local=False):
     """Run one tag of the suite; returns (exit code, summary dict)."""
     if tag not in TAGS:
         raise ConfigError(f"--tag {tag}: expected one of {', '.join(TAGS)}")
@@ -119,7 +125,24 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     check_targets(config, site_path, system, target)
     # The embedded cluster's system (site_configs/local.py and copies of it).
     site_is_local = system.split(":")[0] == EMBEDDED_SYSTEM
-    slurm_conf = ensure_embedded_cluster(start_cluster) if site_is_local else None
+    slurm_conf, fallback = None, None
+    if site_is_local and local:
+        fallback = "asked for with --local"
+    elif site_is_local:
+        try:
+            slurm_conf = ensure_embedded_cluster(start_cluster)
+        except ClusterError as exc:
+            if not start_cluster:
+                raise
+            fallback = f"the embedded Slurm cluster cannot start: {exc}"
+    elif local:
+        raise ConfigError(f"--local: site config {site_path} has no '{FALLBACK_SYSTEM}' "
+                          "system; it is for the local site")
+    if fallback:
+        progress(f"warning: {fallback}; running on this machine through ReFrame's local "
+                 "scheduler instead: no exclusive nodes, no per-job scratch directory")
+        system = choose_system(config, site_path, None, name=FALLBACK_SYSTEM)
+        check_targets(config, site_path, system, target)
 
     run_dir = new_run_dir()
     report = run_dir / "report.json"
@@ -130,6 +153,7 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
                   for p in s["partitions"]}
     meta = {"run_id": run_dir.name, "site": str(site_path), "system": system, "tag": tag,
             "target": target, "note": note, "revision": revision, "partitions": partitions,
+            "scheduler_fallback": fallback,
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -153,8 +177,7 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     out = stream or sys.stdout
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=reframe_env(site_is_local, slurm_conf),
-                                cwd=str(run_dir))
+                                text=True, env=reframe_env(slurm_conf), cwd=str(run_dir))
         for line in proc.stdout:
             log.write(line)
             out.write(line)
@@ -171,6 +194,7 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
         raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
     summary = summarise_report(json.loads(report.read_text()), skip_reasons)
     summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
+                   fallback=fallback,
                    perflogs=str(paths.results_dir() / "perflogs"),
                    output=str(run_dir / "output"),
                    results_db=str(paths.results_dir() / "results.db"), reframe_exit_code=rc)
@@ -231,6 +255,8 @@ def format_summary(summary):
         lines.append(f"skipped ({len(names)}): {reason}: {shown}")
     for name, phase, reason in summary["failed_cases"]:
         lines.append(f"FAILED:  {_short(name)} ({phase}): {reason}")
+    if summary.get("fallback"):
+        lines.append(f"scheduler:    ReFrame's local scheduler ({summary['fallback']})")
     lines += [
         f"run report:   {summary['report']}",
         f"job outputs:  {summary['output']}",

@@ -1,12 +1,17 @@
 """ReFrame site config of the embedded cluster (`scratchbench cluster up`).
 
-One system, ``embedded``, with one Slurm partition, ``batch``, whose nodes are slurmd
-daemons on this machine.  Open MPI and MPICH are Lmod modules (site_configs/modulefiles),
-the way sites expose their MPIs.  The partition's size comes from the running
-cluster's record, so node-count sweeps follow ``cluster up --nodes N``.
+System ``embedded``: one Slurm partition, ``batch``, whose nodes are slurmd daemons on
+this machine.  Open MPI and MPICH are Lmod modules (site_configs/modulefiles), the way
+sites expose their MPIs.  The partition's size comes from the running cluster's record,
+so node-count sweeps follow ``cluster up --nodes N``.
+
+System ``embedded-local``: the same machine through ReFrame's local scheduler and
+mpirun, the fallback when Slurm cannot start (no root, say): no exclusive nodes, no
+per-job scratch directory, Open MPI only (Debian's `mpirun` is Open MPI's).
 """
 
 import json
+import os
 
 from scratchbench import paths
 from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
@@ -25,8 +30,10 @@ def _cluster_size():
 
 
 NODES, CPUS_PER_NODE = _cluster_size()
+LOCAL_CPUS = os.cpu_count() or 1
+LMOD_INIT = "source /usr/share/lmod/lmod/init/bash"
 
-site_configuration = with_scratch_targets({
+site_configuration = with_scratch_targets(with_scratch_targets({
     "systems": [{
         "name": "embedded",
         "descr": "scratchbench embedded Slurm cluster on this machine",
@@ -42,12 +49,29 @@ site_configuration = with_scratch_targets({
             "access": ["--partition=batch"],
             "environs": ["builtin", "gnu-openmpi", "gnu-mpich"],
             # Job scripts run in a non-login shell: define `module` there.
-            "prepare_cmds": ["source /usr/share/lmod/lmod/init/bash"],
+            "prepare_cmds": [LMOD_INIT],
             "max_jobs": 4,
             "processor": {"num_cpus": CPUS_PER_NODE},
             "extras": {"nodes": NODES, "cpus_per_node": CPUS_PER_NODE,
                        # one node's worth of slots is small here: let sweeps overcommit
                        "overcommit": True},
+        }],
+    }, {
+        "name": "embedded-local",
+        "descr": "this machine through ReFrame's local scheduler (fallback without Slurm)",
+        "hostnames": [".*"],
+        "modules_system": "lmod",
+        "stagedir": str(RESULTS / "stage"),
+        "outputdir": str(RESULTS / "output"),
+        "partitions": [{
+            "name": "default",
+            "descr": f"ReFrame's local scheduler, mpirun, {LOCAL_CPUS} CPUs",
+            "scheduler": "local",
+            "launcher": "mpirun",
+            "environs": ["builtin", "gnu-openmpi"],
+            "prepare_cmds": [LMOD_INIT],
+            "processor": {"num_cpus": LOCAL_CPUS},
+            "extras": {"nodes": 1, "cpus_per_node": LOCAL_CPUS},
         }],
     }],
     "environments": [
@@ -56,7 +80,7 @@ site_configuration = with_scratch_targets({
             "name": "builtin",
             "cc": "gcc",
             "features": ["serial"],
-            "target_systems": ["embedded"],
+            "target_systems": ["embedded", "embedded-local"],
         },
         {
             "name": "gnu-openmpi",
@@ -64,7 +88,7 @@ site_configuration = with_scratch_targets({
             "cc": "mpicc.openmpi",
             "features": ["mpi", "openmpi"],
             "extras": {"mpi": "openmpi"},
-            "target_systems": ["embedded"],
+            "target_systems": ["embedded", "embedded-local"],
         },
         {
             "name": "gnu-mpich",
@@ -87,4 +111,9 @@ site_configuration = with_scratch_targets({
     ScratchTarget(
         name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],
         description="node-local directory of each slurmd, like /localscratch"),
+]), system="embedded-local", targets=[
+    ScratchTarget(
+        name="localscratch", path="$SCRATCHBENCH_LOCAL_SCRATCH", kind="local-disk",
+        partitions=["default"],
+        description="a directory of this machine (set by `scratchbench run`)"),
 ])

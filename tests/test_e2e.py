@@ -164,3 +164,28 @@ def test_a_low_figure_fails_performance_not_sanity(cluster, tmp_path):
     failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
     assert len(failed) == 2 and all("(performance)" in ln for ln in failed), failed
     assert all("write_bw" in ln for ln in failed)
+
+
+def test_falls_back_to_the_local_scheduler_when_slurm_cannot_start(tmp_path):
+    """pytest's tmp_path sits under a 0700 directory, where munged (user munge) cannot
+    reach a cluster: the run says why and goes through ReFrame's local scheduler."""
+    result = scratchbench("run", "--name", "KernelIOTest.*fpp-posix", "--name", "StageInOut",
+                          env={"SCRATCHBENCH_HOME": str(tmp_path)}, timeout=900)
+    assert result.returncode == 0, failures_of({"result": result}) or result.stderr[-2000:]
+    assert "warning: the embedded Slurm cluster cannot start: cluster directory" in result.stderr
+    assert "running on this machine through ReFrame's local scheduler" in result.stderr
+    assert "scheduler:    ReFrame's local scheduler (the embedded Slurm cluster cannot " \
+        "start" in result.stdout
+    # the kernel build, KernelIOTest fpp-posix and StageInOut on localscratch
+    assert result.stdout.splitlines()[-1] == "3 passed, 0 failed, 0 skipped"
+    scripts = list(tmp_path.rglob("output/embedded-local/default/*/KernelIOTest_*/rfm_job.sh"))
+    assert scripts and "#SBATCH" not in scripts[0].read_text()
+    assert re.search(r"^mpirun -np 2 \S+scratchbench-kernel iotest", scripts[0].read_text(), re.M)
+
+
+def test_local_flag_only_for_the_local_site():
+    from conftest import REPO
+    result = scratchbench("run", "--local", "--site", str(REPO / "site_configs" /
+                                                           "example_slurm.py"))
+    assert result.returncode == 2
+    assert "has no 'embedded-local' system" in result.stderr

@@ -14,4 +14,6 @@ setenv("OMPI_MCA_btl_tcp_if_include", "lo")
 setenv("OMPI_MCA_oob_tcp_if_include", "lo")
 setenv("OMPI_MCA_pml", "ob1")
 setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+-- mpirun (the local-scheduler fallback) may start more ranks than cores.
+setenv("OMPI_MCA_rmaps_base_oversubscribe", "1")
 setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
