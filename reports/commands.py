@@ -4,7 +4,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path

@@ -21,7 +21,7 @@ agree, and the effect size (rank-biserial correlation) is reported.  With fewer 
 
 import hashlib
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats

@@ -5,7 +5,6 @@ failure), never yield a number; a good run must yield the figures of its summary
 """
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -13,7 +13,6 @@ import sqlite3
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -309,6 +308,6 @@ def test_nightly_refuses_a_run_without_figures(tmp_path):
 
 
 def test_report_of_an_empty_store_says_so(tmp_path):
-    with pytest.raises(Exception, match="holds no figures yet") as err:
+    with pytest.raises(Exception, match="holds no figures yet"):
         commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
     assert not (tmp_path / "pages").exists()

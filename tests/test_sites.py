@@ -1,11 +1,8 @@
 """Site configs and scratch targets: what is accepted, and a one-line error for the rest."""
 
-import json
-import textwrap
-
 import pytest
 
-from conftest import REPO, scratchbench
+from conftest import REPO
 from scratchbench.errors import ConfigError
 from scratchbench.sites import (ScratchTarget, load_site_config, resolve_site_config,
                                 scratch_targets, with_scratch_targets)
