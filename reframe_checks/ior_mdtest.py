@@ -5,7 +5,6 @@ says per environment; where none provides it the checks are skipped with the rea
 """
 
 import reframe as rfm
-from reframe.core.builtins import parameter, run_after
 
 from scratchbench.checks.tools import IORCheckBase, MdtestCheckBase
 
@@ -13,18 +12,8 @@ from scratchbench.checks.tools import IORCheckBase, MdtestCheckBase
 @rfm.simple_test
 class IOR(IORCheckBase):
     workload_family = "ior"
-    io500_shape = parameter(["easy", "hard"])
-
-    @run_after("init")
-    def choose_shape(self):
-        self.shape = self.io500_shape
 
 
 @rfm.simple_test
 class Mdtest(MdtestCheckBase):
     workload_family = "mdtest"
-    io500_shape = parameter(["easy", "hard"])
-
-    @run_after("init")
-    def choose_shape(self):
-        self.shape = self.io500_shape

@@ -18,8 +18,8 @@ import shutil
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
+                                   run_before, sanity_function, variable)
 
 from scratchbench import paths
 from scratchbench.checks.base import ScratchCheck
@@ -85,16 +85,22 @@ class IORProvider(rfm.CompileOnlyRegressionTest):
 
 
 class ToolCheck(ScratchCheck):
-    """A run of IOR or mdtest in a fresh directory of the scratch target."""
+    """A run of IOR or mdtest in a fresh directory of the scratch target, in one of
+    IO500's two shapes."""
 
     tool = fixture(IORProvider, scope="environment")
     valid_prog_environs = ["+mpi"]
+    io500_shape = parameter(["easy", "hard"])
     #: name of the fresh working directory variable in the job script
     workdir_var = "SB_WORKDIR"
 
     @run_after("setup")
     def use_the_tool(self):
         self.modules = list(self.tool.modules_needed)
+
+    @property
+    def shape(self):
+        return self.io500_shape
 
     @run_before("run")
     def make_workdir(self):
@@ -113,13 +119,12 @@ class IORCheckBase(ToolCheck):
     """IOR in IO500's easy or hard shape, read from its JSON summary."""
 
     executable = "ior"
-    #: ior-easy: file per process, large aligned transfers; ior-hard: one shared file,
-    #: 47008-byte transfers (IO500's shapes)
-    shape = variable(str, value="easy")
     io_api = "POSIX"
 
     @run_after("setup")
     def set_ior_arguments(self):
+        """ior-easy: file per process, 2 MiB transfers; ior-hard: one shared file,
+        47008-byte transfers."""
         p = self.params
         self.layout(p.get("nodes", 1), p.get("tasks_per_node", "cores"))
         common = ["-a", self.io_api, "-w", "-r", "-e", "-i", str(p["reps"]),
@@ -165,12 +170,11 @@ class MdtestCheckBase(ToolCheck):
 
     executable = "mdtest"
     io_api = "POSIX"
-    #: mdtest-easy: a directory per rank, empty files; mdtest-hard: one shared directory,
-    #: 3901-byte files (IO500's shapes)
-    shape = variable(str, value="easy")
 
     @run_after("setup")
     def set_mdtest_arguments(self):
+        """mdtest-easy: a directory per rank, empty files; mdtest-hard: one shared
+        directory, 3901-byte files."""
         p = self.params
         self.layout(p.get("nodes", 1), p.get("tasks_per_node", "cores"))
         files = max(1, int(p["files_per_node"]) // self.tasks_per_node_used)
