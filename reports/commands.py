@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -104,8 +105,7 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
     code = 1 if result["regressions"] else 0
     if code and notify:
         progress(f"running the notification hook: {notify}")
-        subprocess.run(notify, shell=True, env={**dict(__import__("os").environ),
-                                               "SCRATCHBENCH_VERDICT": str(path)})
+        subprocess.run(notify, shell=True, env={**os.environ, "SCRATCHBENCH_VERDICT": str(path)})
     return code, result, path
 
 

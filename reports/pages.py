@@ -79,9 +79,12 @@ def _label(row):
 class Series:
     """One line of history: a check variant on one partition and environment, one metric."""
 
-    def __init__(self, key, metric, unit, label, environ, partition):
-        self.key, self.metric, self.unit = key, metric, unit
-        self.label, self.environ, self.partition = label, environ, partition
+    def __init__(self, row):
+        self.key, self.metric, self.unit = row["series"], row["metric"], row["unit"]
+        self.label, self.environ = _label(row), row["environ"]
+        self.partition = f"{row['system']}:{row['partition']}"
+        self.check = row["check_name"]
+        self.params = json.loads(row["params"] or "{}")
         self.points = []   # (time, value, run_id, tag)
 
     @property
@@ -143,15 +146,11 @@ def _box_statistics(values):
             "upperfence": [high]}
 
 
-def collect(conn, since=None):
-    """Figures grouped for the pages: {target: {"series": [Series], ...}}, runs."""
-    where, args = "", ()
-    if since:
-        where, args = "WHERE r.started >= ?", (since,)
-    rows = store.figure_rows(conn, where, args)
-    targets = defaultdict(lambda: {"series": {}, "kind": None, "partitions": set(),
-                                   "cases": []})
-    for row in rows:
+def collect(conn):
+    """Figures grouped per scratch target: {target: {"series": {(key, metric): Series},
+    "kind": ..., "partitions": {...}}}."""
+    targets = defaultdict(lambda: {"series": {}, "kind": None, "partitions": set()})
+    for row in store.figure_rows(conn):
         if row["value"] is None:
             continue
         target = row["scratch_target"] or "unspecified"
@@ -161,11 +160,7 @@ def collect(conn, since=None):
         key = (row["series"], row["metric"])
         series = t["series"].get(key)
         if series is None:
-            series = t["series"][key] = Series(row["series"], row["metric"], row["unit"],
-                                               _label(row), row["environ"],
-                                               f"{row['system']}:{row['partition']}")
-            series.check = row["check_name"]
-            series.params = json.loads(row["params"] or "{}")
+            series = t["series"][key] = Series(row)
         series.points.append((row["started"] or 0, row["value"], row["run_id"], row["tag"]))
     return targets
 

@@ -77,7 +77,7 @@ def energy_statistics(x, min_segment=MIN_SEGMENT):
     return q
 
 
-def change_point(values, key="", alpha=NIGHTLY_ALPHA, permutations=PERMUTATIONS):
+def change_point(values, key="", permutations=PERMUTATIONS):
     """The most likely single change point and its permutation p-value.
 
     Returns (tau, p_value); tau splits values into values[:tau] and values[tau:].
@@ -133,7 +133,7 @@ def nightly(series, metric, unit, values, run_ids, alpha=NIGHTLY_ALPHA, min_effe
         base.detail = f"{len(values)} runs, {MIN_HISTORY} needed"
         return base
     up = higher_is_better(unit)
-    tau, p = change_point(values, key=f"{series}|{metric}", alpha=alpha)
+    tau, p = change_point(values, key=f"{series}|{metric}")
     base.p_value = p
     if tau is not None and p < alpha:
         before, after = np.median(values[:tau]), np.median(values[tau:])

@@ -303,7 +303,7 @@ class EmbeddedCluster:
         self._write_state(state)
         return proc
 
-    def _wait(self, state, proc, name, ready, timeout, log_path=None):
+    def _wait(self, proc, name, ready, timeout, log_path=None):
         """Wait until ready() is true; a daemon that exits first is an error naming its log."""
         log_path = log_path or self.log / f"{name}.out"
         deadline = time.monotonic() + timeout
@@ -334,7 +334,7 @@ class EmbeddedCluster:
                 f"--pid-file={self.munge_dir / 'munged.pid'}",
                 f"--seed-file={self.munge_dir / 'munged.seed'}"]
         proc = self._spawn(state, "munged", argv, user="munge")
-        self._wait(state, proc, "munged", self._munge_works, 30, log_path=log)
+        self._wait(proc, "munged", self._munge_works, 30, log_path=log)
 
     def _munge_works(self):
         if not self.munge_socket.exists():
@@ -368,7 +368,7 @@ class EmbeddedCluster:
                 f"--log-error={log}", "--innodb-buffer-pool-size=256M", "--innodb-lock-wait-timeout=900",
                 "--skip-name-resolve"]
         proc = self._spawn(state, "mariadbd", argv)
-        self._wait(state, proc, "mariadbd", lambda: self._sql("SELECT 1", quiet=True), 60,
+        self._wait(proc, "mariadbd", lambda: self._sql("SELECT 1", quiet=True), 60,
                    log_path=log)
         password = self._db_password()
         self._sql("CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
@@ -389,13 +389,13 @@ class EmbeddedCluster:
     def _start_slurmdbd(self, state, spec):
         _progress(f"starting slurmdbd on 127.0.0.1:{spec.base_port + 1}")
         proc = self._spawn(state, "slurmdbd", ["/usr/sbin/slurmdbd", "-D"])
-        self._wait(state, proc, "slurmdbd", lambda: _port_open(spec.base_port + 1), 60,
+        self._wait(proc, "slurmdbd", lambda: _port_open(spec.base_port + 1), 60,
                    log_path=self.log / "slurmdbd.log")
 
     def _start_slurmctld(self, state, spec):
         _progress(f"starting slurmctld on 127.0.0.1:{spec.base_port}")
         proc = self._spawn(state, "slurmctld", ["/usr/sbin/slurmctld", "-D", "-i"])
-        self._wait(state, proc, "slurmctld", self._slurm_responds, 60,
+        self._wait(proc, "slurmctld", self._slurm_responds, 60,
                    log_path=self.log / "slurmctld.log")
 
     def _start_slurmds(self, state, spec):
@@ -404,7 +404,7 @@ class EmbeddedCluster:
             _progress(f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}")
             proc = self._spawn(state, f"slurmd-{name}", ["/usr/sbin/slurmd", "-D", "-N", name])
             # A node is up once slurmctld has heard from it.
-            self._wait(state, proc, f"slurmd-{name}",
+            self._wait(proc, f"slurmd-{name}",
                        lambda name=name: self._node_states().get(name, "unknown")
                        not in ("unknown", "down", "down*", "unk*", "unknown*"),
                        60, log_path=self.log / f"slurmd-{name}.log")
