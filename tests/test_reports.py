@@ -1,9 +1,8 @@
-"""History store, verdicts and pages.
+"""History store, verdict commands and pages.
 
-Statistics are checked on synthetic series with known change points (found) and pure
-noise (false alarms within the documented 1%); the store on idempotent and concurrent
-ingests; the pages in a real headless Chromium after two quick runs on the embedded
-cluster.
+The store on idempotent and concurrent ingests; the verdict commands on a synthetic
+history; the pages in a real headless Chromium after two quick runs on the embedded
+cluster.  The statistics of the verdicts themselves: tests/test_verdicts.py.
 """
 
 import json
@@ -18,76 +17,10 @@ import numpy as np
 import pytest
 
 from conftest import REPO, failures_of, scratchbench
-from scratchbench.reports import commands, store, verdicts
+from scratchbench.reports import commands, store
 from scratchbench.reports.synthetic import make_report
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
-
-
-# ---- statistics --------------------------------------------------------------------------
-def series(values):
-    return [str(i) for i in range(len(values))]
-
-
-@pytest.mark.parametrize("after,drop", [(3, 0.20), (5, 0.10), (10, 0.08)])
-def test_known_regression_is_found(after, drop):
-    rng = np.random.default_rng(after)
-    values = list(rng.normal(100, 2, 25)) + list(rng.normal(100 * (1 - drop), 2, after))
-    v = verdicts.nightly("s", "write_bw", "MiB/s", values, series(values))
-    assert v.verdict == "regression", v
-    assert v.change_index == 25 and v.p_value < verdicts.NIGHTLY_ALPHA
-    assert v.relative_change == pytest.approx(-drop, abs=0.03)
-
-
-def test_improvement_and_lower_is_better():
-    rng = np.random.default_rng(7)
-    up = list(rng.normal(100, 2, 20)) + list(rng.normal(130, 2, 5))
-    assert verdicts.nightly("s", "read_bw", "MiB/s", up, series(up)).verdict == "improvement"
-    share = list(rng.normal(5, 0.2, 20)) + list(rng.normal(9, 0.2, 5))
-    assert verdicts.nightly("s", "open_close_share", "%", share,
-                            series(share)).verdict == "regression"
-
-
-def test_pure_noise_stays_within_the_false_alarm_rate():
-    rng = np.random.default_rng(2026)
-    trials, flagged, significant = 300, 0, 0
-    for i in range(trials):
-        noise = rng.lognormal(np.log(1000), 0.05, 30) if i % 2 else rng.normal(1000, 50, 30)
-        v = verdicts.nightly(f"noise{i}", "write_bw", "MiB/s", noise, series(noise))
-        flagged += v.verdict in ("regression", "improvement")
-        significant += v.p_value is not None and v.p_value < verdicts.NIGHTLY_ALPHA
-    # alpha = 1%: 3 expected of 300; 10 or more has probability below 0.1%.
-    assert significant <= 9, significant
-    assert flagged <= significant
-
-
-def test_one_bad_night_is_suspect_not_confirmed():
-    rng = np.random.default_rng(3)
-    values = list(rng.normal(100, 2, 20)) + [60.0]
-    v = verdicts.nightly("s", "write_bw", "MiB/s", values, series(values))
-    assert v.verdict == "suspect" and "not yet a confirmed change" in v.detail
-
-
-def test_short_history_gives_no_verdict():
-    v = verdicts.nightly("s", "write_bw", "MiB/s", [1.0, 2.0, 3.0], series([1, 2, 3]))
-    assert v.verdict == "insufficient-history" and "8 needed" in v.detail
-
-
-def test_acceptance_labels():
-    rng = np.random.default_rng(11)
-    before = rng.normal(100, 3, 8)
-    worse = verdicts.acceptance("s", "write_bw", "MiB/s", before, rng.normal(90, 3, 8))
-    assert worse.verdict == "worse" and worse.ci_high < 0 and worse.p_value < 0.05
-    assert -1 <= worse.effect_size < -0.5
-    better = verdicts.acceptance("s", "write_bw", "MiB/s", before, rng.normal(110, 3, 8))
-    assert better.verdict == "better"
-    same = verdicts.acceptance("s", "write_bw", "MiB/s", before, rng.normal(100, 3, 8))
-    assert same.verdict == "no significant change"
-    few = verdicts.acceptance("s", "write_bw", "MiB/s", [1, 2, 3], [4, 5],
-                              samples_per_run=(3, 1))
-    assert few.verdict == "insufficient"
-    assert (few.runs_needed_before, few.runs_needed_after) == (1, 2)
-    assert "1 more run(s) before, 2 more run(s) after" in few.detail
 
 
 # ---- store ----------------------------------------------------------------------------------
