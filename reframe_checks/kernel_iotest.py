@@ -4,7 +4,7 @@ file, POSIX and MPI-IO (independent and collective), on every scratch target."""
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after
 
-from scratchbench.checks.kernel import IOTestCheckBase
+from reframe_checks.lib.kernel import IOTestCheckBase
 
 
 @rfm.simple_test

@@ -4,7 +4,7 @@ shared directory or one per rank; removal by one thread or several per rank."""
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after
 
-from scratchbench.checks.kernel import MetadataCheckBase
+from reframe_checks.lib.kernel import MetadataCheckBase
 
 
 @rfm.simple_test

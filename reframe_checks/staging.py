@@ -6,8 +6,8 @@ import reframe as rfm
 import reframe.utility.udeps as udeps
 from reframe.core.builtins import parameter, run_after
 
-from scratchbench.checks.staging import ScratchRemovedCheckBase, StagingCheckBase
-from scratchbench.checks.targets import TAGS, declared_targets
+from reframe_checks.lib.staging import ScratchRemovedCheckBase, StagingCheckBase
+from reframe_checks.lib.targets import TAGS, declared_targets
 
 
 @rfm.simple_test

@@ -8,8 +8,8 @@ per node; the counts here are derived from the largest partition's size (its
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after
 
-from scratchbench.checks.kernel import IOTestCheckBase
-from scratchbench.checks.targets import doubling, halving, max_cores, max_nodes
+from reframe_checks.lib.kernel import IOTestCheckBase
+from reframe_checks.lib.targets import doubling, halving, max_cores, max_nodes
 
 
 @rfm.simple_test

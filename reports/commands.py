@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scratchbench import paths
 from scratchbench.errors import ConfigError, ScratchbenchError
-from scratchbench.reports import pages, store, verdicts
+from reports import pages, store, verdicts
 
 
 def progress(message):

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import jinja2
 
-from scratchbench.reports import store
-from scratchbench.reports.verdicts import higher_is_better
+from reports import store
+from reports.verdicts import higher_is_better
 
 HISTORY_SHOWN = 200      # points on a history line; the box plot summarises every run
 QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. best quarter
@@ -231,7 +231,7 @@ def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file syst
         verdicts[(v["series"], v["metric"])] = v
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.files("scratchbench.reports") /
+        loader=jinja2.FileSystemLoader(str(resources.files("reports") /
                                            "templates")),
         autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
     env.filters["fmt"] = _fmt
@@ -356,7 +356,7 @@ def _comparison_plots(targets):
 
 
 def _copy_assets(out):
-    assets = resources.files("scratchbench.reports") / "templates"
+    assets = resources.files("reports") / "templates"
     for name in ("style.css", "pages.js"):
         shutil.copyfile(str(assets / name), out / "assets" / name)
     plotly_js = Path(resources.files("plotly")) / "package_data" / "plotly.min.js"

@@ -34,7 +34,7 @@ class StoreError(ScratchbenchError):
 def migrations():
     """[(version, sql)] in order, from reports/migrations/NNNN_*.sql."""
     found = []
-    for entry in resources.files("scratchbench.reports").joinpath("migrations").iterdir():
+    for entry in resources.files("reports").joinpath("migrations").iterdir():
         match = re.match(r"(\d{4})_.*\.sql$", entry.name)
         if match:
             found.append((int(match.group(1)), entry.read_text()))

@@ -100,7 +100,7 @@ def sb_home():
 @pytest.fixture(scope="session")
 def cluster(sb_home):
     """A real 2-node embedded Slurm cluster, up for the whole session."""
-    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+    from cluster import ClusterSpec, EmbeddedCluster
 
     if os.geteuid() != 0:
         pytest.skip("the embedded cluster needs root (slurmd, munged as user munge)")

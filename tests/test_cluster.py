@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import reachable_tmpdir, run, scratchbench
-from scratchbench.cluster import ClusterSpec, EmbeddedCluster
-from scratchbench.cluster.embedded import process_alive
+from cluster import ClusterSpec, EmbeddedCluster
+from cluster.embedded import process_alive
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from scratchbench.checks.parsers import (ParseError, ior_problems, kernel_problems,
+from reframe_checks.lib.parsers import (ParseError, ior_problems, kernel_problems,
                                          parse_ior_json, parse_kernel_json, parse_mdtest)
 
 if not FIXTURES.is_dir():

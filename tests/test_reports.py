@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from conftest import REPO, failures_of, scratchbench
-from scratchbench.reports import commands, store, verdicts
-from scratchbench.reports.synthetic import make_report
+from reports import commands, store, verdicts
+from reports.synthetic import make_report
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scratchbench.reports import pages, store
-from scratchbench.reports.synthetic import make_report
+from reports import pages, store
+from reports.synthetic import make_report
 
 TARGETS = ["lustre", "gpfs", "nfs", "localscratch"]
 ACCESS = ["fpp-posix", "shared-posix", "shared-mpiio", "shared-mpiio-coll"]

@@ -16,8 +16,8 @@ import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, variable
 
-from scratchbench.checks.parsers import ParseError
-from scratchbench.checks.targets import TAGS, declared_targets, target_info, workload
+from reframe_checks.lib.parsers import ParseError
+from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
 
 
 class ScratchCheck(rfm.RunOnlyRegressionTest):

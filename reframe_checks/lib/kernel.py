@@ -15,8 +15,8 @@ from reframe.core.builtins import (fixture, performance_function, run_after, run
                                    sanity_function, variable)
 
 from scratchbench import paths
-from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import kernel_problems, parse_kernel_json
+from reframe_checks.lib.base import ScratchCheck
+from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
 
 KERNEL_REPORT = "kernel.json"
 MIB = 1024.0 * 1024.0

@@ -17,8 +17,8 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import performance_function, run_after, run_before, sanity_function
 
-from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import ParseError
+from reframe_checks.lib.base import ScratchCheck
+from reframe_checks.lib.parsers import ParseError
 
 SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "scripts")

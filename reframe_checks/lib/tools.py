@@ -22,8 +22,8 @@ from reframe.core.builtins import (fixture, parameter, performance_function, run
                                    run_before, sanity_function, variable)
 
 from scratchbench import paths
-from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import ior_problems, parse_ior_json, parse_mdtest
+from reframe_checks.lib.base import ScratchCheck
+from reframe_checks.lib.parsers import ior_problems, parse_ior_json, parse_mdtest
 
 IOR_REPORT = "ior.json"
 SPACK_ENV = "spack_env"

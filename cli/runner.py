@@ -84,7 +84,7 @@ def check_targets(config, site_path, system, target):
 
 def ensure_embedded_cluster(start):
     """For the local site: the cluster's SLURM_CONF, starting the cluster if asked."""
-    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+    from cluster import ClusterSpec, EmbeddedCluster
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     status = cluster.status()

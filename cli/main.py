@@ -18,7 +18,7 @@ EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
 
 
 def _cluster(args):
-    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+    from cluster import ClusterSpec, EmbeddedCluster
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action == "up":
@@ -54,8 +54,8 @@ def _format_status(status):
 
 
 def _run(args):
-    from scratchbench.reports import commands
-    from scratchbench.runner import format_summary, run_suite
+    from reports import commands
+    from cli.runner import format_summary, run_suite
 
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
@@ -68,7 +68,7 @@ def _run(args):
 
 
 def _ingest(args):
-    from scratchbench.reports import commands
+    from reports import commands
 
     runs, figures, total = commands.ingest(args.sources)
     print(f"ingested {runs} run(s), {figures} figure(s); the history store "
@@ -77,7 +77,7 @@ def _ingest(args):
 
 
 def _verdict(args):
-    from scratchbench.reports import commands
+    from reports import commands
 
     if args.kind == "nightly":
         code, result, path = commands.nightly(run_id=args.run, tag=args.tag, out=args.out,
@@ -90,7 +90,7 @@ def _verdict(args):
 
 
 def _report(args):
-    from scratchbench.reports import commands
+    from reports import commands
 
     pages_written, figures, seconds = commands.report(args.out)
     print(f"wrote {pages_written} pages from {figures} figures in {seconds:.1f} s: "
@@ -204,6 +204,10 @@ def build_parser():
 
 
 def main(argv=None):
+    problem = paths.checkout_problem()
+    if problem:
+        print(f"scratchbench: error: {problem}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
