@@ -8,7 +8,6 @@ and append-only.
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ClusterError, ConfigError, RunError, ScratchbenchError
 from scratchbench.sites import load_site_config, resolve_site_config, scratch_targets
@@ -159,7 +159,8 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
 
     reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
     cmd = [reframe, "-C", str(site_path), "-c", str(paths.CHECKS_DIR), "--system", system,
-           "-t", f"^{tag}$", "-r", "--warn-as-error", "--prefix", str(paths.results_dir()),
+           "-t", f"^{tag}$", "-S", f"workload_tag={tag}", "-r", "--warn-as-error",
+           "--prefix", str(paths.results_dir()),
            "-o", str(run_dir / "output"), "-s", str(run_dir / "stage"),
            "--report-file", str(report),
            "--session-extras", f"scratchbench_run={run_dir.name},tag={tag},revision={revision}"]
@@ -171,7 +172,6 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
 
     log_path = run_dir / "reframe.out"
-    skip_reasons = {}
     progress(f"running the '{tag}' checks on {system} with ReFrame; output also in {log_path}")
     t0 = time.monotonic()
     out = stream or sys.stdout
@@ -181,9 +181,6 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
         for line in proc.stdout:
             log.write(line)
             out.write(line)
-            skip = SKIP_LINE.search(ANSI.sub("", line))
-            if skip:
-                skip_reasons[(skip.group("name"), skip.group("where"))] = skip.group("reason")
         rc = proc.wait()
     wall = time.monotonic() - t0
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -192,7 +189,7 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
     if not report.exists():
         raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
-    summary = summarise_report(json.loads(report.read_text()), skip_reasons)
+    summary = summarise_report(json.loads(report.read_text()))
     summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
                    fallback=fallback,
                    perflogs=str(paths.results_dir() / "perflogs"),
@@ -201,39 +198,41 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# ReFrame prints skip reasons (the run report does not keep them):
-# "[     SKIP ] ( 1/18) NAME /1234abcd @system:part+environ [reason]"
-SKIP_LINE = re.compile(r"SKIP \]\s+\(\s*\d+/\d+\)\s+(?P<name>.*?)\s+/[0-9a-f]{8}\s+"
-                       r"@(?P<where>\S+)\s+\[(?P<reason>.*)\]\s*$")
-
-
-def summarise_report(report, skip_reasons=None):
-    """Counts, figures and skip reasons of a ReFrame run report."""
-    skip_reasons = skip_reasons or {}
+def summarise_report(report):
+    """Counts, figures and skip and failure reasons of a ReFrame run report."""
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     figures, skipped, failures = [], [], []
-    for run in report.get("runs", [])[-1:]:   # the last run holds retries' final state
-        for case in run.get("testcases", []):
-            result = case.get("result")
-            name = case.get("display_name") or case.get("name")
-            if result in ("pass", "xfail"):
-                counts["passed"] += 1
-            elif result == "skip":
-                counts["skipped"] += 1
-                where = f"{case.get('system')}:{case.get('partition')}+{case.get('environ')}"
-                reason = (skip_reasons.get((_strip_hash(name), where))
-                          or case.get("fail_reason") or "no reason given")
-                skipped.append((name, reason))
-            else:
-                counts["failed"] += 1
-                failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
-            for var, perf in (case.get("perfvalues") or {}).items():
-                figures.append({"test": name, "environ": case.get("environ"),
-                                "partition": case.get("partition"),
-                                "variable": var.split(":")[-1], "value": perf[0],
-                                "unit": perf[4] if len(perf) > 4 else ""})
+    cases = [c for c in runreport.final_cases(report)]
+    reasons = runreport.skip_reasons(cases)
+    for index, case in enumerate(cases):
+        result = case.get("result")
+        name = case_in_words(case)
+        if result in ("pass", "xfail"):
+            counts["passed"] += 1
+        elif result == "skip":
+            counts["skipped"] += 1
+            skipped.append((name, reasons[index]))
+        else:
+            counts["failed"] += 1
+            failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
+        for metric, value, unit, *_ in runreport.perf_figures(case):
+            figures.append({"case": name, "environ": case.get("environ"),
+                            "partition": case.get("partition"),
+                            "variable": metric, "value": value, "unit": unit or ""})
     return dict(counts, figures=figures, skipped_cases=skipped, failed_cases=failures)
+
+
+def case_in_words(case):
+    """'KernelIOTest on sanscratch (file per process, POSIX) [gnu-openmpi]'."""
+    parts = [runreport.check_name(case)]
+    if case.get("scratch_target"):
+        parts.append(f"on {case['scratch_target']}")
+    if case.get("variant_words"):
+        parts.append(f"({case['variant_words']})")
+    where = case.get("environ") or ""
+    if case.get("fixture"):
+        where = f"{case.get('system')}:{case.get('partition')}+{where}"
+    return " ".join(parts) + (f" [{where}]" if where else "")
 
 
 def format_summary(summary):
@@ -242,19 +241,18 @@ def format_summary(summary):
         lines.append("Figures (one line per test case):")
         by_case = {}
         for f in summary["figures"]:
-            key = (_short(f["test"]), f["environ"] or "")
-            by_case.setdefault(key, []).append(f)
-        for (name, environ), figs in by_case.items():
+            by_case.setdefault(f["case"], []).append(f)
+        for name, figs in by_case.items():
             shown = ", ".join(f"{f['variable']} {_number(f['value'])} {f['unit']}" for f in figs)
-            lines.append(f"  {name} [{environ}]: {shown}")
+            lines.append(f"  {name}: {shown}")
     by_reason = {}
     for name, reason in summary["skipped_cases"]:
-        by_reason.setdefault(reason, []).append(_short(name))
+        by_reason.setdefault(reason, []).append(name)
     for reason, names in by_reason.items():
-        shown = ", ".join(sorted(set(names))[:4]) + (" ..." if len(set(names)) > 4 else "")
+        shown = "; ".join(sorted(set(names))[:3]) + (" ..." if len(set(names)) > 3 else "")
         lines.append(f"skipped ({len(names)}): {reason}: {shown}")
     for name, phase, reason in summary["failed_cases"]:
-        lines.append(f"FAILED:  {_short(name)} ({phase}): {reason}")
+        lines.append(f"FAILED:  {name} ({phase}): {reason}")
     if summary.get("fallback"):
         lines.append(f"scheduler:    ReFrame's local scheduler ({summary['fallback']})")
     lines += [
@@ -276,16 +274,6 @@ def _number(value):
     if isinstance(value, (int, float)):
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
     return str(value)
-
-
-def _strip_hash(name):
-    return re.sub(r"\s+/[0-9a-f]{8}$", "", name or "")
-
-
-def _short(name):
-    """'KernelIOTest %scratch_target=x %access=y /1234abcd' -> 'KernelIOTest x y'."""
-    name = re.sub(r"\s+/[0-9a-f]{8}$", "", name or "")
-    return re.sub(r"\s%\w+=", " ", name)
 
 
 __all__ = ["run_suite", "format_summary", "summarise_report", "ScratchbenchError"]

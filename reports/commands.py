@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scratchbench import paths
 from scratchbench.errors import ConfigError, ScratchbenchError
-from reports import pages, store, verdicts
+from reports import naming, pages, store, verdicts
 
 
 def progress(message):
@@ -81,7 +81,7 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
             continue
         v = verdicts.nightly(series, metric, rows[-1]["unit"], values,
                              [r["run_id"] for r in rows if r["value"] is not None])
-        figures.append(verdicts.as_dict(v))
+        figures.append(dict(verdicts.as_dict(v), name=naming.figure_name(rows[-1])))
     conn.close()
     if not figures:
         raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks failed or "
@@ -114,8 +114,7 @@ def format_nightly(result, path):
              f"false-alarm rate {result['false_alarm_rate']}):"]
     for f in result["figures"]:
         if f["verdict"] in ("regression", "suspect", "improvement"):
-            lines.append(f"  {f['verdict'].upper():<11} {pages.series_label(f['series'])} "
-                         f"{f['metric']}: {f['detail']}")
+            lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
     for f in result["figures"]:
         counts[f["verdict"]] += 1
@@ -171,6 +170,7 @@ def _samples(conn, run_ids):
         key = (row["series"], row["metric"])
         g = grouped[key]
         g["unit"] = row["unit"]
+        g["name"] = naming.figure_name(row)
         g["runs"].add(row["run_id"])
         # Repetitions inside a run are the samples when the check recorded them.
         g["values"].extend(extra.get(row["figure_id"]) or [row["value"]])
@@ -193,7 +193,7 @@ def acceptance(before, after, out=None, db=None):
                    max(1, len(a[key]["values"]) // max(1, len(a[key]["runs"]))))
         v = verdicts.acceptance(series, metric, b[key]["unit"], b[key]["values"],
                                 a[key]["values"], samples_per_run=per_run)
-        figures.append(verdicts.as_dict(v))
+        figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
     if not figures:
         raise ScratchbenchError("the runs before and after share no figure: select runs of "
                                 "the same checks and tag")
@@ -222,8 +222,7 @@ def format_acceptance(result, path):
              f"({result['before']['selection']}) vs {len(result['after']['runs'])} after "
              f"({result['after']['selection']})"]
     for f in result["figures"]:
-        lines.append(f"  {f['verdict']:<22} {pages.series_label(f['series'])} "
-                     f"{f['metric']}: {f['detail']}")
+        lines.append(f"  {f['verdict']:<22} {f['name']}: {f['detail']}")
     lines.append(f"  {result['better']} better, {result['worse']} worse, "
                  f"{result['no_significant_change']} no significant change, "
                  f"{result['insufficient']} undecided (too few samples)")

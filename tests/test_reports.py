@@ -95,8 +95,7 @@ def synthetic_run(i, value=100.0, target="fsA", samples=None):
     figures = {"write_bw": (value, "MiB/s", samples or []),
                "open_close_share": (5.0, "%", [])}
     return make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i,
-                       [("KernelIOTest", {"scratch_target": target, "workload_tag": "nightly",
-                                          "access": "fpp-posix"}, "gnu", target, figures)])
+                       [("KernelIOTest", {"scratch_target": target, "access": "fpp-posix"}, "gnu", target, figures)])
 
 
 def count(db, table):
@@ -182,7 +181,7 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
     text = commands.format_nightly(result, path)
-    assert "REGRESSION" in text and "KernelIOTest fsA fpp-posix [gnu] write_bw" in text
+    assert re.search(r"REGRESSION +write bw, KernelIOTest on fsA \[gnu\]", text), text
 
 
 def test_acceptance_command_uses_repetition_samples(synthetic_store, tmp_path):
@@ -311,3 +310,62 @@ def test_report_of_an_empty_store_says_so(tmp_path):
     with pytest.raises(Exception, match="holds no figures yet"):
         commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
     assert not (tmp_path / "pages").exists()
+
+
+# ---- migration of a history written by the previous code -----------------------------------
+FIXTURES_HERE = REPO / "tests" / "fixtures"
+
+
+def old_history(path):
+    """The history a quick run stored with schema version 1 (the previous code)."""
+    conn = sqlite3.connect(path)
+    conn.executescript((FIXTURES_HERE / "history-v1.sql").read_text())
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_a_version_1_history_migrates_and_new_runs_join_its_series(tmp_path):
+    db = old_history(tmp_path / "h.sqlite")
+    before = sqlite3.connect(db)
+    old_series = {row[0] for row in before.execute("SELECT series FROM cases")}
+    old_values = sorted(row[0] for row in before.execute("SELECT value FROM figures"))
+    before.close()
+    assert all("%workload_tag=quick" in s for s in old_series)
+
+    conn = store.connect(db)   # migrates
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.migrations()[-1][0]
+    migrated = {row[0] for row in conn.execute("SELECT series FROM cases")}
+    assert len(migrated) == len(old_series), "one series per old series"
+    with_figures = "SELECT DISTINCT series FROM cases JOIN figures USING (case_id)"
+    migrated_figures = {row[0] for row in conn.execute(with_figures)}
+    assert not any("workload_tag" in s for s in migrated)
+    assert all(s.endswith("|quick") for s in migrated)
+    assert sorted(r[0] for r in conn.execute("SELECT value FROM figures")) == old_values
+    # "Better" of the old figures is what version 1 derived from the unit.
+    assert {r[0]: r[1] for r in conn.execute(
+        "SELECT DISTINCT unit, better FROM figures")} == {"MiB/s": "higher", "%": "lower",
+                                                           "ops/s": "higher",
+                                                           "deletions/s": "higher",
+                                                           "files/s": "higher"}
+
+    # A run of today's checks: every one of its cases continues an old series.
+    report = json.loads((FIXTURES_HERE / "report-v2-quick.json").read_text())
+    added = store.ingest_report(conn, report, source="report-v2-quick.json")
+    assert added == len(old_values)
+    after = {row[0] for row in conn.execute(with_figures)}
+    assert after == migrated_figures, sorted(after ^ migrated_figures)[:4]
+    lengths = {row[0] for row in conn.execute(
+        "SELECT COUNT(*) FROM figures f JOIN cases c USING (case_id) GROUP BY series, metric")}
+    assert lengths == {2}, "each figure's history now has the old run and the new one"
+    # Declarations travel with the new figures; skipped cases keep their reason.
+    label = conn.execute("SELECT label, better, headline FROM figures f JOIN cases c "
+                         "USING (case_id) WHERE c.run_id = ? AND f.metric = 'write_bw' AND "
+                         "c.params LIKE '%fpp-posix%'", (report["session_info"]["scratchbench_run"],)
+                         ).fetchone()
+    assert tuple(label) == ("Write bandwidth at the slowest rank", "higher",
+                            "Large sequential write")
+    reasons = {r[0] for r in conn.execute("SELECT skip_reason FROM cases WHERE result='skip'")}
+    assert any(r.startswith("IOR/mdtest not available") for r in reasons), reasons
+    conn.close()

@@ -38,8 +38,7 @@ def fill(db, figures):
                 for env in ("gnu-openmpi", "gnu-mpich"):
                     figs = {m: (float(rng.normal(1000, 50)) if u != "%" else
                                 float(rng.normal(5, 0.5)), u, []) for m, u in METRICS.items()}
-                    cases.append(("KernelIOTest", {"scratch_target": t, "workload_tag":
-                                                   "nightly", "access": a}, env, t, figs))
+                    cases.append(("KernelIOTest", {"scratch_target": t, "access": a}, env, t, figs))
         store.ingest_report(conn, make_report(f"bench{i:05d}", 1_700_000_000 + 86400 * i,
                                               cases))
     total = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]

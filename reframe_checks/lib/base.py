@@ -7,6 +7,12 @@ the target's name and kind, the node count and tasks per node with its figures
 (they appear in the perflog and the run report).  References come from
 ``site_configs/references/<system>.yaml`` through ReFrame's ``$ref``, indexed by
 partition and target, so each site keeps its own expectations as data.
+
+Everything a report needs travels in ReFrame's run report as test variables:
+``figures`` (what each performance variable means, from :func:`figure`),
+``parameter_names`` (which fields of the case are its parameters), ``title``,
+``variant_words`` and ``workload_words`` (the case in words), ``samples`` (per
+repetition values), ``workload_tag`` and ``skip_reason``.
 """
 
 import os
@@ -14,18 +20,66 @@ import os
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import parameter, performance_function, run_after, variable
 
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
+from scratchbench.figures import FigureDeclaration
+
+_DECLARATION = "_scratchbench_figure"
 
 
-class ScratchCheck(rfm.RunOnlyRegressionTest):
+def figure(unit, label, better="higher", headline=""):
+    """``@performance_function(unit)`` that also declares what the figure means.
+
+    ``label`` says what the number is; ``better`` is ``"higher"`` or ``"lower"``;
+    ``headline`` names the workload in words when this figure leads the pages; it
+    applies to the variants the concrete check picks with ``headline_when``.
+    """
+    declared = FigureDeclaration(unit=unit, label=label, better=better, headline=headline)
+
+    def wrap(function):
+        perf = performance_function(unit)(function)
+        setattr(perf, _DECLARATION, declared)
+        return perf
+    return wrap
+
+
+def words(bytes_count):
+    """1048576 -> '1 MiB', 47008 -> '45.9 KiB', 3 -> '3 B'."""
+    value = float(bytes_count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{bytes_count} B"
+
+
+class SuiteTest(rfm.RegressionTestPlugin):
+    """What every test of the suite has, fixtures included.
+
+    ``workload_tag``: quick, nightly or acceptance, the entry of workloads.yaml this run
+    uses; one run of the suite sets it for every test (`scratchbench run` passes
+    ``-S workload_tag=TAG``), so it is a variable, not a parameter that would triple
+    every variant.  ``skip_reason``: why a case was skipped, kept in the run report
+    (ReFrame keeps no skip reason there).
+    """
+
+    workload_tag = variable(str, value="quick")
+    skip_reason = variable(str, value="")
+
+    def skip_because(self, condition, reason):
+        if condition:
+            self.skip_reason = reason
+            self.skip(reason)
+
+
+class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     scratch_target = parameter(declared_targets())
-    #: quick, nightly or acceptance: which entry of workloads.yaml this variant runs
-    workload_tag = parameter(TAGS)
     #: the family in workloads.yaml (set by subclasses)
     workload_family = variable(str)
+    #: the tags under which this check runs (a subclass may narrow them)
+    run_in_tags = variable(list, value=list(TAGS))
 
     scratch_kind = variable(str, value="")
     scratch_path = variable(str, value="")
@@ -37,20 +91,62 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
     io_api = variable(str, value="")
     #: the values of this variant's workload entry, with layout resolved
     params = variable(dict, value={})
+
+    #: what each performance variable means: {name: FigureDeclaration.as_dict()}
+    figures = variable(dict, value={})
+    #: the names of this check's parameters (their values are fields of the run report)
+    parameter_names = variable(list, value=[])
+    check_class = variable(str, value="")
+    #: the check in words ("Bandwidth, IOTest (seed 002)"), this variant in words
+    #: ("file per process, POSIX"), and its workload in words (sizes, ranks, nodes)
+    title = variable(str, value="")
+    variant_words = variable(str, value="")
+    workload_words = variable(str, value="")
+    #: the parameter this check sweeps (its figures plot against it), if any
+    scaling_parameter = variable(str, value="")
     #: per-repetition values of each performance variable, when the tool reports them;
-    #: kept in the run report, so acceptance verdicts test the repetitions themselves
+    #: kept in the run report, so acceptance verdicts see each run's spread
     samples = variable(dict, value={})
 
     exclusive_access = True
     maintainers = ["scratchbench"]
+    #: which variants lead the pages with their headline figures: parameter values
+    #: they must have ({} = every variant, None = none)
+    headline_when = None
 
     @run_after("init")
     def select_target_and_workload(self):
+        if self.workload_tag not in TAGS:
+            raise ValueError(f"workload_tag {self.workload_tag!r}: expected one of "
+                             f"{', '.join(TAGS)}")
         self.valid_systems = [f"+scratch_{self.scratch_target}"]
-        self.tags = {self.workload_tag, f"fs:{self.scratch_target}"}
+        self.tags = {*self.run_in_tags, f"fs:{self.scratch_target}"}
         self.params = workload(self.workload_family, self.workload_tag)
+        self.check_class = type(self).__name__
+        self.parameter_names = sorted(type(self).param_space.params)
         self.descr = (f"{type(self).__name__} on scratch target {self.scratch_target}, "
                       f"{self.workload_tag} workload")
+
+    @run_after("init")
+    def declare_figures(self):
+        """Collect the @figure declarations of this class; every performance variable
+        must have one, so no figure reaches the history without its meaning."""
+        values = {name: str(getattr(self, name)) for name in self.parameter_names}
+        when = self.headline_when
+        leads = when is not None and all(values.get(k) == str(v) for k, v in when.items())
+        declared = {}
+        for klass in type(self).__mro__:
+            for name, member in vars(klass).items():
+                if name in declared or not hasattr(member, _DECLARATION):
+                    continue
+                declaration = getattr(member, _DECLARATION)
+                declared[name] = dict(declaration.as_dict(),
+                                      headline=declaration.headline if leads else "")
+        missing = sorted(set(self.perf_variables) - set(declared))
+        if missing:
+            raise ValueError(f"{type(self).__name__}: performance variable(s) "
+                             f"{', '.join(missing)} have no @figure declaration")
+        self.figures = declared
 
     @run_after("setup")
     def resolve_target(self):
@@ -74,13 +170,18 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
         self.num_tasks_per_node = self.tasks_per_node_used
         self.num_tasks = self.num_nodes_used * self.tasks_per_node_used
         available = int(self.current_partition.extras.get("nodes", self.num_nodes_used))
-        self.skip_if(self.num_nodes_used > available,
-                     f"needs {self.num_nodes_used} nodes, partition "
-                     f"{self.current_partition.fullname} has {available}")
+        self.skip_because(self.num_nodes_used > available,
+                          f"needs {self.num_nodes_used} nodes, partition "
+                          f"{self.current_partition.fullname} has {available}")
         # More ranks than a node advertises would pend forever under Slurm.
         if self.current_partition.extras.get("overcommit") and \
                 self.current_partition.scheduler.registered_name == "slurm":
             self.job.options += ["--overcommit"]
+
+    def ranks_in_words(self):
+        nodes = self.num_nodes_used
+        return (f"{self.num_tasks} rank{'s' * (self.num_tasks != 1)} on {nodes} "
+                f"node{'s' * (nodes != 1)}")
 
     def parsed_output(self, filename, parse, missing):
         """parse(text of stagedir/filename), once per check: sanity and every figure

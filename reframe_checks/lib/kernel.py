@@ -11,18 +11,17 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 
+from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure, words
+from reframe_checks.lib.parsers import ParseError, kernel_problems, parse_kernel_json
 from scratchbench import paths
-from reframe_checks.lib.base import ScratchCheck
-from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
 
 KERNEL_REPORT = "kernel.json"
 MIB = 1024.0 * 1024.0
 
 
-class KernelBuild(rfm.CompileOnlyRegressionTest):
+class KernelBuild(rfm.CompileOnlyRegressionTest, SuiteTest):
     """Builds scratchbench-kernel from src/ with the environment's MPI compiler."""
 
     descr = "build scratchbench-kernel (C11 + MPI) with make"
@@ -70,13 +69,24 @@ class KernelCheck(ScratchCheck):
             KERNEL_REPORT, lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
             "the kernel died before writing its report; see rfm_job.err")
 
+    @run_before("sanity")
+    def record_what_ran(self):
+        """The transfer size as the kernel used it and the per-repetition samples, from
+        its report (when there is one: sanity says why when there is not)."""
+        try:
+            report = parse_kernel_json(open(os.path.join(self.stagedir, KERNEL_REPORT)).read())
+        except (OSError, ParseError):
+            return
+        self.transfer_size = int(report["config"].get("transfer_bytes") or 0)
+        if not kernel_problems(report, expected_ranks=self.num_tasks,
+                               expected_nodes=self.num_nodes_used):
+            self.samples = self.samples_from(report)
+
     @sanity_function
     def validate_kernel_run(self):
         report = self.kernel_report()
         problems = kernel_problems(report, expected_ranks=self.num_tasks,
                                    expected_nodes=self.num_nodes_used)
-        if not problems:
-            self.samples = self.samples_from(report)
         return sn.assert_false(problems, msg="; ".join(problems))
 
     def samples_from(self, report):
@@ -88,9 +98,9 @@ class KernelCheck(ScratchCheck):
         return [rep["phases"][phase][key] * scale for rep in report.get("repetitions", [])
                 if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None]
 
-    def figure(self, *keys, scale=1.0):
-        """A number from the report's summary, e.g. figure('write', 'bandwidth_min_Bps',
-        'trimmed_mean')."""
+    def summary_value(self, *keys, scale=1.0):
+        """A number from the report's summary, e.g. summary_value('write',
+        'bandwidth_min_Bps', 'trimmed_mean')."""
         value = self.kernel_report()["summary"]
         for key in keys:
             value = value[key]
@@ -108,6 +118,7 @@ class IOTestCheckBase(KernelCheck):
 
     kernel_mode = "iotest"
     workload_family = "iotest"
+    title = "Bandwidth (IOTest, seed 002)"
     layout_kind = variable(str, value="fpp")
     io_api = "posix"
     collective = variable(bool, value=False)
@@ -119,7 +130,10 @@ class IOTestCheckBase(KernelCheck):
         p = self.params
         self.layout(self.nodes_wanted or p.get("nodes", 1),
                     self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"))
-        self.transfer_size = int(p["nr"]) * 8
+        transfer = int(p["nr"]) * 8     # NR 64-bit values: the kernel reports the size it used
+        per_rank = transfer * int(p["nc"]) * int(p.get("niter", 1))
+        self.workload_words = (f"{words(transfer)} transfers, {words(per_rank)} per rank, "
+                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
         self.kernel_args = ["--nr", str(p["nr"]), "--nc", str(p["nc"]),
                             "--niter", str(p.get("niter", 1)), "--reps", str(p["reps"]),
                             "--iread", "2", "--layout", self.layout_kind, "--api", self.io_api]
@@ -142,25 +156,26 @@ class IOTestCheckBase(KernelCheck):
                 "open_close_share": self.per_rep(report, "write", "open_close_fraction_max",
                                                  100.0)}
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Large sequential write")
     def write_bw(self):
         """Aggregate write bandwidth at the slowest rank (IOTest's minimum rate), trimmed
         mean over repetitions."""
-        return self.figure("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
+        return self.summary_value("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Read bandwidth at the slowest rank", headline="Large sequential read")
     def read_bw(self):
-        return self.figure("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
+        return self.summary_value("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Write bandwidth in the worst repetition")
     def write_bw_worst(self):
         """The worst repetition: seed 000 says min and max matter as much as the mean."""
-        return self.figure("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
+        return self.summary_value("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
 
-    @performance_function("%")
+    @figure("%", "Largest share of a rank's write time spent opening and closing",
+            better="lower")
     def open_close_share(self):
         """Largest share of a rank's write time spent in open + close (seed 002: 25%)."""
-        return self.figure("write", "open_close_fraction_max", "max", scale=100.0)
+        return self.summary_value("write", "open_close_fraction_max", "max", scale=100.0)
 
 
 class MetadataCheckBase(KernelCheck):
@@ -169,6 +184,7 @@ class MetadataCheckBase(KernelCheck):
     kernel_mode = "metadata"
     io_api = "posix"
     workload_family = "metadata"
+    title = "Open/close at scale and deletion cost (seed 002)"
     dir_per_rank = variable(bool, value=False)
     removers = variable(int, value=1)
     files_per_rank = variable(int, value=0)
@@ -178,6 +194,8 @@ class MetadataCheckBase(KernelCheck):
         p = self.params
         self.layout(p["nodes"], p["tasks_per_node"])
         self.files_per_rank = max(1, int(p["files_per_node"]) // self.tasks_per_node_used)
+        self.workload_words = (f"{self.files_per_rank} files per rank, "
+                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
         self.kernel_args = ["--files", str(self.files_per_rank), "--reps", str(p["reps"]),
                             "--removers", str(self.removers)]
         if self.dir_per_rank:
@@ -190,23 +208,24 @@ class MetadataCheckBase(KernelCheck):
                 "stat_rate": self.per_rep(report, "stat", "rate_ops"),
                 "delete_rate": remove, "delete_rate_worst": remove}
 
-    @performance_function("ops/s")
+    @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files")
     def create_rate(self):
-        return self.figure("create", "rate_ops", "trimmed_mean")
+        return self.summary_value("create", "rate_ops", "trimmed_mean")
 
-    @performance_function("ops/s")
+    @figure("ops/s", "Opens and closes of existing files per second (all ranks)",
+            headline="Open and close existing files")
     def open_close_rate(self):
-        return self.figure("open", "rate_ops", "trimmed_mean")
+        return self.summary_value("open", "rate_ops", "trimmed_mean")
 
-    @performance_function("ops/s")
+    @figure("ops/s", "Stats per second (all ranks)")
     def stat_rate(self):
-        return self.figure("stat", "rate_ops", "trimmed_mean")
+        return self.summary_value("stat", "rate_ops", "trimmed_mean")
 
-    @performance_function("deletions/s")
+    @figure("deletions/s", "Deletions per second (all ranks)", headline="Delete files")
     def delete_rate(self):
         """Deletions per second with this many parallel removers per rank."""
-        return self.figure("remove", "rate_ops", "trimmed_mean")
+        return self.summary_value("remove", "rate_ops", "trimmed_mean")
 
-    @performance_function("deletions/s")
+    @figure("deletions/s", "Deletions per second in the worst repetition")
     def delete_rate_worst(self):
-        return self.figure("remove", "rate_ops", "min")
+        return self.summary_value("remove", "rate_ops", "min")

@@ -18,18 +18,18 @@ import shutil
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
-                                   run_before, sanity_function, variable)
+from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+                                   sanity_function, variable)
 
 from scratchbench import paths
-from reframe_checks.lib.base import ScratchCheck
+from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure
 from reframe_checks.lib.parsers import ior_problems, parse_ior_json, parse_mdtest
 
 IOR_REPORT = "ior.json"
 SPACK_ENV = "spack_env"
 
 
-class IORProvider(rfm.CompileOnlyRegressionTest):
+class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
     """Makes ior and mdtest available, or skips with the reason."""
 
     descr = "provide IOR and mdtest (Spack build, module or PATH)"
@@ -43,7 +43,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest):
     def choose_source(self):
         self.source = str(self.current_environ.extras.get("ior", "path"))
         if self.source == "spack":
-            self.skip_if(shutil.which("spack") is None,
+            self.skip_because(shutil.which("spack") is None,
                          "IOR: the environment asks for a Spack build but 'spack' is not on "
                          "PATH")
             self.build_system = "Spack"
@@ -56,7 +56,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest):
             self.modules = self.modules_needed
         else:
             missing = [t for t in ("ior", "mdtest") if shutil.which(t) is None]
-            self.skip_if(bool(missing),
+            self.skip_because(bool(missing),
                          f"IOR/mdtest not available: {' and '.join(missing)} not on PATH, no "
                          "module or Spack build configured for this environment (set "
                          "extras {'ior': 'spack'} or {'ior': 'module:NAME'} in the site "
@@ -91,6 +91,7 @@ class ToolCheck(ScratchCheck):
     tool = fixture(IORProvider, scope="environment")
     valid_prog_environs = ["+mpi"]
     io500_shape = parameter(["easy", "hard"])
+    headline_when = {"io500_shape": "easy"}
     #: name of the fresh working directory variable in the job script
     workdir_var = "SB_WORKDIR"
 
@@ -120,6 +121,7 @@ class IORCheckBase(ToolCheck):
 
     executable = "ior"
     io_api = "POSIX"
+    title = "IOR in IO500's shapes"
 
     @run_after("setup")
     def set_ior_arguments(self):
@@ -140,6 +142,9 @@ class IORCheckBase(ToolCheck):
             shape = ["-t", "47008", "-b", "47008", "-s", str(p["segments"])]
             target = f'"${self.workdir_var}/ior_file_hard"'
         self.executable_opts = common + shape + ["-o", target]
+        self.variant_words = ("easy: file per process, 2 MiB transfers" if self.shape == "easy"
+                              else "hard: one shared file, 47008-byte transfers")
+        self.workload_words = f"{self.ranks_in_words()}, {p['reps']} repetitions"
         self.keep_files = [IOR_REPORT]
 
     def ior_result(self):
@@ -156,11 +161,11 @@ class IORCheckBase(ToolCheck):
         return sn.all([self.job_exited_cleanly(),
                        sn.assert_false(problems, msg="; ".join(problems))])
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Write bandwidth (IOR, mean over repetitions)", headline="IOR write")
     def write_bw(self):
         return self.ior_result()["operations"]["write"]["bw_mean"]
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Read bandwidth (IOR, mean over repetitions)", headline="IOR read")
     def read_bw(self):
         return self.ior_result()["operations"]["read"]["bw_mean"]
 
@@ -170,6 +175,7 @@ class MdtestCheckBase(ToolCheck):
 
     executable = "mdtest"
     io_api = "POSIX"
+    title = "mdtest in IO500's shapes"
 
     @run_after("setup")
     def set_mdtest_arguments(self):
@@ -185,6 +191,9 @@ class MdtestCheckBase(ToolCheck):
         else:
             args += ["-t", "-w", "3901", "-e", "3901"]
         self.executable_opts = args
+        self.variant_words = ("easy: a directory per rank, empty files" if self.shape == "easy"
+                              else "hard: one shared directory, 3901-byte files")
+        self.workload_words = f"{files} files per rank, {self.ranks_in_words()}"
 
     def mdtest_result(self):
         return self.parsed_output(str(self.stdout.evaluate()),
@@ -208,14 +217,14 @@ class MdtestCheckBase(ToolCheck):
             raise sn.SanityError(f"mdtest reported no {op.replace('_', ' ')} rate")
         return rate["mean"]
 
-    @performance_function("ops/s")
+    @figure("ops/s", "File creations per second (mdtest)", headline="mdtest create")
     def create_rate(self):
         return self._rate("file_creation")
 
-    @performance_function("ops/s")
+    @figure("ops/s", "Stats per second (mdtest)")
     def stat_rate(self):
         return self._rate("file_stat")
 
-    @performance_function("ops/s")
+    @figure("ops/s", "File removals per second (mdtest)", headline="mdtest remove")
     def remove_rate(self):
         return self._rate("file_removal")
