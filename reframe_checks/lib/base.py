@@ -20,7 +20,8 @@ import os
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
-from reframe.core.builtins import parameter, performance_function, run_after, variable
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   variable)
 
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
@@ -142,11 +143,20 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                 declaration = getattr(member, _DECLARATION)
                 declared[name] = dict(declaration.as_dict(),
                                       headline=declaration.headline if leads else "")
-        missing = sorted(set(self.perf_variables) - set(declared))
+        self.figures = declared
+
+    def add_figure(self, name, declaration, evaluate):
+        """A performance variable made at setup (one per point of a sweep, say), with its
+        declaration; ``evaluate()`` returns the value once the job has run."""
+        self.perf_variables[name] = sn.make_performance_function(evaluate, declaration.unit)
+        self.figures = dict(self.figures, **{name: declaration.as_dict()})
+
+    @run_before("run")
+    def every_figure_is_declared(self):
+        missing = sorted(set(self.perf_variables) - set(self.figures))
         if missing:
             raise ValueError(f"{type(self).__name__}: performance variable(s) "
                              f"{', '.join(missing)} have no @figure declaration")
-        self.figures = declared
 
     @run_after("setup")
     def resolve_target(self):

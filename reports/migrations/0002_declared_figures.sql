@@ -12,6 +12,7 @@ ALTER TABLE cases ADD COLUMN skip_reason TEXT;
 ALTER TABLE figures ADD COLUMN label TEXT;
 ALTER TABLE figures ADD COLUMN better TEXT;
 ALTER TABLE figures ADD COLUMN headline TEXT;
+ALTER TABLE figures ADD COLUMN chart TEXT;                 -- JSON: where the figure sits on a chart
 UPDATE cases
    SET display_name = replace(display_name, ' %workload_tag=' || workload, ''),
        series = replace(series, ' %workload_tag=' || workload, '') || '|' || workload,
