@@ -43,12 +43,14 @@ def _format_status(status):
     lines = [f"embedded cluster: {'up' if status['up'] else 'DOWN'} ({status['dir']})"]
     if status.get("slurm_conf"):
         lines.append(f"  SLURM_CONF={status['slurm_conf']}")
+    spec = status["spec"]
+    lines.append(f"  ports from {spec.get('base_port')} ({status.get('ports')}); munge socket "
+                 f"and key in {status.get('munge_dir')}")
     for d in status["daemons"]:
         lines.append(f"  {d['name']:<12} pid {d['pid']:<8} {'running' if d['alive'] else 'stopped'}"
                      f"  log {d['log']}")
     for node, state in sorted(status.get("nodes", {}).items()):
         lines.append(f"  node {node}: {state}")
-    spec = status["spec"]
     lines.append(f"  per-job scratch (MYSANSCRATCH) under {spec.get('san_root')}")
     return "\n".join(lines)
 
@@ -119,9 +121,10 @@ def build_parser():
     cluster.add_argument("--nodes", type=int, default=2, help="slurmd nodes (default 2)")
     cluster.add_argument("--cpus-per-node", type=int, default=2,
                          help="CPUs each node advertises (default 2)")
-    cluster.add_argument("--base-port", type=int, default=17817,
-                         help="first TCP port; the cluster uses base..base+2 and "
-                              "base+10.. (default 17817)")
+    cluster.add_argument("--base-port", type=int, default=None,
+                         help="first TCP port; the cluster uses base..base+2 and base+10.. "
+                              "(default: the first free block from 17817 up, recorded in "
+                              "the cluster's state so status and down find it)")
     cluster.add_argument("--scratch-root", metavar="DIR",
                          help="where per-job directories go (default <cluster dir>/sanscratch)")
     cluster.add_argument("--json", action="store_true", help="print the status as JSON")

@@ -84,7 +84,7 @@ def check_targets(config, site_path, system, target):
 
 def ensure_embedded_cluster(start):
     """For the local site: the cluster's SLURM_CONF, starting the cluster if asked."""
-    from cluster import ClusterSpec, EmbeddedCluster
+    from cluster import EmbeddedCluster
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     status = cluster.status()
@@ -93,8 +93,7 @@ def ensure_embedded_cluster(start):
             raise RunError("the embedded cluster is not running: start it with "
                            "`scratchbench cluster up`")
         progress("the embedded cluster is not running; starting it")
-        spec = ClusterSpec(**status["spec"]) if status.get("spec") else ClusterSpec()
-        cluster.up(spec)
+        cluster.up(cluster.recorded_spec())
     return str(cluster.slurm_conf)
 
 
