@@ -8,10 +8,12 @@ Every error is one line, ``scratchbench: error: ...``, and a non-zero exit code.
 
 import argparse
 import json
+import os
+import sqlite3
 import sys
 
 from scratchbench import __version__, paths
-from scratchbench.errors import ScratchbenchError
+from scratchbench.errors import ConfigError, ScratchbenchError
 
 EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
           f"default {paths.REPO_ROOT / 'var'}.")
@@ -62,8 +64,18 @@ def _run(args):
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
                               start_cluster=not args.no_start, local=args.local)
-    # Every run lands in the history store at once, so verdicts and pages see it.
-    runs, figures, total = commands.ingest([summary["run_dir"]])
+    # Every run lands in the history store at once, so verdicts and pages see it.  If
+    # the store cannot take it (full, read-only, damaged), the run's report stays on disk
+    # and the figures are printed all the same.
+    try:
+        runs, figures, total = commands.ingest([summary["run_dir"]])
+    except ScratchbenchError as exc:
+        summary["history"] = (f"NOT STORED: {exc}; the run report stays in "
+                              f"{summary['run_dir']}: store it later with "
+                              f"`scratchbench ingest {summary['run_dir']}`")
+        print(format_summary(summary))
+        print(f"scratchbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     summary["history"] = f"{figures} figures added to {paths.history_db()} ({total} in all)"
     print(format_summary(summary))
     return code
@@ -91,9 +103,24 @@ def _verdict(args):
     return code
 
 
+def writable_directory(path, option):
+    """path as a directory we may write in (made if missing), or a one-line error."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ConfigError(f"{option} {path}: exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot make the directory ({exc.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: not writable by this user")
+    return path
+
+
 def _report(args):
     from reports import commands
 
+    writable_directory(args.out, "--out")
     pages_written, figures, seconds = commands.report(args.out)
     print(f"wrote {pages_written} pages from {figures} figures in {seconds:.1f} s: "
           f"{args.out}/index.html")
@@ -218,6 +245,15 @@ def main(argv=None):
     except ScratchbenchError as exc:
         print(f"scratchbench: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except sqlite3.DatabaseError as exc:
+        print(f"scratchbench: error: history store {paths.history_db()}: {exc}: if it is "
+              "damaged, restore it from a backup or save what is readable with `sqlite3 "
+              "FILE .recover`", file=sys.stderr)
+        return 5
+    except BrokenPipeError:
+        # `scratchbench cluster status | head`: the reader left; that is not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("scratchbench: interrupted", file=sys.stderr)
         return 130

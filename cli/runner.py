@@ -9,12 +9,16 @@ and append-only.
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from cli.housekeeping import (RunLock, cancel_jobs, interrupted_runs, jobs_of_runs,
+                              mark_interrupted)
 from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ClusterError, ConfigError, RunError, ScratchbenchError
@@ -143,7 +147,57 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
         system = choose_system(config, site_path, None, name=FALLBACK_SYSTEM)
         check_targets(config, site_path, system, target)
 
-    run_dir = new_run_dir()
+    lock = RunLock(site_path).acquire("starting")
+    try:
+        run_dir = new_run_dir()
+        lock.acquire_for(run_dir.name)
+        notes = recover_interrupted_runs(slurm_conf, lock)
+        code, summary = _run_reframe(run_dir, tag, site_path, config, system, target, names,
+                                     note, fallback, slurm_conf, extra_args, stream)
+    finally:
+        lock.release()
+    summary["notes"] = notes + summary.get("notes", [])
+    return code, summary
+
+
+def recover_interrupted_runs(slurm_conf, lock):
+    """Pick up after runs of this state directory that were killed: cancel the jobs
+    they left in the queue, store what their run report holds, and say what is lost."""
+    notes = []
+    if lock.took_over:
+        notes.append(f"took over the run lock left by run {lock.took_over.get('run_id')} "
+                     f"(pid {lock.took_over.get('pid')}, started {lock.took_over.get('since')}), "
+                     "whose process is gone")
+    env = dict(os.environ, **({"SLURM_CONF": slurm_conf} if slurm_conf else {}))
+    for run_dir, meta in interrupted_runs(paths.results_dir() / "runs"):
+        left = jobs_of_runs({run_dir.name}, env) if slurm_conf else {}
+        cancel_jobs(list(left), env)
+        report = run_dir / "report.json"
+        if report.is_file():
+            from reports import commands
+            try:
+                _, figures, _ = commands.ingest([run_dir])
+                cases = runreport.final_cases(json.loads(report.read_text()))
+            except (ScratchbenchError, ValueError) as exc:
+                what = f"its run report could not be stored ({exc})"
+            else:
+                unfinished = [case_in_words(c) for c in cases
+                              if c.get("result") not in ("pass", "xfail", "skip")]
+                what = (f"stored {figures} figures of it; {len(unfinished)} case(s) did not "
+                        f"finish" + (f": {'; '.join(unfinished[:5])}" if unfinished else ""))
+        else:
+            what = ("ReFrame wrote no run report, so none of its figures could be stored; its "
+                    f"job outputs are in {run_dir / 'stage'}")
+        if left:
+            what += f"; cancelled its job(s) still in the queue: {', '.join(sorted(left))}"
+        mark_interrupted(run_dir, meta, what)
+        notes.append(f"run {run_dir.name} (started {meta.get('started')}) was interrupted: {what}")
+        progress(notes[-1])
+    return notes
+
+
+def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, fallback,
+                 slurm_conf, extra_args, stream):
     report = run_dir / "report.json"
     revision = git_revision()
     partitions = {p["name"]: {"scheduler": p["scheduler"], "access": p.get("access", []),
@@ -152,7 +206,7 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
                   for p in s["partitions"]}
     meta = {"run_id": run_dir.name, "site": str(site_path), "system": system, "tag": tag,
             "target": target, "note": note, "revision": revision, "partitions": partitions,
-            "scheduler_fallback": fallback,
+            "scheduler_fallback": fallback, "pid": os.getpid(), "host": socket.gethostname(),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -174,26 +228,57 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     progress(f"running the '{tag}' checks on {system} with ReFrame; output also in {log_path}")
     t0 = time.monotonic()
     out = stream or sys.stdout
+    env = reframe_env(slurm_conf)
+    env["SCRATCHBENCH_RUN_ID"] = run_dir.name
+    signalled = []
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=reframe_env(slurm_conf), cwd=str(run_dir))
-        for line in proc.stdout:
-            log.write(line)
-            out.write(line)
-        rc = proc.wait()
+                                text=True, env=env, cwd=str(run_dir))
+
+        def stop_reframe(signum, _frame):
+            # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
+            signalled.append(signum)
+            progress(f"received signal {signum}: stopping ReFrame, which cancels its jobs "
+                     "and writes what finished")
+            proc.send_signal(signal.SIGTERM)
+
+        previous = {sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM,
+                                                                       signal.SIGINT)}
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                out.write(line)
+            rc = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     wall = time.monotonic() - t0
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta["wall_seconds"] = round(wall, 1)
     meta["reframe_exit_code"] = rc
+    if signalled:
+        meta["interrupted"] = meta["finished"]
+        meta["interrupted_what"] = f"stopped by signal {signalled[0]}"
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+    notes = []
+    if slurm_conf:
+        left = jobs_of_runs({run_dir.name}, env)
+        if left:
+            cancel_jobs(list(left), env)
+            notes.append(f"cancelled {len(left)} job(s) this run left in the queue: "
+                         f"{', '.join(sorted(left))}")
     if not report.exists():
         raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
     summary = summarise_report(json.loads(report.read_text()))
     summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
-                   fallback=fallback,
+                   fallback=fallback, notes=notes,
                    perflogs=str(paths.results_dir() / "perflogs"),
                    output=str(run_dir / "output"),
                    results_db=str(paths.results_dir() / "results.db"), reframe_exit_code=rc)
+    if signalled:
+        summary["notes"].append(f"interrupted by signal {signalled[0]}: the cases above that "
+                                "did not finish are reported as failed")
+        return 128 + signalled[0], summary
     return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
 
 
@@ -252,6 +337,8 @@ def format_summary(summary):
         lines.append(f"skipped ({len(names)}): {reason}: {shown}")
     for name, phase, reason in summary["failed_cases"]:
         lines.append(f"FAILED:  {name} ({phase}): {reason}")
+    for note in summary.get("notes", []):
+        lines.append(f"note:         {note}")
     if summary.get("fallback"):
         lines.append(f"scheduler:    ReFrame's local scheduler ({summary['fallback']})")
     lines += [

@@ -24,6 +24,7 @@ def verdict_dir():
 
 def ingest(sources=(), db=None):
     conn = store.connect(db)
+    store.check_integrity(conn)
     runs = figures = 0
     if not sources:
         runs, figures = store.ingest_all(conn)

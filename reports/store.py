@@ -49,12 +49,14 @@ def connect(db_path=None):
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"history store {db_path}: cannot open ({exc})") from exc
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA busy_timeout = 60000")
     try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 60000")
+        # WAL: readers (a page build) never block the writer (an ingest) or see half a run.
         conn.execute("PRAGMA journal_mode = WAL")
         _migrate(conn, db_path)
     except sqlite3.DatabaseError as exc:
+        conn.close()
         raise StoreError(f"history store {db_path}: {exc}") from exc
     return conn
 
@@ -189,10 +191,31 @@ def ingest_report(conn, report, meta=None, source=""):
                                  [(fig.lastrowid, i, v) for i, v in enumerate(values)
                                   if _num(v) is not None])
         conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        conn.execute("ROLLBACK")
+        raise StoreError(f"{_db_name(conn)}: {exc}: nothing of run {run_id} was stored "
+                         "(its run report is unchanged; ingest it again once the store "
+                         "can take it)") from exc
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return added
+
+
+def _db_name(conn):
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return f"history store {row[2]}" if row else "history store"
+
+
+def check_integrity(conn):
+    """SQLite's own check; a damaged store is an error before anything is written."""
+    try:
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise StoreError(f"{_db_name(conn)} is damaged ({problems[0]}): restore it from a "
+                         "backup, or save what is readable with `sqlite3 FILE .recover`")
 
 
 def ingest_run_dir(conn, run_dir):

@@ -46,4 +46,7 @@ def results_dir():
 
 
 def history_db():
-    return state_dir() / "history.sqlite"
+    """The history store; SCRATCHBENCH_HISTORY puts it elsewhere (a shared file system
+    that keeps years of nights, say)."""
+    where = os.environ.get("SCRATCHBENCH_HISTORY")
+    return Path(where).resolve() if where else state_dir() / "history.sqlite"

@@ -16,6 +16,7 @@ repetition values), ``workload_tag`` and ``skip_reason``.
 """
 
 import os
+import subprocess
 
 import reframe as rfm
 import reframe.core.runtime as rt
@@ -28,6 +29,16 @@ from reframe_checks.lib.targets import TAGS, declared_targets, target_info, work
 from scratchbench.figures import FigureDeclaration
 
 _DECLARATION = "_scratchbench_figure"
+# What a scheduler's final job state means to a person reading a failed check.
+SCHEDULER_CAUSES = {
+    "NODE_FAIL": "a node of the job failed",
+    "BOOT_FAIL": "a node of the job failed to boot",
+    "CANCELLED": "the job was cancelled (scancel, or an administrator)",
+    "TIMEOUT": "the job hit its time limit",
+    "DEADLINE": "the job reached its deadline",
+    "OUT_OF_MEMORY": "the job ran out of memory",
+    "PREEMPTED": "the job was preempted",
+}
 
 
 def figure(unit, label, better="higher", headline=""):
@@ -123,6 +134,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         self.valid_systems = [f"+scratch_{self.scratch_target}"]
         self.tags = {*self.run_in_tags, f"fs:{self.scratch_target}"}
         self.params = workload(self.workload_family, self.workload_tag)
+        self.time_limit = self.params["time_limit"]
         self.check_class = type(self).__name__
         self.parameter_names = sorted(type(self).param_space.params)
         self.descr = (f"{type(self).__name__} on scratch target {self.scratch_target}, "
@@ -188,6 +200,70 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                 self.current_partition.scheduler.registered_name == "slurm":
             self.job.options += ["--overcommit"]
 
+    @run_after("setup")
+    def no_silent_rerun(self):
+        """A benchmark job Slurm requeues after a node failure would rerun later under
+        other conditions and leave a job behind the run: fail it instead, with the
+        scheduler's cause."""
+        if self.current_partition.scheduler.registered_name == "slurm":
+            self.job.options += ["--no-requeue"]
+            # Traceable to its run, so that no run leaves a job of its own behind.
+            run_id = os.environ.get("SCRATCHBENCH_RUN_ID")
+            if run_id:
+                self.job.options += [f"--comment=scratchbench-run:{run_id}"]
+
+    def scheduler_cause(self):
+        """Why the job did not end normally, in words from the scheduler's own state
+        (sacct for Slurm), or None when it completed.  Names the nodes that are down
+        when a node failed."""
+        job = self.job
+        state = (getattr(job, "state", None) or "").split(",")[0].split()[0:1]
+        state = state[0] if state else ""
+        cause = SCHEDULER_CAUSES.get(state)
+        if cause is None:
+            return None
+        where = f"job {job.jobid} ended {state}: {cause}"
+        if state in ("NODE_FAIL", "BOOT_FAIL"):
+            down = self._nodes_down(getattr(job, "nodelist", None) or [])
+            if down:
+                where += f" ({'; '.join(down)})"
+        if state == "TIMEOUT" and self.time_limit:
+            where += f" of {self.time_limit}"
+        return f"{where}, during {type(self).__name__} on {self.scratch_target}"
+
+    @staticmethod
+    def _nodes_down(nodes):
+        """['n2 is down: Not responding'] for the nodes of a job that are down now."""
+        if not nodes:
+            return []
+        try:
+            out = subprocess.run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T|%E"],
+                                 capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.SubprocessError):
+            return []
+        down = []
+        for line in out.splitlines():
+            node, state, reason = (line.split("|") + ["", ""])[:3]
+            if state.startswith(("down", "drain", "fail")):
+                down.append(f"node {node} went {state.rstrip('*')}"
+                            + (f": {reason}" if reason and reason != "none" else ""))
+        return sorted(set(down))
+
+    def missing_output(self, what):
+        """The one-line reason for an output file that is not there: the scheduler's
+        cause when the job did not end normally, else what the caller says, with the
+        job's stderr file when it exists."""
+        cause = self.scheduler_cause()
+        if cause:
+            return cause
+        stderr = os.path.join(self.stagedir, "rfm_job.err")
+        if os.path.isfile(stderr) and os.path.getsize(stderr):
+            with open(stderr, errors="replace") as f:
+                last = [ln.strip() for ln in f.read().splitlines() if ln.strip()][-1:]
+            return f"{what}; the job's last error line: {last[0][:200]} ({stderr})" if last \
+                else f"{what}; see {stderr}"
+        return f"{what}; the job wrote nothing on stderr"
+
     def ranks_in_words(self):
         nodes = self.num_nodes_used
         return (f"{self.num_tasks} rank{'s' * (self.num_tasks != 1)} on {nodes} "
@@ -198,11 +274,18 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         share it.  A missing file or a ParseError is a SanityError every time."""
         cache = self.__dict__.setdefault("_parsed_outputs", {})
         if filename not in cache:
+            # A job the scheduler ended (node failure, scancel, time limit) may have left
+            # a partial file: its cause is the one a person needs.
+            cause = self.scheduler_cause()
+            if cause:
+                cache[filename] = ParseError(cause)
+                raise sn.SanityError(cause)
             try:
                 with open(os.path.join(self.stagedir, filename)) as f:
                     cache[filename] = parse(f.read())
             except FileNotFoundError:
-                cache[filename] = ParseError(f"{filename} missing: {missing}")
+                cache[filename] = ParseError(f"{filename} missing: "
+                                             f"{self.missing_output(missing)}")
             except ParseError as exc:
                 cache[filename] = exc
         if isinstance(cache[filename], ParseError):

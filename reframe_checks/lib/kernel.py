@@ -67,7 +67,7 @@ class KernelCheck(ScratchCheck):
     def kernel_report(self):
         return self.parsed_output(
             KERNEL_REPORT, lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
-            "the kernel died before writing its report; see rfm_job.err")
+            "the kernel died before writing its report")
 
     @run_before("sanity")
     def record_what_ran(self):

@@ -88,7 +88,7 @@ class StagingCheckBase(ScratchCheck):
 
     def staging_report(self):
         return self.parsed_output(STAGING_REPORT, parse_staging_report,
-                                  "the job died before staging finished; see rfm_job.err")
+                                  "the job died before staging finished")
 
     @sanity_function
     def staged_and_verified(self):

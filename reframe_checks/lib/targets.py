@@ -91,9 +91,16 @@ def load_workloads(path=None):
     return data
 
 
+# A job that hangs must not hold the nodes for the night: unless an entry of
+# workloads.yaml says otherwise, each job gets this time limit.
+DEFAULT_TIME_LIMITS = {"quick": "10m", "nightly": "2h", "acceptance": "6h"}
+
+
 def workload(family, tag):
     table = load_workloads()
     try:
-        return dict(table[family][tag])
+        entry = dict(table[family][tag])
     except KeyError:
         raise ValueError(f"workloads file has no '{family}.{tag}' entry") from None
+    entry.setdefault("time_limit", DEFAULT_TIME_LIMITS[tag])
+    return entry

@@ -149,7 +149,7 @@ class IORCheckBase(ToolCheck):
 
     def ior_result(self):
         return self.parsed_output(IOR_REPORT, lambda t: parse_ior_json(t, source=IOR_REPORT),
-                                  "IOR died before its summary; see rfm_job.err")
+                                  "IOR died before its summary")
 
     @sanity_function
     def valid_ior_run(self):

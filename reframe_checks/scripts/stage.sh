@@ -32,6 +32,9 @@ if [ "$per_job" = 1 ]; then
     work=$scratch                        # the scheduler's per-job directory: ours to fill
 else
     work=$(mktemp -d "$scratch/sbstage.XXXXXX") || fail "cannot make a directory in $scratch" 4
+    # Our own directory goes whatever happens: a failed copy on a full target must not
+    # leave it full for every check after this one.
+    trap 'rm -rf -- "$work"' EXIT
 fi
 
 files=$(find "$home/input" -type f | wc -l)
