@@ -471,6 +471,20 @@ class EmbeddedCluster:
         self._wait(proc, "slurmctld", self._slurm_responds, 60,
                    log_path=self.log / "slurmctld.log")
 
+    def restart_slurmctld(self, timeout=60):
+        """Stop slurmctld and start it again, as an administrator does after a config
+        change or a crash: its saved state carries queued and running jobs through."""
+        state = self.read_state() or {}
+        daemons = state.get("daemons", [])
+        old = next((d for d in daemons if d["name"] == "slurmctld"), None)
+        if old is None:
+            raise ClusterError(f"no slurmctld recorded in {self.state_path}: is the cluster up?")
+        self._stop(old, timeout=30)
+        state["daemons"] = [d for d in daemons if d is not old]
+        spec = ClusterSpec(**state["spec"])
+        self._start_slurmctld(state, spec)
+        return self.status()
+
     def _start_slurmds(self, state, spec):
         for i in range(spec.nodes):
             name = node_name(i)
@@ -523,6 +537,23 @@ class EmbeddedCluster:
                 "up_seconds": state.get("up_seconds")}
 
     # ---- down --------------------------------------------------------------------------
+    def _stop(self, daemon, timeout, quiet=True):
+        """SIGTERM one recorded daemon (SIGKILL after timeout); False if it was not running."""
+        pid = daemon["pid"]
+        if not (process_alive(pid) and process_program(pid) == daemon["program"]):
+            return False
+        if not quiet:
+            _progress(f"stopping {daemon['name']} (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while process_alive(pid):
+                time.sleep(0.1)
+        return True
+
     def down(self, quiet=False, timeout=30):
         """Stop the daemons we started, by PID, newest first.  Returns their names."""
         state = self.read_state()
@@ -536,20 +567,8 @@ class EmbeddedCluster:
                            env=self.client_env(), capture_output=True, timeout=20)
         stopped = []
         for daemon in reversed(state["daemons"]):
-            pid = daemon["pid"]
-            if not (process_alive(pid) and process_program(pid) == daemon["program"]):
-                continue
-            if not quiet:
-                _progress(f"stopping {daemon['name']} (pid {pid})")
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while process_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if process_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-                while process_alive(pid):
-                    time.sleep(0.1)
-            stopped.append(daemon["name"])
+            if self._stop(daemon, timeout, quiet):
+                stopped.append(daemon["name"])
         state["daemons"] = []
         state.pop("up_seconds", None)
         self._write_state(state)

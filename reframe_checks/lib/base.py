@@ -224,7 +224,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             return None
         where = f"job {job.jobid} ended {state}: {cause}"
         if state in ("NODE_FAIL", "BOOT_FAIL"):
-            down = self._nodes_down(getattr(job, "nodelist", None) or [])
+            down = self._nodes_down(job.jobid)
             if down:
                 where += f" ({'; '.join(down)})"
         if state == "TIMEOUT" and self.time_limit:
@@ -232,21 +232,32 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         return f"{where}, during {type(self).__name__} on {self.scratch_target}"
 
     @staticmethod
-    def _nodes_down(nodes):
-        """['n2 is down: Not responding'] for the nodes of a job that are down now."""
-        if not nodes:
-            return []
+    def _nodes_down(jobid):
+        """['node n2 went down: Not responding'] for the job's nodes that went down while
+        it ran: Slurm's node events (sacctmgr), since a node an administrator set down
+        may be back in service by the time the check reads it."""
+        def query(argv):
+            return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
         try:
-            out = subprocess.run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T|%E"],
-                                 capture_output=True, text=True, timeout=20).stdout
+            job = query(["sacct", "-n", "-X", "-P", "-j", str(jobid), "-o", "NodeList,Start"])
+            nodes, _, start = (job.strip().splitlines() or [""])[0].partition("|")
+            if not nodes or nodes == "None assigned":
+                return []
+            events = query(["sacctmgr", "-n", "-P", "show", "event", f"nodes={nodes}",
+                            f"start={start or 'now-1day'}",
+                            "format=NodeName,State,Reason"])
+            if not events.strip():
+                events = query(["sinfo", "-h", "-N", "-n", nodes, "-o", "%N|%T|%E"])
         except (OSError, subprocess.SubprocessError):
             return []
         down = []
-        for line in out.splitlines():
+        for line in events.splitlines():
             node, state, reason = (line.split("|") + ["", ""])[:3]
+            state = state.strip().lower().rstrip("*")
             if state.startswith(("down", "drain", "fail")):
-                down.append(f"node {node} went {state.rstrip('*')}"
-                            + (f": {reason}" if reason and reason != "none" else ""))
+                down.append(f"node {node.strip()} went {state}"
+                            + (f": {reason.strip()}" if reason.strip() not in ("", "none")
+                               else ""))
         return sorted(set(down))
 
     def missing_output(self, what):
