@@ -158,18 +158,10 @@ class Series:
         self.scaling = meta["scaling_parameter"] or ""
 
     @property
-    def workload(self):
-        """What was measured: the same on every file system that ran it."""
-        return (self.tag, self.check, self.variant)
-
-    @property
     def figure(self):
-        """One figure of one workload, comparable across file systems."""
-        return self.workload + (self.label, self.unit, self.better)
-
-    @property
-    def higher(self):
-        return self.better == "higher"
+        """One figure of one workload, comparable across file systems: the same tag,
+        check, variant and declared meaning."""
+        return (self.tag, self.check, self.variant, self.label, self.unit, self.better)
 
 
 def load(conn):
@@ -276,7 +268,6 @@ class Ranking:
         self.standings = {t: Standing(t, ss) for t, ss in series_by_target.items()}
         ranked = sorted(self.standings.values(), key=lambda s: s.median,
                         reverse=self.better == "higher")
-        self.order = [s.target for s in ranked]
         self.headline = next((s.headline for ss in series_by_target.values() for s in ss
                               if s.headline), "")
         self.best = ranked[0]
@@ -319,16 +310,15 @@ class Ranking:
                 f"needed (so far {self.best.target} leads by {times(self.margin)})")
 
 
-def rankings(series, headlines_only):
-    """Rankings of every figure measured on some file system, headline figures first."""
+def rankings(series):
+    """A ranking of every figure (except those drawn on a declared chart), in the order
+    the pages list them."""
     grouped = defaultdict(lambda: defaultdict(list))
     for s in series.values():
-        if headlines_only and not s.headline:
-            continue
-        if s.chart:
-            continue     # drawn on its chart, not ranked on its own
-        grouped[s.figure][s.target].append(s)
-    return [Ranking(figure, by_target) for figure, by_target in grouped.items()]
+        if not s.chart:
+            grouped[s.figure][s.target].append(s)
+    return sorted((Ranking(figure, by_target) for figure, by_target in grouped.items()),
+                  key=lambda r: (r.tag, r.check, r.variant, r.name))
 
 
 # ---- advice ------------------------------------------------------------------------------
@@ -344,16 +334,17 @@ def advice(target, headline_rankings, series):
             continue
         what = f"{r.name} ({r.variant})" if r.variant else r.name
         if r.status == "winner" and r.best.target == target:
-            lines.append(f"Best file system here for {what}: {fmt(mine.median)} {r.unit}, "
-                         f"{r.margin_words()} than {r.second.target} "
-                         f"({fmt(r.second.median)} {r.unit}). Rests on {mine.rests_on()}.")
+            lines.append(f"Best file system here for {what}: {r.margin_words()} than "
+                         f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
+                         f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
+                         f"Rests on {mine.rests_on()}.")
         elif r.status == "winner" and _apart(r.best, mine, r.better) and \
                 min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK:
-            lines.append(f"For {what}, prefer {r.best.target}: {fmt(r.best.median)} {r.unit} "
-                         f"there against {fmt(mine.median)} {r.unit} here "
-                         f"({times(_ratio(r.best, mine, r.better))} "
-                         f"{'higher' if r.better == 'higher' else 'lower'}). "
-                         f"Rests on {mine.rests_on()}.")
+            lines.append(f"For {what}, prefer {r.best.target}: "
+                         f"{times(_ratio(r.best, mine, r.better))} "
+                         f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
+                         f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
+                         f"here). Rests on {mine.rests_on()}.")
         elif r.status == "winner":
             level.append(what)
         elif r.status == "no clear winner":
@@ -990,8 +981,7 @@ def _build(conn, out, nightly_verdicts, title):
               "min_runs": MIN_RUNS_TO_RANK, "recent_runs": RECENT_RUNS,
               "log_ratio": LOG_SCALE_RATIO, "quartiles": False,
               "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()}}
-    all_rankings = sorted(rankings(series, headlines_only=False),
-                          key=lambda r: (r.tag, r.check, r.variant, r.name))
+    all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
     written = 0
 
