@@ -80,7 +80,7 @@ CACHE = ".scratchbench-cache"           # compiled templates
 
 # Verdict labels in words; a label not listed here is shown as it is.
 VERDICT_WORDS = {"ok": "no change", "regression": "regression", "improvement": "improvement",
-                 "suspect": "one bad night, not yet confirmed",
+                 "suspect": "unconfirmed change (one bad night)",
                  "insufficient-history": "not enough history yet", "recovered": "recovered",
                  "ongoing regression": "still regressed"}
 UNDECIDED = {"insufficient-history", "suspect"}
@@ -160,8 +160,9 @@ class Series:
     @property
     def figure(self):
         """One figure of one workload, comparable across file systems: the same tag,
-        check, variant and declared meaning."""
-        return (self.tag, self.check, self.variant, self.label, self.unit, self.better)
+        check, variant, sizes and declared meaning."""
+        return (self.tag, self.check, self.variant, self.workload_words, self.label,
+                self.unit, self.better)
 
 
 def load(conn):
@@ -264,7 +265,8 @@ class Ranking:
 
     def __init__(self, figure, series_by_target):
         self.figure = figure
-        self.tag, self.check, self.variant, self.label, self.unit, self.better = figure
+        (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
+         self.better) = figure
         self.standings = {t: Standing(t, ss) for t, ss in series_by_target.items()}
         ranked = sorted(self.standings.values(), key=lambda s: s.median,
                         reverse=self.better == "higher")
@@ -766,8 +768,13 @@ def compare_page(all_rankings, plots):
                               highlight=r.best.target if r.status == "winner" else None)
         headlines.append(plots.add(spec, ranking=r, log=log, targets=targets))
     grouped = defaultdict(lambda: defaultdict(dict))
+    # A variant measured with different sizes on different file systems is not one bar
+    # group: its sizes tell the groups apart.
+    sized = Counter((r.tag, r.check, r.variant, r.label) for r in all_rankings)
     for r in all_rankings:
-        grouped[(r.tag, r.check, r.label, r.unit, r.better)][r.variant] = r
+        variant = f"{r.variant} ({r.sizes})" if sized[(r.tag, r.check, r.variant, r.label)] > 1 \
+            else r.variant
+        grouped[(r.tag, r.check, r.label, r.unit, r.better)][variant] = r
     sections = defaultdict(list)
     for (tag, check, label, unit, better), by_variant in sorted(grouped.items()):
         variants = sorted(by_variant)

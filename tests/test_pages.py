@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -283,6 +284,55 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     assert first == again + RUNS and again == 3 + fs_pages
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
+
+
+def test_history_plots_with_one_run_and_with_many():
+    one = [(START, 100.0, "r0")]
+    spec, notes = pages.history_plot([("gnu", one)], "MiB/s", higher=True)
+    assert [t["type"] for t in spec["data"]] == ["scatter", "scatter"], "no box of one value"
+    low, high = spec["layout"]["xaxis"]["range"]
+    assert high - low >= 2 * 3600 * 1000, "a date axis hours wide, not milliseconds"
+    assert notes == [("gnu", 100.0, None)]
+    many = [(START + i * DAY, v, f"r{i}") for i, v in enumerate([100, 110, 90, 105, 60])]
+    spec, notes = pages.history_plot([("gnu", many)], "MiB/s", higher=True)
+    box = [t for t in spec["data"] if t["type"] == "box"]
+    assert len(box) == 1 and box[0]["median"] == [102.5], "the box holds the earlier runs only"
+    assert notes == [("gnu", 60, "worst quarter")]
+    _, notes = pages.history_plot([("gnu", many)], "s", higher=False)
+    assert notes == [("gnu", 60, "best quarter")]
+
+
+def test_compare_bars_use_a_log_axis_when_values_differ_by_orders():
+    def standing(median):
+        return SimpleNamespace(median=median, low=median * 0.9, high=median * 1.1)
+
+    spec, log = pages.bars_plot(["a"], [("fs1", {"a": standing(260_000)}),
+                                        ("fs2", {"a": standing(5_000)})], "ops/s")
+    assert log and spec["layout"]["yaxis"]["type"] == "log"
+    assert "log scale" in spec["layout"]["yaxis"]["title"]["text"]
+    error = spec["data"][0]["error_y"]
+    assert error["array"] == [pytest.approx(26_000)], "the whisker spans the recent range"
+    _, log = pages.bars_plot(["a"], [("fs1", {"a": standing(900)}),
+                                     ("fs2", {"a": standing(600)})], "MiB/s")
+    assert not log
+
+
+def test_a_history_written_by_the_previous_code_renders(tmp_path):
+    """Schema version 1 stored no declarations: the pages still show every figure (by its
+    metric's name, as stored) and say that no headline figure is declared."""
+    db = tmp_path / "h.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript((REPO / "tests" / "fixtures" / "history-v1.sql").read_text())
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    written, figures, _ = pages.build(tmp_path / "pages", db_path=db)
+    assert figures == 216 and written == 6
+    index = text_of((tmp_path / "pages" / "index.html").read_text())
+    assert "No headline figures yet" in index
+    assert "34 checks: 26 passed, 8 skipped" in index
+    fs = (tmp_path / "pages" / "fs-sanscratch.html").read_text()
+    assert fs.count('data-plot="') >= 50
 
 
 def test_report_of_an_empty_store_says_so(tmp_path):
