@@ -221,6 +221,20 @@ def test_banner_is_for_the_latest_run_only(made_up_site, tmp_path):
     assert "figures judged" not in text
 
 
+def test_report_takes_the_verdict_of_the_latest_run(made_up_site, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCRATCHBENCH_HOME", str(tmp_path))
+    verdict_dir = tmp_path / "results" / "verdicts"
+    verdict_dir.mkdir(parents=True)
+    older = dict(made_up_site["verdicts"], run_id="night10")
+    (verdict_dir / "nightly-night10.json").write_text(json.dumps(older))
+    commands.report(tmp_path / "pages", db=made_up_site["db"])
+    assert "No verdict for run night11 yet" in (tmp_path / "pages" / "index.html").read_text()
+    (verdict_dir / "nightly-night11.json").write_text(json.dumps(made_up_site["verdicts"]))
+    commands.report(tmp_path / "pages", db=made_up_site["db"])
+    index = text_of((tmp_path / "pages" / "index.html").read_text())
+    assert "Nightly verdict for the latest run, night11" in index
+
+
 def test_failures_and_skips_show_their_cause(made_up_site):
     index = text_of((made_up_site["out"] / "index.html").read_text())
     problems = re.search(r"slowfs: what did not run.*?(?=fastfs: what|Latest runs)", index)
