@@ -232,14 +232,24 @@ def format_acceptance(result, path):
 
 
 def report(out_dir, db=None):
+    """Build the pages; the verdict banner uses the nightly verdict of the latest run
+    (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none."""
     conn = store.connect(db)
     stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+    latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
+                          "LIMIT 1").fetchone()
     conn.close()
     if not stored:
         raise ScratchbenchError(f"the history store {db or paths.history_db()} holds no "
                                 "figures yet: run the suite (`scratchbench run`) first")
-    latest = sorted(verdict_dir().glob("nightly-*.json"), key=lambda p: p.stat().st_mtime)
-    nightly_result = json.loads(latest[-1].read_text()) if latest else None
+    nightly_result = None
+    verdict_file = verdict_dir() / f"nightly-{latest['run_id']}.json"
+    if verdict_file.exists():
+        try:
+            nightly_result = json.loads(verdict_file.read_text())
+        except ValueError as exc:
+            raise ScratchbenchError(f"{verdict_file}: not a verdict file ({exc}); run "
+                                    "`scratchbench verdict nightly` again") from None
     progress(f"building the pages in {out_dir}")
     return pages.build(out_dir, db_path=db, nightly_verdicts=nightly_result)
 

@@ -20,8 +20,12 @@ def declaration(metric, unit, better=None, headline=""):
 
 def make_case(check, params, environ, target, figures, *, workload="nightly",
               declarations=None, result="pass", fail_phase=None, fail_reason=None,
-              skip_reason="", variant="", nodes=1, title=""):
-    """One test case.  figures: {metric: (value, unit, samples)}."""
+              skip_reason="", variant="", nodes=1, title="",
+              workload_words="synthetic workload", scaling_parameter="", time_total=None,
+              outputdir=None):
+    """One test case.  figures: {metric: (value, unit, samples)}; declarations:
+    {metric: declaration dict} for figures that need more than the default (a headline,
+    a chart)."""
     declarations = declarations or {}
     display = " ".join([check] + [f"%{k}={v}" for k, v in params.items()])
     case = {
@@ -33,7 +37,8 @@ def make_case(check, params, environ, target, figures, *, workload="nightly",
         "skip_reason": skip_reason, "jobid": 1, "job_nodelist": ["n1"], "fixture": False,
         "workload_tag": workload, "parameter_names": sorted(params),
         "title": title or f"{check} checks", "variant_words": variant,
-        "workload_words": "synthetic workload", "scaling_parameter": "",
+        "workload_words": workload_words, "scaling_parameter": scaling_parameter,
+        "time_total": time_total, "outputdir": outputdir,
         "dependencies_actual": [],
         "figures": {m: declarations.get(m) or declaration(m, u) for m, (_, u, _) in figures.items()},
         "perfvalues": {f"synth:batch:{m}": [v, 0, None, None, u, "pass"]

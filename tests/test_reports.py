@@ -1,27 +1,22 @@
-"""History store, verdicts and pages.
+"""History store and verdicts.
 
 Statistics are checked on synthetic series with known change points (found) and pure
 noise (false alarms within the documented 1%); the store on idempotent and concurrent
-ingests; the pages in a real headless Chromium after two quick runs on the embedded
-cluster.
+ingests and on the quick runs of the embedded cluster.  The pages are tested in
+test_pages.py.
 """
 
 import json
 import multiprocessing
 import re
 import sqlite3
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
-from conftest import REPO, failures_of, scratchbench
+from conftest import REPO, scratchbench
 from reports import commands, store, verdicts
 from reports.synthetic import make_report
-
-ARTIFACTS = REPO / "var" / "test-artifacts"
 
 
 # ---- statistics --------------------------------------------------------------------------
@@ -196,28 +191,7 @@ def test_acceptance_command_uses_repetition_samples(synthetic_store, tmp_path):
         commands.acceptance("ticket:1", "note:after", db=synthetic_store)
 
 
-# ---- real runs, real browser ------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def site(quick_runs, sb_home):
-    for run in quick_runs:
-        assert run["result"].returncode == 0, failures_of(run)
-    out = sb_home / "pages"
-    result = scratchbench("report", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def served(site):
-    handler = partial(SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *a: None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
+# ---- real runs ------------------------------------------------------------------------------
 def test_both_runs_are_in_the_history(quick_runs, sb_home):
     db = sb_home / "history.sqlite"
     stored = {row[0] for row in sqlite3.connect(db).execute("SELECT run_id FROM runs")}
@@ -240,61 +214,6 @@ def test_verdict_commands_on_the_quick_runs(quick_runs):
                      r"\d+ more run\(s\) after are needed", line)
 
 
-def test_note_with_markup_is_escaped(site, quick_runs):
-    run_page = site / f"run-{quick_runs[1]['run_dir'].name}.html"
-    html = run_page.read_text()
-    assert "&lt;script&gt;alert(" in html
-    assert "<script>alert(" not in html
-    assert "<script>alert(" not in (site / "index.html").read_text()
-
-
-def test_pages_render_in_chromium(site, served):
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    pages = sorted(p.name for p in site.glob("*.html"))
-    assert {"index.html", "compare.html", "fs-sanscratch.html",
-            "fs-localscratch.html"} <= set(pages)
-    problems, links, dialogs = [], set(), []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path="/usr/bin/chromium",
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        page.on("console", lambda m: problems.append(f"{page.url}: {m.text}")
-                if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
-        page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        for name in pages:
-            response = page.goto(f"{served}/{name}")
-            assert response.status == 200, name
-            plots = page.locator("[data-plot]").count()
-            # Plots render as they scroll into view: scroll through the page.
-            page.evaluate("""async () => {
-                for (let y = 0; y < document.body.scrollHeight; y += 600) {
-                    window.scrollTo(0, y); await new Promise(r => setTimeout(r, 30)); } }""")
-            if plots:
-                page.wait_for_function(
-                    "() => [...document.querySelectorAll('[data-plot]')]"
-                    ".every(el => el.dataset.rendered === '1' && el.querySelector('svg.main-svg'))",
-                    timeout=60000)
-            links |= set(page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"))
-            if name in ("index.html", "fs-sanscratch.html", "compare.html"):
-                page.evaluate("window.scrollTo(0, 0)")
-                page.screenshot(path=str(ARTIFACTS / f"pages-{name}.png"))
-        for link in sorted(links):
-            assert link.startswith(served), f"a link leaves the site: {link}"
-            assert page.goto(link).status == 200, link
-        text = page.goto(f"{served}/fs-sanscratch.html") and page.inner_text("main")
-        assert "Advice for users" in text and "Staging a data set into sanscratch" in text
-        browser.close()
-    assert problems == [] and dialogs == []
-    assert (ARTIFACTS / "pages-index.html.png").stat().st_size > 10000
-    print(f"screenshots: {ARTIFACTS}/pages-*.png")
-
-
 def test_nightly_refuses_a_run_without_figures(tmp_path):
     db = tmp_path / "h.sqlite"
     conn = store.connect(db)
@@ -304,12 +223,6 @@ def test_nightly_refuses_a_run_without_figures(tmp_path):
     with pytest.raises(Exception, match="run failed-run has no figures to judge") as err:
         commands.nightly(db=db, out=tmp_path / "v.json")
     assert err.value.exit_code == 4
-
-
-def test_report_of_an_empty_store_says_so(tmp_path):
-    with pytest.raises(Exception, match="holds no figures yet"):
-        commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
-    assert not (tmp_path / "pages").exists()
 
 
 # ---- migration of a history written by the previous code -----------------------------------
