@@ -300,6 +300,8 @@ def summarise_report(report):
             counts["failed"] += 1
             failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
         for metric, value, unit, *_ in runreport.perf_figures(case):
+            if value is None:
+                continue   # a failed case: its cause is printed, not empty figures
             figures.append({"case": name, "environ": case.get("environ"),
                             "partition": case.get("partition"),
                             "variable": metric, "value": value, "unit": unit or ""})

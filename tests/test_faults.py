@@ -182,8 +182,8 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
     before = stored_digest(home)
     # A killed slurmd leaves its job running (slurmstepd carries on) until slurmctld
     # declares the node down, SlurmdTimeout (30 s) and a ping later: that job must last.
-    reps = 15000 if fault == "slurmd killed" else LONG_IOTEST["reps"]
-    env = env_of(home, workloads_file(home, reps=reps))
+    longer = {"nc": 16, "reps": 4000} if fault == "slurmd killed" else {}
+    env = env_of(home, workloads_file(home, **longer))
     proc = start_run(env, *FAULT_CHECK)
     job, node = wait_for_running_job(cluster)
     time.sleep(2)

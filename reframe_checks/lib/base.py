@@ -270,8 +270,12 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         stderr = os.path.join(self.stagedir, "rfm_job.err")
         if os.path.isfile(stderr) and os.path.getsize(stderr):
             with open(stderr, errors="replace") as f:
-                last = [ln.strip() for ln in f.read().splitlines() if ln.strip()][-1:]
-            return f"{what}; the job's last error line: {last[0][:200]} ({stderr})" if last \
+                lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+            # The program's own error line says more than the launcher's "task 0 exited".
+            own = [ln for ln in lines if "error" in ln.lower()
+                   and not ln.startswith(("srun:", "mpirun", "--", "["))]
+            shown = (own or lines)[-1:] if own else lines[-1:]
+            return f"{what}; the job's error: {shown[0][:200]} ({stderr})" if shown \
                 else f"{what}; see {stderr}"
         return f"{what}; the job wrote nothing on stderr"
 
