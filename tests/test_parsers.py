@@ -1,5 +1,6 @@
 """Parsers against every real IOR and mdtest output: the shared fixtures
-(../shared/fixtures) and the repository's own (tests/fixtures, see its README).
+(../shared/fixtures) and the repository's own (tests/fixtures, see its README): 4.1.0+dev
+and 4.0.0, the version spack.yaml pins, whose mdtest prints its tables differently.
 
 A run that failed, was killed or is truncated must raise ParseError (a clear sanity
 failure), never yield a number; a good run must yield the figures of its summary.
@@ -16,7 +17,8 @@ from scratchbench.checks.parsers import (ParseError, ior_problems, kernel_proble
                                          parse_mdtest_scan)
 
 OWN = REPO / "tests" / "fixtures" / "ior-4.1.0"
-DIRS = [d for d in (FIXTURES, OWN) if d.is_dir()]
+OWN_400 = REPO / "tests" / "fixtures" / "ior-4.0.0"
+DIRS = [d for d in (FIXTURES, OWN, OWN_400) if d.is_dir()]
 
 
 def cases(prefix):
@@ -29,7 +31,7 @@ MDTEST_DETAILS = [c for c in MDTEST_CASES if (c / "summary.csv").exists()]
 
 
 def ids(paths):
-    return [f"{p.parent.parent.parent.name}:{p.name}" for p in paths]
+    return [f"{p.parent.parent.parent.name}/{p.parent.name}:{p.name}" for p in paths]
 
 
 def exit_code(case, name="exit_code.txt"):
@@ -37,11 +39,11 @@ def exit_code(case, name="exit_code.txt"):
 
 
 def test_every_fixture_is_covered():
-    assert (OWN / "mdtest_scan_f1_l2_s1_F_n500_tmp").is_dir(), "the repository's fixtures"
+    assert OWN.is_dir() and OWN_400.is_dir(), "the repository's fixtures"
+    own = [c for c in IOR_CASES + MDTEST_CASES if c.parent in (OWN, OWN_400)]
+    assert len(own) == len(list(OWN.iterdir())) + len(list(OWN_400.iterdir())) == 20
     if FIXTURES.is_dir():
-        assert len(IOR_CASES) >= 29 and len(MDTEST_CASES) >= 30
-    names = [c.name for c in IOR_CASES + MDTEST_CASES]
-    assert len(names) == len(set(names)), "a case name in both directories"
+        assert len(IOR_CASES) >= 33 and len(MDTEST_CASES) >= 35
 
 
 # ---- IOR -------------------------------------------------------------------------------
@@ -148,7 +150,7 @@ def test_mdtest_text(case):
                 assert set(figures) == {"max", "min", "mean", "std"}
                 assert figures["min"] <= figures["mean"] <= figures["max"]
         assert result["tasks"] in (1, 2, 4)
-        assert result["command_line"][0] == "mdtest"
+        assert result["command_line"][0].endswith("mdtest")
     if len(results) == 1:
         assert parse_mdtest(text) == results[0]
     else:
@@ -217,6 +219,36 @@ def test_mdtest_task_scan_gives_one_result_per_task_count():
     assert [r["rate"]["file_removal"]["mean"] for r in results] == [149612.521, 263206.741]
     with pytest.raises(ParseError, match=r"task scan \(-f/-l/-s\) with results for 1, 2 tasks"):
         parse_mdtest(text)
+
+
+def test_mdtest_4_0_0_tables_without_units():
+    """4.0.0 prints 'SUMMARY rate: (of N iterations)', with no unit."""
+    parsed = parse_mdtest((OWN_400 / "mdtest_P_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt")
+                          .read_text())
+    assert parsed["units"] == {"rate": None, "time": None}
+    assert parsed["rate"]["file_creation"] == {"max": 31763.72, "min": 2518.349,
+                                               "mean": 17141.035, "std": 20679.6}
+    assert parsed["rank_rate"]["file_creation"]["mean"] == 11237.222
+    assert parsed["time"]["tree_creation"]["mean"] == 0.0, "ran: a measured 0.000"
+    own = parse_mdtest((OWN / "mdtest_P_rate_and_time_F_n1000_i2_tmp" / "stdout.txt").read_text())
+    assert own["units"] == {"rate": "ops/sec", "time": "ms/op"}
+    scan = parse_mdtest_scan((OWN_400 / "mdtest_scan_f1_l2_s1_F_n500_tmp" / "stdout.txt")
+                             .read_text())
+    assert [r["tasks"] for r in scan] == [1, 2]
+
+
+def test_mdtest_4_0_0_stonewall_chain():
+    create, read = (OWN_400 / "mdtest_hard_create_W2_tmp", OWN_400 / "mdtest_hard_read_x_tmp")
+    result = parse_mdtest((create / "stdout.txt").read_text())
+    details = parse_mdtest_rank_details((create / "summary.csv").read_text())
+    items = result["stonewall"]["max"]
+    assert details["items_per_rank"] == items
+    assert mdtest_problems(result, details, expected_tasks=2, phases=["file_creation"],
+                           stonewall_s=2, expected_items=items) == []
+    result = parse_mdtest((read / "stdout.txt").read_text())
+    details = parse_mdtest_rank_details((read / "summary.csv").read_text())
+    assert mdtest_problems(result, details, expected_tasks=2, phases=["file_read"],
+                           expected_items=items) == []
 
 
 def test_mdtest_zero_ms_per_op_is_a_measured_time_under_P():

@@ -175,7 +175,10 @@ def ior_problems(parsed, expected_tasks=None, stonewall_s=None, expected_MiB=Non
 
 
 # ---- mdtest --------------------------------------------------------------------------------
-_MDTEST_TABLE = re.compile(r"^SUMMARY (rate|time) \(in ([^)]*)\): \(of (\d+) iterations?\)")
+# 4.1 prints "SUMMARY rate (in ops/sec): (of N iterations)"; 4.0.0, which spack.yaml
+# pins, "SUMMARY rate: (of N iterations)".
+_MDTEST_TABLE = re.compile(
+    r"^SUMMARY (rate|time)(?: \(in ([^)]*)\))?: \(of (\d+) iterations?\)")
 _MDTEST_TASKS = re.compile(r"^(\d+) tasks, (\d+) (?:files|directories)")
 _MDTEST_STONEWALL = re.compile(
     r"^Continue stonewall hit min: (\d+) max: (\d+) avg: ([\d.]+)")
@@ -275,6 +278,7 @@ def _mdtest_block(tasks_match, tables, stonewall, command_line):
             "iterations": iterations, "rate": rate, "time": time,
             "rank_rate": rank_rate, "rank_time": rank_time,
             "skipped": skipped, "time_unknown": unknown, "stonewall": stonewall,
+            "units": {kind: table["unit"] for kind, table in tables.items()},
             "command_line": command_line}
 
 
@@ -286,7 +290,8 @@ def parse_mdtest_scan(text, source="mdtest output"):
     ``{"tasks", "items", "iterations", "rate": {op: {max, min, mean, std}}, "time":
     {...}, "rank_rate"/"rank_time": per-rank max/min/mean (``--showRankStatistics``),
     "skipped": [...], "time_unknown": [...], "stonewall": {min, max, avg} or None,
-    "command_line": [mdtest's arguments]}``.
+    "units": {"rate": "ops/sec", "time": "ms/op"} as printed (None from 4.0.0, which
+    prints none), "command_line": [mdtest's arguments]}``.
     Operation names are lower case with underscores (``file_creation``).  Aggregate
     columns are read by their headers.  No '-- finished at' line or any ERROR line
     makes the run invalid.
