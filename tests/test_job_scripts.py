@@ -199,3 +199,61 @@ def test_ior_module_job_script(tmp_path):
     assert "#SBATCH --exclusive" in jobs["easy"]
     assert "-t 47008 -b 47008 -s 256" in jobs["hard"]
     shutil.rmtree(prefix)
+
+
+SITE_EXTERNALS = """packages:
+  openmpi:
+    externals: [{spec: openmpi@4.1.4, prefix: /usr}]
+    buildable: false
+  mpi:
+    buildable: false
+mirrors::
+  local: file:///srv/mirror
+"""
+
+
+def test_ior_spack_stage_carries_the_site_includes(tmp_path):
+    """extras {'ior': 'spack'}: the staged environment holds spack.yaml and the site's
+    spack-externals.yaml it includes, the build script installs it, the job loads it.
+    Spack itself cannot run in CI (it is in no package registry), so this checks what
+    is generated; a stand-in `spack` on PATH is only looked for, never run."""
+    prefix = reachable_tmpdir("sb-ior-spack-")
+    envdir, bindir = prefix / "site-env", prefix / "bin"
+    envdir.mkdir()
+    bindir.mkdir()
+    shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
+    (envdir / "spack-externals.yaml").write_text(SITE_EXTERNALS)
+    (bindir / "spack").write_text("#!/bin/sh\necho 'not a real spack' >&2; exit 1\n")
+    (bindir / "spack").chmod(0o755)
+    provider, jobs = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "spack"}, "-S",
+                                 f"spack_env_file={envdir / 'spack.yaml'}", path_dirs=[bindir])
+    staged = provider / "spack_env"
+    assert sorted(p.name for p in staged.iterdir()) == ["spack-externals.yaml", "spack.yaml"]
+    assert (staged / "spack.yaml").read_text() == (REPO / "spack.yaml").read_text()
+    assert (staged / "spack-externals.yaml").read_text() == SITE_EXTERNALS
+    build = (provider / "rfm_build.sh").read_text().splitlines()
+    assert build[-1] == "spack -e spack_env install"
+    assert f'eval "$(spack -e {staged} load --sh ior)"' in jobs["easy"].splitlines()
+    assert re.search(r"^srun ior -a POSIX -k -i 1 -O summaryFormat=JSON -w -e ", jobs["easy"],
+                     re.M)
+    shutil.rmtree(prefix)
+
+
+def test_spack_include_missing_is_a_clear_error(tmp_path):
+    """Without the site's spack-externals.yaml beside spack.yaml the provider fails,
+    naming the file, instead of letting Spack plan another MPI from source."""
+    prefix = reachable_tmpdir("sb-ior-spack-missing-")
+    envdir, bindir = prefix / "site-env", prefix / "bin"
+    envdir.mkdir()
+    bindir.mkdir()
+    shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
+    (bindir / "spack").write_text("#!/bin/sh\nexit 1\n")
+    (bindir / "spack").chmod(0o755)
+    result = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "spack"}, "-S",
+                         f"spack_env_file={envdir / 'spack.yaml'}", path_dirs=[bindir],
+                         expect_failure=True)
+    assert f"{envdir / 'spack.yaml'} includes spack-externals.yaml, which is not at " \
+        f"{envdir / 'spack-externals.yaml'}: put the site's file there" in result.stdout, \
+        result.stdout[-3000:]
+    assert re.search(r"FAIL.*IORProvider ~embedded:batch\+gnu-openmpi", result.stdout)
+    shutil.rmtree(prefix)

@@ -31,6 +31,7 @@ import subprocess
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
+import yaml
 from reframe.core.environments import Environment
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
@@ -92,6 +93,59 @@ def mpi_of_module(partition, environ, module):
     return _mpi_of_ldd(result.stdout)
 
 
+class SpackIncludeError(ValueError):
+    """A file the Spack environment includes is missing or cannot be carried along."""
+
+
+def stage_spack_environment(spack_yaml, env_dir):
+    """Copy a Spack environment into env_dir: spack.yaml and every file it includes by
+    a relative path (such as the site's spack-externals.yaml), at the same relative
+    place, so the staged environment concretizes as the original would.  Absolute
+    includes are left where they are.  Returns the staged files, spack.yaml first.
+
+    Spack resolves relative includes against the environment's directory and skips
+    a missing optional one silently, so a copy of spack.yaml alone would quietly lose
+    the site's externals and mirror; a missing required include is an error here.
+    """
+    source_dir = os.path.dirname(os.path.abspath(spack_yaml))
+    try:
+        with open(spack_yaml) as f:
+            includes = (yaml.safe_load(f) or {}).get("spack", {}).get("include") or []
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpackIncludeError(f"Spack environment {spack_yaml}: {exc}") from None
+    os.makedirs(env_dir, exist_ok=True)
+    shutil.copy(spack_yaml, os.path.join(env_dir, "spack.yaml"))
+    staged = ["spack.yaml"]
+    for entry in includes:
+        path = entry if isinstance(entry, str) else (entry or {}).get("path")
+        optional = isinstance(entry, dict) and bool(entry.get("optional", False))
+        if not isinstance(path, str) or not path:
+            raise SpackIncludeError(f"{spack_yaml}: include entry {entry!r} names no path")
+        expanded = os.path.expanduser(os.path.expandvars(path))
+        source = os.path.normpath(os.path.join(source_dir, expanded))
+        if not os.path.exists(source):
+            if optional:
+                continue
+            raise SpackIncludeError(
+                f"{spack_yaml} includes {path}, which is not at {source}: put the site's "
+                "file there (for spack-externals.yaml, the compilers, MPI and mirror; "
+                "spack.yaml's comments show an example)")
+        if os.path.isabs(expanded):
+            continue
+        relative = os.path.normpath(expanded)
+        if relative.startswith(".."):
+            raise SpackIncludeError(f"{spack_yaml} includes {path}, outside the environment's "
+                                    "directory: give it as an absolute path")
+        target = os.path.join(env_dir, relative)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.isdir(source):
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copy(source, target)
+        staged.append(relative)
+    return staged
+
+
 def environ_mpi(environ):
     """The MPI family a programming environment uses: extras['mpi'], else a feature."""
     declared = environ.extras.get("mpi")
@@ -111,6 +165,11 @@ class IORProvider(rfm.CompileOnlyRegressionTest):
     #: commands a dependent check runs before the tool (module loads, spack load)
     load_cmds = variable(list, value=[])
     modules_needed = variable(list, value=[])
+    #: the Spack environment built for extras {'ior': 'spack'}; its relative includes
+    #: are staged with it (ReFrame's -S spack_env_file=PATH points at another one)
+    spack_env_file = variable(str, value=str(paths.SPACK_ENV_FILE))
+    #: the files of the staged Spack environment (spack.yaml and its includes)
+    spack_files = variable(list, value=[])
 
     @run_after("setup")
     def choose_source(self):
@@ -128,7 +187,6 @@ class IORProvider(rfm.CompileOnlyRegressionTest):
             self.tool_mpi = env_mpi
             self.build_system = "Spack"
             self.build_system.environment = SPACK_ENV
-            self.keep_files = [os.path.join(SPACK_ENV, "spack.lock")]
         elif self.source.startswith("module:"):
             name = self.source.split(":", 1)[1]
             self.tool_mpi = self.built_with(
@@ -175,10 +233,12 @@ class IORProvider(rfm.CompileOnlyRegressionTest):
     @run_before("compile")
     def copy_spack_environment(self):
         if self.source == "spack":
-            os.makedirs(os.path.join(self.stagedir, SPACK_ENV), exist_ok=True)
-            shutil.copy(paths.SPACK_ENV_FILE, os.path.join(self.stagedir, SPACK_ENV,
-                                                           "spack.yaml"))
             env = os.path.join(self.stagedir, SPACK_ENV)
+            self.spack_files = stage_spack_environment(self.spack_env_file, env)
+            # kept with the run: what was asked for, with the site's includes, and
+            # what Spack made of it
+            self.keep_files = [os.path.join(SPACK_ENV, f)
+                               for f in self.spack_files + ["spack.lock"]]
             self.load_cmds = [f'eval "$(spack -e {env} load --sh ior)"']
 
     @sanity_function
