@@ -121,9 +121,12 @@ def ior_dry_run(prefix, extras, *extra_args, env_vars=None, path_dirs=(), expect
     text = (REPO / "site_configs" / "local.py").read_text()
     old = '"extras": {"mpi": "openmpi"},'
     assert old in text
-    new = f'"extras": {extras!r},' + (f'\n            "env_vars": {env_vars!r},' if env_vars else "")
+    new = f'"extras": {extras!r},'
+    if env_vars:
+        new += f'\n            "env_vars": {env_vars!r},'
     site.write_text(text.replace(old, new))
-    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix), LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix),
+               LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
                PATH=":".join([*map(str, path_dirs), os.environ["PATH"]]),
                MODULEPATH=str(REPO / "site_configs" / "modulefiles"))
     cmd = [str(VENV_BIN / "reframe"), "-C", str(site), "-c", str(REPO / "reframe_checks"),

@@ -269,7 +269,7 @@ class ToolCheck(ScratchCheck):
     cache_method = variable(str, value="")
     #: per read phase, the share of its data that was in the page cache before it
     cache_resident = variable(dict, value={})
-    #: the phases launched, in order: [(name, arguments)]
+    #: the phases launched, in order: [(name, arguments, drop the cache before it)]
     phases = variable(list, value=[])
     #: name of the fresh working directory variable in the job script
     workdir_var = "SB_WORKDIR"
@@ -364,7 +364,7 @@ class ToolCheck(ScratchCheck):
                         (line.split() for line in f) if len(p) == 3}
         except (OSError, ValueError):
             rows = {}
-        problems = []
+        problems, shares = [], {}
         for name in read_phases:
             resident, size = rows.get(name, (0.0, 0.0))
             if size <= 0:
@@ -372,12 +372,13 @@ class ToolCheck(ScratchCheck):
                                 "be measured (no files, or no fincore from util-linux): a "
                                 "cache-served read cannot be ruled out")
                 continue
-            self.cache_resident[name] = resident / size
+            shares[name] = resident / size
             if resident > MAX_RESIDENT_FRACTION * size:
                 problems.append(f"phase {name} would read from the page cache: "
                                 f"{100 * resident / size:.0f}% of the {size:.0f} bytes stayed "
                                 "resident after the cache drop (a memory file system, or one "
                                 "that ignores POSIX_FADV_DONTNEED): not a file-system figure")
+        self.cache_resident = shares
         return problems
 
     def parsed_phase(self, filename, parse):
@@ -530,10 +531,11 @@ class MdtestCheckBase(ToolCheck):
         for rep in range(1, int(p["reps"]) + 1):
             for phase in self.phase_names():
                 name = f"{phase}-{rep}"
-                self.phases.append((name, [_MDTEST_PHASES[phase][0]] + extra.get(phase, []) +
-                                    base + status + [
-                    f"--saveRankPerformanceDetails=mdtest-{name}.csv", ">", f"mdtest-{name}.out"],
-                    phase == "read"))
+                # each phase's table to a file of its own (mdtest has no summary file)
+                args = ([_MDTEST_PHASES[phase][0]] + extra.get(phase, []) + base + status +
+                        [f"--saveRankPerformanceDetails=mdtest-{name}.csv",
+                         ">", f"mdtest-{name}.out"])
+                self.phases.append((name, args, phase == "read"))
         self.keep_files = [TOOL_STATUS, CACHE_RESIDENCY] + [
             f"mdtest-{name}.{ext}" for name, _, _ in self.phases for ext in ("out", "csv")]
 
