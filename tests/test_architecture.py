@@ -8,7 +8,6 @@ A new import that points up or sideways fails here, naming the file and the line
 """
 
 import ast
-from pathlib import Path
 
 import pytest
 
