@@ -60,14 +60,15 @@ def test_multi_node_lsf_job_uses_span_ptile(lsf_scripts):
     multi = [s for s in sweep.values() if "-np 32 " in s]
     assert multi, "the hp12 node sweep has a 4-node (32-task) variant"
     lines = multi[0].splitlines()
-    assert lines[:8] == [
+    assert lines[:9] == [
         "#!/bin/bash",
         lines[1],                         # -J <unique name>
         "#BSUB -o rfm_job.out",
         "#BSUB -e rfm_job.err",
         "#BSUB -n 32",
         '#BSUB -R "span[ptile=8]"',
-        lines[6],                         # -q hp12 or ehwfd
+        "#BSUB -W 10",                    # quick's time limit, in minutes
+        lines[7],                         # -q hp12 or ehwfd
         "#BSUB -x",
     ]
     assert re.match(r"#BSUB -J rfm_KernelNodeSweep_[0-9a-f]{8}$", lines[1])

@@ -466,6 +466,8 @@ class IORCheckBase(ToolCheck):
     @run_before("performance")
     def record_samples(self):
         """Per-repetition values, for the acceptance verdict (sanity passed)."""
+        if self.is_dry_run():
+            return
         self.samples = {f"{op}_bw": self.per_rep(op) for op in ("write", "read")}
 
     def read_cache_problems(self, read, rep):
@@ -584,6 +586,8 @@ class MdtestCheckBase(ToolCheck):
     @run_before("performance")
     def record_samples(self):
         """Per-repetition values, for the acceptance verdict (sanity passed)."""
+        if self.is_dry_run():
+            return
         self.samples = {_MDTEST_PHASES[ph][2]: self.per_rep(ph) for ph in self.phase_names()}
 
     def per_rep(self, phase):
