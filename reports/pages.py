@@ -964,8 +964,9 @@ def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file syst
     _copy_assets(out)
     conn = store.connect(db_path)
     try:
-        written = _build(conn, out, nightly_verdicts, title)
-        stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+        with store.snapshot(conn):
+            written = _build(conn, out, nightly_verdicts, title)
+            stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     finally:
         conn.close()
     return written, stored, time.monotonic() - t0

@@ -13,6 +13,7 @@ writers and a busy writer waits).  The schema evolves through numbered migration
 ``reports/migrations``, tracked with ``PRAGMA user_version``.
 """
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -205,6 +206,17 @@ def ingest_report(conn, report, meta=None, source=""):
 def _db_name(conn):
     row = conn.execute("PRAGMA database_list").fetchone()
     return f"history store {row[2]}" if row else "history store"
+
+
+@contextlib.contextmanager
+def snapshot(conn):
+    """One consistent view of the store for a whole read (a page build): in WAL mode a
+    read transaction sees the runs committed when it began, whole, and none after."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("ROLLBACK")
 
 
 def check_integrity(conn):

@@ -151,6 +151,47 @@ def test_concurrent_ingests_lose_nothing(tmp_path):
     assert count(db, "runs") == 40 and count(db, "figures") == 80
 
 
+def _read_snapshots(db, barrier, seen, out_dir):
+    """A reader during ingests: every snapshot holds whole runs only, and page builds
+    (one read transaction each) never fail on a busy store."""
+    from reports import pages
+    barrier.wait()
+    conn = store.connect(db)
+    partial = 0
+    for i in range(30):
+        with store.snapshot(conn):
+            per_run = conn.execute("SELECT r.run_id, COUNT(f.figure_id) FROM runs r LEFT JOIN "
+                                   "cases c USING (run_id) LEFT JOIN figures f USING (case_id) "
+                                   "GROUP BY r.run_id").fetchall()
+        partial += sum(1 for _, n in per_run if n != 2)
+        if i % 10 == 0 and per_run:
+            pages.build(out_dir / str(i), db_path=db)
+    seen.value = partial
+    conn.close()
+
+
+def test_two_ingests_and_a_report_build_at_once(tmp_path):
+    db = tmp_path / "h.sqlite"
+    store.connect(db).close()
+    reports = [synthetic_run(i) for i in range(60)]
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(3)
+    seen = ctx.Value("i", -1)
+    jobs = [ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
+            for part in (reports[:30], reports[30:])]
+    jobs.append(ctx.Process(target=_read_snapshots, args=(db, barrier, seen, tmp_path)))
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(300)
+        assert job.exitcode == 0
+    assert seen.value == 0, "a reader saw half a run"
+    assert count(db, "runs") == 60 and count(db, "figures") == 120
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM (SELECT series, run_id FROM cases GROUP BY "
+                        "series, run_id HAVING COUNT(*) > 1)").fetchone()[0] == 0, "duplicates"
+
+
 # ---- verdict commands on a synthetic history --------------------------------------------
 @pytest.fixture
 def synthetic_store(tmp_path):
