@@ -15,6 +15,7 @@ writers and a busy writer waits).  The schema evolves through numbered migration
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import time
@@ -58,7 +59,7 @@ def connect(db_path=None):
         _migrate(conn, db_path)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise StoreError(f"history store {db_path}: {exc}") from exc
+        raise StoreError(f"history store {db_path}{_why_unwritable(db_path)}: {exc}") from exc
     return conn
 
 
@@ -205,7 +206,24 @@ def ingest_report(conn, report, meta=None, source=""):
 
 def _db_name(conn):
     row = conn.execute("PRAGMA database_list").fetchone()
-    return f"history store {row[2]}" if row else "history store"
+    return f"history store {row[2]}" + _why_unwritable(row[2]) if row else "history store"
+
+
+def _why_unwritable(db_path):
+    """What the file system says, since SQLite's own words ('disk I/O error', 'unable to
+    open database file') do not tell a full disk from a read-only one."""
+    folder = os.path.dirname(os.path.abspath(db_path)) or "."
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return ""
+    if fs.f_flag & os.ST_RDONLY:
+        return " (its file system is mounted read-only)"
+    if fs.f_bavail * fs.f_frsize < 1024 * 1024:
+        return f" (its file system is full: {fs.f_bavail * fs.f_frsize} bytes free)"
+    if not os.access(folder, os.W_OK):
+        return f" ({folder} is not writable by this user)"
+    return ""
 
 
 @contextlib.contextmanager

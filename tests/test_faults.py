@@ -232,21 +232,23 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
     assert_earlier_figures_kept(home, before)
     stored = stored_failure(home, run_dir_of(result).name)
     assert len(stored) == 1 and re.search(cause, stored[0][2]), stored
-    # Only the run's own directories were touched: the node's local scratch is empty.
-    local = cluster.dir / "localscratch"
-    assert not any(local.rglob("sbk.*")) or fault != "scancel", list(local.rglob("*"))
+    if fault == "scancel":
+        # Slurm's SIGTERM reaches the kernel, which removes what it made before it stops
+        # (a crashed node cannot; its local disk is cleaned when it comes back).
+        local = cluster.dir / "localscratch"
+        assert not list(local.rglob("sbk.*")), list(local.rglob("sbk.*"))
 
 
 def test_a_job_that_hits_its_time_limit(home, healthy):
     cluster = healthy
-    env = env_of(home, workloads_file(home, reps=100000, time_limit="1m"))
+    env = env_of(home, workloads_file(home, nc=64, reps=4000, time_limit="1m"))
     result = subprocess.run([str(VENV_BIN / "scratchbench"), "run", "--no-start", *FAULT_CHECK],
                             capture_output=True, text=True, env=dict(os.environ, **env),
                             timeout=900)
     assert result.returncode == 1
     failed = failed_lines(result)
     assert len(failed) == 2, result.stdout[-3000:]
-    assert all(re.search(r"ended TIMEOUT: the job hit its time limit of 0d0h1m0s", ln)
+    assert all(re.search(r"ended TIMEOUT: the job hit its time limit of 1 min, during KernelIOTest", ln)
                for ln in failed), failed
     no_job_left(cluster)
 
@@ -318,7 +320,8 @@ def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
         assert result.returncode == 5, result.stderr[-2000:]
         errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
         assert len(errors) == 1 and str(db) in errors[0], result.stderr[-2000:]
-        assert re.search(r"read-only|readonly|disk is full|full", errors[0]), errors[0]
+        assert re.search(r"mounted read-only" if how == "read-only" else
+                         r"its file system is full", errors[0]), errors[0]
         assert "NOT STORED" in result.stdout and "create_rate" in result.stdout
         run_dir = run_dir_of(result)
         assert (run_dir / "report.json").is_file()

@@ -57,6 +57,16 @@ def figure(unit, label, better="higher", headline=""):
     return wrap
 
 
+def duration_words(seconds):
+    """60 -> '1 min', 5400 -> '1 h 30 min', 45 -> '45 s'."""
+    seconds = int(round(float(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes) + \
+        [f"{secs} s"] * bool(secs)
+    return " ".join(parts) or "0 s"
+
+
 def words(bytes_count):
     """1048576 -> '1 MiB', 47008 -> '45.9 KiB', 3 -> '3 B'."""
     value = float(bytes_count)
@@ -228,7 +238,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             if down:
                 where += f" ({'; '.join(down)})"
         if state == "TIMEOUT" and self.time_limit:
-            where += f" of {self.time_limit}"
+            where += f" of {duration_words(self.time_limit)}"
         return f"{where}, during {type(self).__name__} on {self.scratch_target}"
 
     @staticmethod

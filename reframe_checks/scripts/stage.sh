@@ -35,6 +35,7 @@ else
     # Our own directory goes whatever happens: a failed copy on a full target must not
     # leave it full for every check after this one.
     trap 'rm -rf -- "$work"' EXIT
+    trap 'exit 143' TERM INT          # scancel, a time limit: leave through the EXIT trap
 fi
 
 files=$(find "$home/input" -type f | wc -l)
