@@ -200,14 +200,19 @@ def build_parser():
         "nightly", help="the latest run against its history",
         description="For each figure of the latest run, look for a change point in its "
                     "history (E-divisive, permutation test at 1%: at most 1% of figures "
-                    "flagged per night when nothing changed). Exit 1 on a confirmed "
-                    "regression; a verdict file is always written.")
+                    "flagged per night when nothing changed). A check of the run that "
+                    "failed is a verdict of its own, with its cause. Exit 1 on a confirmed "
+                    "regression, 4 when checks failed (and nothing regressed), 0 otherwise; "
+                    "a verdict file is always written.")
     nightly.add_argument("--run", help="judge this run instead of the latest")
     nightly.add_argument("--tag", help="the latest run with this tag (e.g. nightly)")
     nightly.add_argument("--out", help="verdict file (default results/verdicts/nightly-RUN.json)")
-    nightly.add_argument("--notify", metavar="COMMAND",
-                         help="shell command run on a regression; $SCRATCHBENCH_VERDICT names "
-                              "the verdict file")
+    nightly.add_argument("--notify", metavar="COMMAND_OR_URL", action="append", default=[],
+                         help="told about a regression or a failed check: a shell command "
+                              "($SCRATCHBENCH_VERDICT names the verdict file) or an http(s) "
+                              "URL that receives a JSON POST (a chat or ticket webhook); "
+                              "repeatable; a notifier that fails is reported and changes "
+                              "neither the verdict nor the exit code")
     nightly.set_defaults(func=_verdict)
     accept = vsub.add_parser(
         "acceptance", help="runs before a change against runs after it",

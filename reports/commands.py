@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+import urllib.request
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,8 +62,27 @@ def _series_history(conn, run_id):
     return {k: v for k, v in history.items() if k in latest}
 
 
-def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
-    """Returns (exit code, verdict dict, path written)."""
+def _failed_cases(conn, run_id):
+    """The judged run's cases that failed, with their cause, as verdict entries: a figure
+    missing from the latest run is a verdict of its own, never the last night's value."""
+    entries = []
+    for row in conn.execute("SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
+                            "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
+                            "environ", (run_id,)):
+        cause = row["fail_reason"] or "no reason recorded"
+        entries.append({"series": row["series"], "metric": None, "verdict": "failed",
+                        "name": naming.case_name(row),
+                        "detail": f"failed in {row['fail_phase'] or 'an unknown phase'}: "
+                                  f"{cause}"})
+    return entries
+
+
+def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
+    """Returns (exit code, verdict dict, path written).
+
+    Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
+    regressed), 0 otherwise.  ``notify``: commands or http(s) URLs told about a
+    regression or a failed run; a failing notifier is reported and changes nothing."""
     conn = store.connect(db)
     query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
         "ORDER BY started DESC, run_id DESC LIMIT 1"
@@ -77,16 +97,17 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
     figures = []
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
+        if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
+            continue   # not measured in the judged run: its case is judged as failed
         values = [r["value"] for r in rows if r["value"] is not None]
-        if not values:
-            continue
         v = verdicts.nightly(series, metric, rows[-1]["unit"], values,
                              [r["run_id"] for r in rows if r["value"] is not None])
         figures.append(dict(verdicts.as_dict(v), name=naming.figure_name(rows[-1])))
+    failed = _failed_cases(conn, run_id)
     conn.close()
-    if not figures:
-        raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks failed or "
-                                "were skipped; see its run report", exit_code=4)
+    if not figures and not failed:
+        raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "
+                                "skipped; see its run report", exit_code=4)
     result = {
         "kind": "nightly", "run_id": run_id,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -99,27 +120,75 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
         "regressions": sum(f["verdict"] == "regression" for f in figures),
         "suspects": sum(f["verdict"] == "suspect" for f in figures),
         "improvements": sum(f["verdict"] == "improvement" for f in figures),
-        "figures": figures,
+        "failed": len(failed),
+        "figures": figures + failed,
     }
     path = Path(out) if out else verdict_dir() / f"nightly-{run_id}.json"
     _write_json(path, result)
-    code = 1 if result["regressions"] else 0
-    if code and notify:
-        progress(f"running the notification hook: {notify}")
-        subprocess.run(notify, shell=True, env={**os.environ, "SCRATCHBENCH_VERDICT": str(path)})
+    code = 1 if result["regressions"] else 4 if failed else 0
+    if code:
+        result["notified"] = notify_all(notify, result, path)
+        if result["notified"]:
+            _write_json(path, result)
     return code, result, path
+
+
+def notify_all(targets, result, path):
+    """Tell every notifier about a regression or a failed run: a shell command (with
+    $SCRATCHBENCH_VERDICT naming the verdict file) or an http(s) URL (a JSON POST, as
+    chat and ticket webhooks take).  A notifier that fails is reported, never fatal."""
+    outcomes = []
+    for target in targets or ():
+        progress(f"notifying {target}")
+        try:
+            if target.startswith(("http://", "https://")):
+                _post(target, _notification(result, path))
+            else:
+                done = subprocess.run(target, shell=True, timeout=120, capture_output=True,
+                                      text=True,
+                                      env={**os.environ, "SCRATCHBENCH_VERDICT": str(path)})
+                if done.returncode:
+                    raise RuntimeError(f"exited {done.returncode}: "
+                                       f"{(done.stderr or done.stdout).strip()[-200:]}")
+            outcomes.append({"target": target, "ok": True})
+        except Exception as exc:   # any notifier failure: say it, keep the verdict
+            progress(f"warning: notification to {target} failed: {exc}")
+            outcomes.append({"target": target, "ok": False, "error": str(exc)})
+    return outcomes
+
+
+def _notification(result, path):
+    bad = [f for f in result["figures"] if f["verdict"] in ("regression", "failed")]
+    text = (f"scratchbench nightly run {result['run_id']}: {result['regressions']} "
+            f"regression(s), {result['failed']} failed check(s)")
+    return {"text": text, "run_id": result["run_id"], "verdict_file": str(path),
+            "regressions": result["regressions"], "failed": result["failed"],
+            "figures": [{"name": f["name"], "verdict": f["verdict"], "detail": f["detail"]}
+                        for f in bad]}
+
+
+def _post(url, payload):
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(),
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        if response.status >= 300:
+            raise RuntimeError(f"HTTP {response.status}")
 
 
 def format_nightly(result, path):
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
     for f in result["figures"]:
-        if f["verdict"] in ("regression", "suspect", "improvement"):
+        if f["verdict"] in ("regression", "suspect", "improvement", "failed"):
             lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
     for f in result["figures"]:
         counts[f["verdict"]] += 1
     lines.append("  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    for note in result.get("notified", []):
+        lines.append(f"  notified {note['target']}" if note["ok"] else
+                     f"  NOTIFICATION FAILED {note['target']}: {note['error']}")
     lines.append(f"verdict file: {path}")
     return "\n".join(lines)
 

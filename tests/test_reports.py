@@ -10,13 +10,15 @@ import json
 import multiprocessing
 import re
 import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
 from conftest import REPO, scratchbench
 from reports import commands, store, verdicts
-from reports.synthetic import make_report
+from reports.synthetic import make_case, make_report
 
 
 # ---- statistics --------------------------------------------------------------------------
@@ -211,7 +213,7 @@ def synthetic_store(tmp_path):
 def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     flag = tmp_path / "notified"
     code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
-                                          notify=f'cp "$SCRATCHBENCH_VERDICT" {flag}')
+                                          notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
     assert code == 1 and result["regressions"] == 1
     assert json.loads(flag.read_text())["run_id"] == "run023"
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
@@ -323,3 +325,83 @@ def test_a_version_1_history_migrates_and_new_runs_join_its_series(tmp_path):
     reasons = {r[0] for r in conn.execute("SELECT skip_reason FROM cases WHERE result='skip'")}
     assert any((r or "").startswith("IOR/mdtest not available") for r in reasons), reasons
     conn.close()
+
+
+# ---- notification, and a run whose checks failed -----------------------------------------
+class _Receiver(BaseHTTPRequestHandler):
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append((self.path, self.headers["Content-Type"], json.loads(body)))
+        self.send_response(200 if "fail" not in self.path else 500)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def webhook():
+    """A small HTTP receiver on 127.0.0.1, as a chat or ticket webhook would be."""
+    _Receiver.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", _Receiver.received
+    server.shutdown()
+
+
+def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path, webhook):
+    url, received = webhook
+    flag = tmp_path / "notified"
+    code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
+                                          notify=[f"{url}/hook",
+                                                  f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
+    assert code == 1
+    assert len(received) == 1
+    where, kind, payload = received[0]
+    assert where == "/hook" and kind == "application/json"
+    assert payload["run_id"] == "run023" and payload["regressions"] == 1
+    assert payload["figures"][0]["verdict"] == "regression"
+    assert "write bw" in payload["figures"][0]["name"]
+    assert json.loads(flag.read_text())["run_id"] == "run023"
+    assert [n["ok"] for n in result["notified"]] == [True, True]
+
+
+def test_a_failing_notifier_never_hides_the_verdict(synthetic_store, tmp_path, webhook):
+    url, _ = webhook
+    code, result, path = commands.nightly(
+        db=synthetic_store, out=tmp_path / "v.json",
+        notify=[f"{url}/fail", "exit 3", "http://127.0.0.1:9/nobody-listens"])
+    assert code == 1 and result["regressions"] == 1, "the verdict stands"
+    assert [n["ok"] for n in result["notified"]] == [False, False, False]
+    assert "HTTP Error 500" in result["notified"][0]["error"]
+    assert "exited 3" in result["notified"][1]["error"]
+    text = commands.format_nightly(result, path)
+    assert text.count("NOTIFICATION FAILED") == 3
+    assert json.loads(path.read_text())["notified"][0]["ok"] is False
+
+
+def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
+    """The latest run's check failed: the verdict says so with the cause, instead of
+    judging the previous night's value as 'latest'."""
+    url, received = webhook
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    for i in range(10):
+        store.ingest_report(conn, synthetic_run(i))
+    broken = make_case("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"}, "gnu",
+                       "fsA", {}, result="fail", fail_phase="sanity",
+                       fail_reason="job 77 ended NODE_FAIL: a node of the job failed")
+    store.ingest_report(conn, make_report("run010", 1_800_000_000 + 3600 * 10, [broken]))
+    conn.close()
+    code, result, path = commands.nightly(db=db, out=tmp_path / "v.json", notify=[url])
+    assert code == 4
+    assert result["run_id"] == "run010" and result["failed"] == 1
+    failed = [f for f in result["figures"] if f["verdict"] == "failed"]
+    assert len(failed) == 1 and "NODE_FAIL" in failed[0]["detail"]
+    assert not any(f["verdict"] != "failed" for f in result["figures"]), \
+        "no figure of an earlier night is judged as the latest"
+    assert received and received[0][2]["failed"] == 1
+    assert "FAILED" in commands.format_nightly(result, path)
