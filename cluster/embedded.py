@@ -32,6 +32,7 @@ from scratchbench.errors import ClusterError
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATE_FILE = "cluster.json"
 PARTITION = "batch"
+LOCAL_DISKS = ("disk0", "disk1")
 # munged runs as user 'munge', which may not reach the cluster directory (a checkout
 # under /root is mode 700): its socket, key, log and pid live under /run instead.
 MUNGE_RUN_ROOT = Path("/run/scratchbench")
@@ -330,6 +331,11 @@ class EmbeddedCluster:
             local = self.dir / "localscratch" / name
             local.mkdir(exist_ok=True)
             os.chmod(local, 0o1777)     # like /localscratch: every user may write
+            # Two directories standing for a node's two disks (seed 000's diskperf
+            # writes to several at once); here they share one disk.
+            for disk in LOCAL_DISKS:
+                (local / disk).mkdir(exist_ok=True)
+                os.chmod(local / disk, 0o1777)
 
         host = socket.gethostname().split(".")[0]
         node_lines = "\n".join(

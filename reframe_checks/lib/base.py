@@ -126,6 +126,8 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     workload_words = variable(str, value="")
     #: the parameter this check sweeps (its figures plot against it), if any
     scaling_parameter = variable(str, value="")
+    #: whether this variant's headline figures lead the pages (see headline_when)
+    leads_pages = variable(bool, value=False)
     #: per-repetition values of each performance variable, when the tool reports them;
     #: kept in the run report, so acceptance verdicts see each run's spread
     samples = variable(dict, value={})
@@ -157,6 +159,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         values = {name: str(getattr(self, name)) for name in self.parameter_names}
         when = self.headline_when
         leads = when is not None and all(values.get(k) == str(v) for k, v in when.items())
+        self.leads_pages = leads
         declared = {}
         for klass in type(self).__mro__:
             for name, member in vars(klass).items():
@@ -169,9 +172,13 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
 
     def add_figure(self, name, declaration, evaluate):
         """A performance variable made at setup (one per point of a sweep, say), with its
-        declaration; ``evaluate()`` returns the value once the job has run."""
+        declaration; ``evaluate()`` returns the value once the job has run.  Its headline
+        counts only on the variants that lead the pages (``headline_when``)."""
         self.perf_variables[name] = sn.make_performance_function(evaluate, declaration.unit)
-        self.figures = dict(self.figures, **{name: declaration.as_dict()})
+        meaning = declaration.as_dict()
+        if not self.leads_pages:
+            meaning["headline"] = ""
+        self.figures = dict(self.figures, **{name: meaning})
 
     @run_before("run")
     def every_figure_is_declared(self):
