@@ -6,7 +6,7 @@ says per environment; where none provides it the checks are skipped with the rea
 
 import reframe as rfm
 
-from scratchbench.checks.tools import IORCheckBase, MdtestCheckBase
+from reframe_checks.lib.tools import IORCheckBase, MdtestCheckBase
 
 
 @rfm.simple_test

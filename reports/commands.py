@@ -5,13 +5,14 @@ import math
 import os
 import subprocess
 import sys
+import urllib.request
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 from scratchbench import paths
 from scratchbench.errors import ConfigError, ScratchbenchError
-from scratchbench.reports import pages, store, verdicts
+from reports import naming, pages, store, verdicts
 
 
 def progress(message):
@@ -24,6 +25,7 @@ def verdict_dir():
 
 def ingest(sources=(), db=None):
     conn = store.connect(db)
+    store.check_integrity(conn)
     runs = figures = 0
     if not sources:
         runs, figures = store.ingest_all(conn)
@@ -60,8 +62,27 @@ def _series_history(conn, run_id):
     return {k: v for k, v in history.items() if k in latest}
 
 
-def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
-    """Returns (exit code, verdict dict, path written)."""
+def _failed_cases(conn, run_id):
+    """The judged run's cases that failed, with their cause, as verdict entries: a figure
+    missing from the latest run is a verdict of its own, never the last night's value."""
+    entries = []
+    for row in conn.execute("SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
+                            "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
+                            "environ", (run_id,)):
+        cause = row["fail_reason"] or "no reason recorded"
+        entries.append({"series": row["series"], "metric": None, "verdict": "failed",
+                        "name": naming.case_name(row),
+                        "detail": f"failed in {row['fail_phase'] or 'an unknown phase'}: "
+                                  f"{cause}"})
+    return entries
+
+
+def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
+    """Returns (exit code, verdict dict, path written).
+
+    Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
+    regressed), 0 otherwise.  ``notify``: commands or http(s) URLs told about a
+    regression or a failed run; a failing notifier is reported and changes nothing."""
     conn = store.connect(db)
     query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
         "ORDER BY started DESC, run_id DESC LIMIT 1"
@@ -76,16 +97,17 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
     figures = []
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
+        if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
+            continue   # not measured in the judged run: its case is judged as failed
         values = [r["value"] for r in rows if r["value"] is not None]
-        if not values:
-            continue
         v = verdicts.nightly(series, metric, rows[-1]["unit"], values,
                              [r["run_id"] for r in rows if r["value"] is not None])
-        figures.append(verdicts.as_dict(v))
+        figures.append(dict(verdicts.as_dict(v), name=naming.figure_name(rows[-1])))
+    failed = _failed_cases(conn, run_id)
     conn.close()
-    if not figures:
-        raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks failed or "
-                                "were skipped; see its run report", exit_code=4)
+    if not figures and not failed:
+        raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "
+                                "skipped; see its run report", exit_code=4)
     result = {
         "kind": "nightly", "run_id": run_id,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -98,28 +120,75 @@ def nightly(run_id=None, tag=None, out=None, notify=None, db=None):
         "regressions": sum(f["verdict"] == "regression" for f in figures),
         "suspects": sum(f["verdict"] == "suspect" for f in figures),
         "improvements": sum(f["verdict"] == "improvement" for f in figures),
-        "figures": figures,
+        "failed": len(failed),
+        "figures": figures + failed,
     }
     path = Path(out) if out else verdict_dir() / f"nightly-{run_id}.json"
     _write_json(path, result)
-    code = 1 if result["regressions"] else 0
-    if code and notify:
-        progress(f"running the notification hook: {notify}")
-        subprocess.run(notify, shell=True, env={**os.environ, "SCRATCHBENCH_VERDICT": str(path)})
+    code = 1 if result["regressions"] else 4 if failed else 0
+    if code:
+        result["notified"] = notify_all(notify, result, path)
+        if result["notified"]:
+            _write_json(path, result)
     return code, result, path
+
+
+def notify_all(targets, result, path):
+    """Tell every notifier about a regression or a failed run: a shell command (with
+    $SCRATCHBENCH_VERDICT naming the verdict file) or an http(s) URL (a JSON POST, as
+    chat and ticket webhooks take).  A notifier that fails is reported, never fatal."""
+    outcomes = []
+    for target in targets or ():
+        progress(f"notifying {target}")
+        try:
+            if target.startswith(("http://", "https://")):
+                _post(target, _notification(result, path))
+            else:
+                done = subprocess.run(target, shell=True, timeout=120, capture_output=True,
+                                      text=True,
+                                      env={**os.environ, "SCRATCHBENCH_VERDICT": str(path)})
+                if done.returncode:
+                    raise RuntimeError(f"exited {done.returncode}: "
+                                       f"{(done.stderr or done.stdout).strip()[-200:]}")
+            outcomes.append({"target": target, "ok": True})
+        except Exception as exc:   # any notifier failure: say it, keep the verdict
+            progress(f"warning: notification to {target} failed: {exc}")
+            outcomes.append({"target": target, "ok": False, "error": str(exc)})
+    return outcomes
+
+
+def _notification(result, path):
+    bad = [f for f in result["figures"] if f["verdict"] in ("regression", "failed")]
+    text = (f"scratchbench nightly run {result['run_id']}: {result['regressions']} "
+            f"regression(s), {result['failed']} failed check(s)")
+    return {"text": text, "run_id": result["run_id"], "verdict_file": str(path),
+            "regressions": result["regressions"], "failed": result["failed"],
+            "figures": [{"name": f["name"], "verdict": f["verdict"], "detail": f["detail"]}
+                        for f in bad]}
+
+
+def _post(url, payload):
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(),
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        if response.status >= 300:
+            raise RuntimeError(f"HTTP {response.status}")
 
 
 def format_nightly(result, path):
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
     for f in result["figures"]:
-        if f["verdict"] in ("regression", "suspect", "improvement"):
-            lines.append(f"  {f['verdict'].upper():<11} {pages.series_label(f['series'])} "
-                         f"{f['metric']}: {f['detail']}")
+        if f["verdict"] in ("regression", "suspect", "improvement", "failed"):
+            lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
     for f in result["figures"]:
         counts[f["verdict"]] += 1
     lines.append("  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    for note in result.get("notified", []):
+        lines.append(f"  notified {note['target']}" if note["ok"] else
+                     f"  NOTIFICATION FAILED {note['target']}: {note['error']}")
     lines.append(f"verdict file: {path}")
     return "\n".join(lines)
 
@@ -171,6 +240,7 @@ def _samples(conn, run_ids):
         key = (row["series"], row["metric"])
         g = grouped[key]
         g["unit"] = row["unit"]
+        g["name"] = naming.figure_name(row)
         g["runs"].add(row["run_id"])
         # Repetitions inside a run are the samples when the check recorded them.
         g["values"].extend(extra.get(row["figure_id"]) or [row["value"]])
@@ -193,7 +263,7 @@ def acceptance(before, after, out=None, db=None):
                    max(1, len(a[key]["values"]) // max(1, len(a[key]["runs"]))))
         v = verdicts.acceptance(series, metric, b[key]["unit"], b[key]["values"],
                                 a[key]["values"], samples_per_run=per_run)
-        figures.append(verdicts.as_dict(v))
+        figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
     if not figures:
         raise ScratchbenchError("the runs before and after share no figure: select runs of "
                                 "the same checks and tag")
@@ -222,8 +292,7 @@ def format_acceptance(result, path):
              f"({result['before']['selection']}) vs {len(result['after']['runs'])} after "
              f"({result['after']['selection']})"]
     for f in result["figures"]:
-        lines.append(f"  {f['verdict']:<22} {pages.series_label(f['series'])} "
-                     f"{f['metric']}: {f['detail']}")
+        lines.append(f"  {f['verdict']:<22} {f['name']}: {f['detail']}")
     lines.append(f"  {result['better']} better, {result['worse']} worse, "
                  f"{result['no_significant_change']} no significant change, "
                  f"{result['insufficient']} undecided (too few samples)")
@@ -232,14 +301,24 @@ def format_acceptance(result, path):
 
 
 def report(out_dir, db=None):
+    """Build the pages; the verdict banner uses the nightly verdict of the latest run
+    (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none."""
     conn = store.connect(db)
     stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+    latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
+                          "LIMIT 1").fetchone()
     conn.close()
     if not stored:
         raise ScratchbenchError(f"the history store {db or paths.history_db()} holds no "
                                 "figures yet: run the suite (`scratchbench run`) first")
-    latest = sorted(verdict_dir().glob("nightly-*.json"), key=lambda p: p.stat().st_mtime)
-    nightly_result = json.loads(latest[-1].read_text()) if latest else None
+    nightly_result = None
+    verdict_file = verdict_dir() / f"nightly-{latest['run_id']}.json"
+    if verdict_file.exists():
+        try:
+            nightly_result = json.loads(verdict_file.read_text())
+        except ValueError as exc:
+            raise ScratchbenchError(f"{verdict_file}: not a verdict file ({exc}); run "
+                                    "`scratchbench verdict nightly` again") from None
     progress(f"building the pages in {out_dir}")
     return pages.build(out_dir, db_path=db, nightly_verdicts=nightly_result)
 

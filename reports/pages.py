@@ -1,364 +1,1072 @@
 """Static performance pages from the history store.
 
+The pages, and what each rests on:
+
+* ``index.html``: the verdict of the latest run (what was decided, what could not be,
+  how many more nights are needed); per headline figure (a workload a check declares
+  as its headline), the latest value on every file system with its date and its spread
+  over recent runs, and the best file system where the spreads allow naming one; each
+  file system's latest run with its failures and skips and their causes.
+* ``fs-NAME.html``: that file system's problems, advice, headline histories, the
+  charts the checks declare, scaling, and every other figure folded by check.
+* ``compare.html``: every file system side by side, the same variant next to the same
+  variant, with the spread of recent runs.
+* ``run-ID.html``: one run: configuration, wall time, every case with its parameters as
+  columns, result, cause, time and a link to its output; ``runs.html`` lists the runs.
+
+Pages name no check and no metric: everything they say comes from what the checks
+declared and the store keeps beside each figure (label, unit, which way is better,
+headline workload, chart; the case's title, variant and workload in words).
+
 Choices, and why:
 * Plotly.js draws the plots: the plotly package ships ``plotly.min.js``, so the pages
-  carry it as a local file and work offline, and users can hover and zoom.  The plot
-  specifications are plain JSON written here (not built through plotly's Python figure
-  objects, which validate every property and would make 100,000 figures too slow).
-* Jinja2 renders the HTML with autoescaping on, so run notes and names can never
-  inject markup; JSON for the plots goes through Jinja's ``tojson``, which escapes
-  ``<``, ``>``, ``&`` and quotes.
-* Plots render when they scroll into view, so a page with hundreds of them opens fast.
+  carry it as a local file and work offline.  Plot specifications are plain JSON built
+  here (plotly's Python figure objects validate every property: too slow at scale).
+* Jinja2 renders with autoescaping, so notes and names cannot inject markup; plot JSON
+  goes through ``tojson``, which escapes ``<``, ``>``, ``&`` and quotes.
+* Plots render when they scroll into view or their folded section opens.
+* Cost does not grow with the store: the pages read the latest ``HISTORY_RUNS`` runs of
+  each tag (histories and box plots show those), and a run's page, which never changes
+  once its run is stored, is skipped on a rebuild when the manifest says it was built
+  from the same run with the same templates.
 
-Layout per figure, after NERSC's UMAMI: the history on the left with the latest run
-marked, a box plot of the earlier runs on the right with the latest value coloured by
-the quartile it falls in (red = worst quarter, green = best, aware of whether bigger
-is better).
+Statistics, and why:
+* A figure of a file system in a run is the median over the environments and
+  partitions that measured it in that run (one number per run, as the index shows).
+* Spread = the range (lowest to highest) over the last ``RECENT_RUNS`` runs.
+* A file system is named best only when its worst recent value beats the runner-up's
+  best (the ranges do not overlap) with at least ``MIN_RUNS_TO_RANK`` runs on each side:
+  two identical file systems give non-overlapping ranges of 5 runs each in 2 of 252
+  orderings (under 1%, the nightly verdicts' false-alarm rate).  Otherwise the page
+  says "no clear winner" or how many more runs are needed.
+* The latest value is coloured by the quarter of the earlier runs it falls in (NERSC's
+  UMAMI), and the box plot of earlier runs is drawn only from ``MIN_EARLIER_FOR_BOX``
+  earlier runs on: never from the latest value alone.
 """
 
+import hashlib
 import json
+from html import escape
 import math
+import os
 import re
 import shutil
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 
-from scratchbench.reports import store
-from scratchbench.reports.verdicts import higher_is_better
+from reports import naming, runreport, store
 
-HISTORY_SHOWN = 200      # points on a history line; the box plot summarises every run
+HISTORY_RUNS = 200        # runs of each tag the pages read and plot
+RECENT_RUNS = 10          # runs a spread, a ranking or a piece of advice rests on
+MIN_RUNS_TO_RANK = 5      # runs on each side before a file system is named best
+MIN_EARLIER_FOR_BOX = 4   # earlier runs before a box plot and quartile colours
+LOG_SCALE_RATIO = 30      # bars on a log axis when values differ by more than this
+UNSTEADY_SPREAD = 0.5     # advice warns when the recent range exceeds this share of the median
+VARIANT_ADVICE_RATIO = 1.5  # advice compares variants that differ by at least this
+RUNS_ON_INDEX = 10
 QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. best quarter
 QUARTILE_WORDS = ["worst quarter", "below median", "above median", "best quarter"]
-KEY_METRICS = ["write_bw", "read_bw", "create_rate", "open_close_rate", "delete_rate",
-               "stage_in_bw", "stage_in_files_rate"]
+LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
+                "#17becf", "#7f7f7f", "#bcbd22", "#d62728"]
+MANIFEST = ".scratchbench-pages.json"   # what each run page was built from
+CACHE = ".scratchbench-cache"           # compiled templates
+
+# Verdict labels in words; a label not listed here is shown as it is.
+VERDICT_WORDS = {"ok": "no change", "regression": "regression", "improvement": "improvement",
+                 "suspect": "unconfirmed change (one bad night)",
+                 "insufficient-history": "not enough history yet", "recovered": "recovered",
+                 "ongoing regression": "still regressed"}
+UNDECIDED = {"insufficient-history", "suspect"}
+
+WINDOW = """WITH recent AS (
+    SELECT run_id, started FROM (
+        SELECT run_id, started, ROW_NUMBER() OVER (
+            PARTITION BY tag ORDER BY started DESC, run_id DESC) AS newest
+        FROM runs)
+    WHERE newest <= ?)"""
 
 
-def _when(ts):
+# ---- formatting -----------------------------------------------------------------------
+def when(ts):
     return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def _slug(text):
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
+def day(ts):
+    return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d")
 
 
-def _fmt(value):
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
+
+
+def fmt(value):
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def quartile(history, latest, unit):
-    """0..3: the quarter of the history the latest value falls in, 3 = best."""
-    if len(history) < 4:
-        return None
-    q1, q2, q3 = statistics.quantiles(history, n=4)
-    position = 0 if latest < q1 else 1 if latest < q2 else 2 if latest < q3 else 3
-    return position if higher_is_better(unit) else 3 - position
+def times(ratio):
+    return f"{ratio:.3g}x" if math.isfinite(ratio) else "many times"
 
 
-def series_label(series):
-    """'sys:part|environ|Check %a=x %b=y' -> 'Check x y [environ]'."""
-    _, environ, display = (series.split("|", 2) + ["", ""])[:3]
-    values = [v for k, v in re.findall(r"%(\w+)=(\S+)", display) if k != "workload_tag"]
-    return " ".join([display.split()[0] if display else "?", *values]) + f" [{environ}]"
+def duration(seconds):
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"{seconds:.1f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
-def _label(row):
-    """Short name of a case: its check and parameter values, without the tag."""
-    params = json.loads(row["params"] or "{}")
-    shown = [v for k, v in params.items() if k not in ("scratch_target", "workload_tag")]
-    return " ".join([row["check_name"], *shown])
+def verdict_words(label):
+    return VERDICT_WORDS.get(label, str(label).replace("-", " ").replace("_", " "))
 
 
+# ---- what the store holds ---------------------------------------------------------------
 class Series:
-    """One line of history: a check variant on one partition and environment, one metric."""
+    """One history: a case variant on one partition and environment, one figure."""
 
-    def __init__(self, row):
-        self.key, self.metric, self.unit = row["series"], row["metric"], row["unit"]
-        self.label, self.environ = _label(row), row["environ"]
-        self.partition = f"{row['system']}:{row['partition']}"
-        self.check = row["check_name"]
-        self.params = json.loads(row["params"] or "{}")
-        self.points = []   # (time, value, run_id, tag)
+    __slots__ = ("key", "metric", "points", "target", "kind", "partition", "environ",
+                 "tag", "unit", "label", "better", "headline", "chart", "check", "variant",
+                 "workload_words", "params", "scaling", "case_id")
+
+    def __init__(self, key, metric, points, meta):
+        self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
+        self.case_id = meta["case_id"]
+        self.target = meta["scratch_target"] or "unspecified"
+        self.kind = meta["scratch_kind"]
+        self.partition = f"{meta['system']}:{meta['partition']}"
+        self.environ = meta["environ"] or ""
+        self.tag = meta["workload"] or ""
+        self.unit = meta["unit"] or ""
+        self.label = naming.figure_label(meta)
+        self.better = meta["better"] if meta["better"] in ("higher", "lower") else "higher"
+        self.headline = meta["headline"] or ""
+        self.chart = json.loads(meta["chart"]) if meta["chart"] else None
+        self.params = json.loads(meta["params"] or "{}")
+        self.check = naming.check_words(meta)
+        self.variant = naming.variant_words(meta, self.params)
+        self.workload_words = meta["workload_words"] or ""
+        self.scaling = meta["scaling_parameter"] or ""
 
     @property
-    def latest(self):
-        return self.points[-1]
-
-    def plot(self, plot_id):
-        shown = self.points[-HISTORY_SHOWN:]
-        times = [int(p[0] * 1000) for p in shown]   # ms since the epoch, for Plotly
-        values = [p[1] for p in shown]
-        history = [p[1] for p in self.points[:-1]]
-        latest = self.points[-1][1]
-        q = quartile(history, latest, self.unit)
-        colour = QUARTILE_COLOURS[q] if q is not None else "#34495e"
-        runs = [p[2] for p in shown]
-        data = [
-            {"type": "scatter", "mode": "lines+markers", "x": times, "y": values,
-             "text": runs, "name": "history", "line": {"color": "#7f8c8d", "width": 1},
-             "marker": {"size": 5, "color": "#7f8c8d"},
-             "hovertemplate": "%{x|%Y-%m-%d %H:%M}<br>%{y:.4g} " + self.unit +
-                              "<br>run %{text}<extra></extra>"},
-            {"type": "scatter", "mode": "markers", "x": [times[-1]], "y": [latest],
-             "name": "latest", "marker": {"size": 11, "color": colour,
-                                          "line": {"color": "#222", "width": 1}},
-             "hovertemplate": "latest: %{y:.4g} " + self.unit + "<extra></extra>"},
-            dict(_box_statistics(history or [latest]), type="box", name="past runs",
-                 x=["past runs"], xaxis="x2", yaxis="y", marker={"color": "#95a5a6"},
-                 hoverinfo="y"),
-            {"type": "scatter", "mode": "markers", "x": ["past runs"], "y": [latest],
-             "xaxis": "x2", "yaxis": "y", "name": "latest run",
-             "marker": {"size": 12, "color": colour, "symbol": "diamond",
-                        "line": {"color": "#222", "width": 1}},
-             "hovertemplate": "latest: %{y:.4g}<extra></extra>"},
-        ]
-        layout = {"height": 230, "margin": {"l": 60, "r": 10, "t": 30, "b": 40},
-                  "title": {"text": f"{self.metric} ({self.unit})", "font": {"size": 13},
-                            "x": 0.01},
-                  "showlegend": False, "xaxis": {"domain": [0, 0.74], "type": "date",
-                                                 "nticks": 6},
-                  "xaxis2": {"domain": [0.8, 1], "type": "category"},
-                  "yaxis": {"rangemode": "tozero", "title": {"text": self.unit}},
-                  "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
-        return {"id": plot_id, "spec": {"data": data, "layout": layout},
-                "quartile": q, "colour": colour,
-                "quartile_text": QUARTILE_WORDS[q] if q is not None else "too few runs to rank"}
+    def figure(self):
+        """One figure of one workload, comparable across file systems: the same tag,
+        check, variant, sizes and declared meaning."""
+        return (self.tag, self.check, self.variant, self.workload_words, self.label,
+                self.unit, self.better)
 
 
-def _box_statistics(values):
-    """Plotly box from precomputed quartiles (Tukey fences): small pages, fast plots."""
-    ordered = sorted(values)
-    if len(ordered) >= 2:
-        q1, median, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
-    else:
-        q1 = median = q3 = ordered[0]
-    iqr = q3 - q1
-    low = min(v for v in ordered if v >= q1 - 1.5 * iqr)
-    high = max(v for v in ordered if v <= q3 + 1.5 * iqr)
-    return {"q1": [q1], "median": [median], "q3": [q3], "lowerfence": [low],
-            "upperfence": [high]}
+def load(conn):
+    """The histories of the latest HISTORY_RUNS runs of each tag:
+    {(series key, metric): Series}."""
+    points, latest_case = {}, {}
+    for case_id, key, metric, value, started, run_id in conn.execute(
+            f"{WINDOW} SELECT c.case_id, c.series, f.metric, f.value, recent.started, "
+            "c.run_id FROM recent JOIN cases c ON c.run_id = recent.run_id "
+            "JOIN figures f ON f.case_id = c.case_id WHERE f.value IS NOT NULL "
+            "ORDER BY recent.started, c.run_id", (HISTORY_RUNS,)):
+        if not math.isfinite(value):
+            continue     # e.g. a rate over a zero time: no point to plot (the run page lists it)
+        k = (key, metric)
+        line = points.get(k)
+        if line is None:
+            line = points[k] = []
+        line.append((started or 0, value, run_id))
+        latest_case[k] = case_id       # rows come oldest first: the last one is the latest
+    meta = {}
+    ids = sorted(set(latest_case.values()))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for row in conn.execute(
+                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart "
+                "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE f.case_id IN "
+                f"({','.join('?' * len(chunk))})", chunk):
+            meta[(row["case_id"], row["metric"])] = row
+    return {k: Series(k[0], k[1], line, meta[(latest_case[k], k[1])])
+            for k, line in points.items()}
 
 
-def collect(conn):
-    """Figures grouped per scratch target: {target: {"series": {(key, metric): Series},
-    "kind": ..., "partitions": {...}}}."""
-    targets = defaultdict(lambda: {"series": {}, "kind": None, "partitions": set()})
-    for row in store.figure_rows(conn):
-        if row["value"] is None:
-            continue
-        target = row["scratch_target"] or "unspecified"
-        t = targets[target]
-        t["kind"] = row["scratch_kind"] or t["kind"]
-        t["partitions"].add(f"{row['system']}:{row['partition']}")
-        key = (row["series"], row["metric"])
-        series = t["series"].get(key)
-        if series is None:
-            series = t["series"][key] = Series(row)
-        series.points.append((row["started"] or 0, row["value"], row["run_id"], row["tag"]))
-    return targets
-
-
-def advice(name, target, all_targets):
-    """Short, figure-derived advice for users of one file system."""
-    out = []
-    latest = defaultdict(list)
-    for s in target["series"].values():
-        latest[(s.check, s.metric)].append(s.latest[1])
-
-    def med(check, metric, t=None):
-        values = latest.get((check, metric)) if t is None else [
-            s.latest[1] for s in t["series"].values() if s.check == check and s.metric == metric]
-        return statistics.median(values) if values else None
-
-    others = {n: t for n, t in all_targets.items() if n != name}
-    stage_files, stage_bw = med("StageInOut", "stage_in_files_rate"), med("StageInOut",
-                                                                          "stage_in_bw")
-    if stage_files:
-        out.append(f"Staging a data set into {name} ran at {_fmt(stage_files)} files/s "
-                   f"({_fmt(stage_bw)} MiB/s): staging 1,000 input files costs about "
-                   f"{_fmt(1000 / stage_files)} s before the job computes.")
-    opens = med("KernelMetadata", "open_close_rate")
-    if opens and stage_files:
-        best = max(((med("KernelMetadata", "open_close_rate", t) or 0, n)
-                    for n, t in others.items()), default=(0, None))
-        if best[1] and opens > best[0] > 0:
-            per_file_saving = 1 / best[0] - 1 / opens
-            k = (1 / stage_files) / per_file_saving
-            out.append(f"Files open {opens / best[0]:.1f}x faster here than on {best[1]}: "
-                       f"staging pays for a job that opens each small input file more than "
-                       f"{_fmt(k)} times.")
-    deletes = med("KernelMetadata", "delete_rate")
-    if deletes:
-        seconds = 2048 / deletes
-        line = (f"Removing 2,048 files takes about {_fmt(seconds)} s here "
-                f"({_fmt(deletes)} deletions/s).")
-        if seconds > 60:
-            line += " Leave clean-up to the scheduler or do it after the job, as seed 002 learnt."
-        out.append(line)
-    share = med("KernelIOTest", "open_close_share")
-    if share is not None and share > 10:
-        out.append(f"Opening and closing files takes up to {_fmt(share)}% of a write phase: "
-                   "keep files open instead of reopening them.")
-    write = med("KernelIOTest", "write_bw")
-    if write:
-        ranked = sorted(((med("KernelIOTest", "write_bw", t) or 0, n)
-                         for n, t in all_targets.items()), reverse=True)
-        if ranked and ranked[0][1] == name and len(ranked) > 1:
-            out.append(f"Fastest scratch target here for large sequential writes "
-                       f"({_fmt(write)} MiB/s, {write / max(ranked[1][0], 1e-9):.1f}x "
-                       f"{ranked[1][1]}).")
+def latest_cases(conn):
+    """Every case of each file system's latest run (within the window):
+    {target: (run row, [case rows])}."""
+    out = {}
+    for target, run_id, _ in conn.execute(
+            f"{WINDOW} SELECT c.scratch_target, c.run_id, MAX(recent.started) FROM cases c "
+            "JOIN recent ON c.run_id = recent.run_id GROUP BY c.scratch_target",
+            (HISTORY_RUNS,)).fetchall():
+        run = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        cases = conn.execute("SELECT * FROM cases WHERE run_id = ? AND scratch_target IS ? "
+                             "ORDER BY title, check_name, variant, environ",
+                             (run_id, target)).fetchall()
+        out[target or "unspecified"] = (run, cases)
     return out
 
 
+# ---- one number per run, spread, ranking ---------------------------------------------------
+class Standing:
+    """A figure of one file system: one value per run (the median over the environments
+    and partitions that measured it in that run), and its recent spread."""
+
+    def __init__(self, target, series):
+        self.target, self.series = target, series
+        by_run = {}
+        for s in series:
+            for t, v, run in s.points:
+                by_run.setdefault(run, (t, []))[1].append(v)
+        self.runs = sorted((t, run, statistics.median(vs)) for run, (t, vs) in by_run.items())
+        self.environs = sorted({s.environ for s in series})
+        self.workload_words = sorted({s.workload_words for s in series if s.workload_words})
+        recent = self.runs[-RECENT_RUNS:]
+        self.recent = [v for _, _, v in recent]
+        self.first, self.last = recent[0][0], recent[-1][0]
+        self.latest_time, self.latest_run, self.latest = self.runs[-1]
+        self.median = statistics.median(self.recent)
+        self.low, self.high = min(self.recent), max(self.recent)
+
+    @property
+    def n(self):
+        return len(self.recent)
+
+    def spread_words(self, unit):
+        if self.n == 1:
+            return "one run so far"
+        return f"{fmt(self.low)} to {fmt(self.high)} {unit} over {self.n} runs"
+
+    def rests_on(self):
+        dates = day(self.first) if self.n == 1 or day(self.first) == day(self.last) \
+            else f"{day(self.first)} to {day(self.last)}"
+        runs = "the latest run" if self.n == 1 else f"the last {self.n} runs"
+        sizes = "; ".join(self.workload_words)
+        return f"{runs} ({dates}){': ' + sizes if sizes else ''}"
+
+
+def _apart(good, bad, better):
+    """Every recent value of `good` beats every recent value of `bad`."""
+    return good.low > bad.high if better == "higher" else good.high < bad.low
+
+
+def _ratio(good, bad, better):
+    """How many times better `good` is than `bad` on the medians (>= 1 when better)."""
+    a, b = (good.median, bad.median) if better == "higher" else (bad.median, good.median)
+    return a / b if b else math.inf
+
+
+class Ranking:
+    """Which file system is best for one figure, and whether the spreads allow saying so."""
+
+    def __init__(self, figure, series_by_target):
+        self.figure = figure
+        (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
+         self.better) = figure
+        self.standings = {t: Standing(t, ss) for t, ss in series_by_target.items()}
+        ranked = sorted(self.standings.values(), key=lambda s: s.median,
+                        reverse=self.better == "higher")
+        self.headline = next((s.headline for ss in series_by_target.values() for s in ss
+                              if s.headline), "")
+        self.best = ranked[0]
+        self.second = ranked[1] if len(ranked) > 1 else None
+        self.margin = self.runs_needed = None
+        if self.second is None:
+            self.status = "alone"
+            return
+        self.margin = _ratio(self.best, self.second, self.better)
+        self.runs_needed = max(0, MIN_RUNS_TO_RANK - min(self.best.n, self.second.n))
+        if self.runs_needed:
+            self.status = "too few runs"
+        elif _apart(self.best, self.second, self.better):
+            self.status = "winner"
+        else:
+            self.status = "no clear winner"
+
+    @property
+    def name(self):
+        return self.headline or self.label
+
+    @property
+    def workload_words(self):
+        return sorted({w for s in self.standings.values() for w in s.workload_words})
+
+    def margin_words(self):
+        return f"{times(self.margin)} {'higher' if self.better == 'higher' else 'lower'}"
+
+    def verdict(self):
+        """The ranking in words, as the index shows it (and the advice repeats)."""
+        if self.status == "alone":
+            return f"only measured on {self.best.target}"
+        if self.status == "winner":
+            return (f"{self.best.target}: {self.margin_words()} than {self.second.target} "
+                    f"(every one of the last {min(self.best.n, self.second.n)} runs)")
+        if self.status == "no clear winner":
+            return (f"no clear winner: the ranges of the last runs overlap "
+                    f"({self.best.target} leads by {times(self.margin)} on the median)")
+        return (f"not decided yet: {self.runs_needed} more run{'s' * (self.runs_needed > 1)} "
+                f"needed (so far {self.best.target} leads by {times(self.margin)})")
+
+
+def rankings(series):
+    """A ranking of every figure (except those drawn on a declared chart), in the order
+    the pages list them."""
+    grouped = defaultdict(lambda: defaultdict(list))
+    for s in series.values():
+        if not s.chart:
+            grouped[s.figure][s.target].append(s)
+    return sorted((Ranking(figure, by_target) for figure, by_target in grouped.items()),
+                  key=lambda r: (r.tag, r.check, r.variant, r.name))
+
+
+# ---- advice ------------------------------------------------------------------------------
+def advice(target, headline_rankings, series):
+    """What a user of one file system should know, from the declared figures only.
+
+    Each line says which runs and sizes it rests on; nothing is said where the spread
+    does not support it (only "not enough data" for the figures concerned)."""
+    lines, undecided, level = [], [], []
+    for r in headline_rankings:
+        mine = r.standings.get(target)
+        if mine is None or r.status == "alone":
+            continue
+        what = f"{r.name} ({r.variant})" if r.variant else r.name
+        if r.status == "winner" and r.best.target == target:
+            lines.append(f"Best file system here for {what}: {r.margin_words()} than "
+                         f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
+                         f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
+                         f"Rests on {mine.rests_on()}.")
+        elif r.status == "winner" and _apart(r.best, mine, r.better) and \
+                min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK:
+            lines.append(f"For {what}, prefer {r.best.target}: "
+                         f"{times(_ratio(r.best, mine, r.better))} "
+                         f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
+                         f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
+                         f"here). Rests on {mine.rests_on()}.")
+        elif r.status == "winner":
+            level.append(what)
+        elif r.status == "no clear winner":
+            level.append(what)
+        else:
+            undecided.append((what, r.runs_needed))
+    for r in headline_rankings:
+        mine = r.standings.get(target)
+        if mine is not None and mine.n >= MIN_RUNS_TO_RANK and mine.median and \
+                (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD:
+            lines.append(f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
+                         f"plan with the lower figure.")
+    lines.extend(_variant_advice(target, series))
+    if level:
+        lines.append("No clear difference from the other file systems (their recent ranges "
+                      f"overlap) for: {'; '.join(level)}.")
+    if undecided:
+        most = max(n for _, n in undecided)
+        lines.append(f"Not enough data yet to compare file systems for: "
+                     f"{'; '.join(w for w, _ in undecided)} "
+                     f"({most} more run{'s' * (most > 1)} needed).")
+    return lines
+
+
+def _variant_advice(target, series):
+    """Within one check, which variant does best for a headline figure's label on this
+    file system (e.g. one file per process against one shared file), when the ranges
+    of recent runs do not overlap."""
+    labels = {(s.tag, s.check, s.label) for s in series.values()
+              if s.target == target and s.headline}
+    by_variant = defaultdict(lambda: defaultdict(list))
+    for s in series.values():
+        if s.target == target and (s.tag, s.check, s.label) in labels and not s.scaling \
+                and not s.chart:
+            by_variant[(s.tag, s.check, s.label, s.unit, s.better)][s.variant].append(s)
+    lines = []
+    for (tag, check, label, unit, better), variants in sorted(by_variant.items()):
+        if len(variants) < 2:
+            continue
+        standings = [Standing(target, ss) for ss in variants.values()]
+        names = dict(zip(map(id, standings), variants))
+        standings.sort(key=lambda s: s.median, reverse=better == "higher")
+        best, worst = standings[0], standings[-1]
+        if min(best.n, worst.n) < MIN_RUNS_TO_RANK or not worst.median or not best.median:
+            continue
+        ratio = _ratio(best, worst, better)
+        if _apart(best, worst, better) and ratio >= VARIANT_ADVICE_RATIO:
+            lines.append(f"{check}: {label[0].lower() + label[1:]} is {times(ratio)} "
+                         f"{'higher' if better == 'higher' else 'lower'} with "
+                         f"{names[id(best)]} ({fmt(best.median)} {unit}) than with "
+                         f"{names[id(worst)]} ({fmt(worst.median)} {unit}). Rests on "
+                         f"{best.rests_on()}.")
+    return lines
+
+
+# ---- the verdict banner --------------------------------------------------------------------
+def nights_needed(entry):
+    """How many more nights a figure needs before it can be judged (0 when judged)."""
+    for name in ("nights_needed", "runs_needed", "more_runs_needed"):
+        if isinstance(entry.get(name), int):
+            return entry[name]
+    found = re.search(r"(\d+) runs?, (\d+) needed", entry.get("detail") or "")
+    return max(0, int(found.group(2)) - int(found.group(1))) if found else 0
+
+
+def banner(verdicts, latest_run):
+    """What the nightly verdict of the latest run decided and what it could not."""
+    if latest_run is None:
+        return None
+    run_id = latest_run["run_id"]
+    if not verdicts or verdicts.get("run_id") != run_id:
+        return {"state": "missing", "run": run_id, "when": when(latest_run["started"]),
+                "text": f"No verdict for run {run_id} yet: run `scratchbench verdict nightly`."}
+    figures = verdicts.get("figures") or []
+    undecided = [f for f in figures if f["verdict"] in UNDECIDED or nights_needed(f) > 0]
+    decided = Counter(f["verdict"] for f in figures if f not in undecided)
+    waiting = Counter(f["verdict"] for f in undecided)
+    most = max((nights_needed(f) for f in undecided), default=0)
+    bad = any("regress" in label for label in decided)
+    return {"state": "bad" if bad else "unsure" if undecided else "good", "run": run_id,
+            "when": when(latest_run["started"]), "total": len(figures),
+            "decided": [(n, verdict_words(v), v) for v, n in decided.most_common()],
+            "undecided_count": len(undecided),
+            "undecided": [(n, verdict_words(v), v) for v, n in waiting.most_common()],
+            "nights_needed": most}
+
+
+# ---- plots ---------------------------------------------------------------------------------
+def _quartile(earlier, latest, higher):
+    """0..3: the quarter of the earlier runs the latest value falls in, 3 = best."""
+    if len(earlier) < MIN_EARLIER_FOR_BOX:
+        return None
+    q1, q2, q3 = statistics.quantiles(earlier, n=4)
+    position = 0 if latest < q1 else 1 if latest < q2 else 2 if latest < q3 else 3
+    return position if higher else 3 - position
+
+
+def _box(values):
+    """Plotly box statistics precomputed (Tukey fences): small pages, fast plots."""
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    iqr = q3 - q1
+    return {"q1": [q1], "median": [median], "q3": [q3],
+            "lowerfence": [min(v for v in values if v >= q1 - 1.5 * iqr)],
+            "upperfence": [max(v for v in values if v <= q3 + 1.5 * iqr)]}
+
+
+def _time_range(stamps):
+    """A date axis that never zooms into milliseconds: at least two hours wide."""
+    lo, hi = min(stamps), max(stamps)
+    pad = max((hi - lo) * 0.05, 3600)
+    return [(lo - pad) * 1000, (hi + pad) * 1000]
+
+
+def history_plot(lines, unit, higher):
+    """UMAMI's layout: the history on the left with the latest value marked and coloured
+    by the quarter of earlier runs it falls in; a box plot of the earlier runs on the
+    right (from MIN_EARLIER_FOR_BOX earlier runs on).  lines: [(name, [(t, v, run)])].
+    Returns (spec, [(name, latest, quartile words or None)])."""
+    data, notes, stamps = [], [], []
+    boxes = any(len(points) - 1 >= MIN_EARLIER_FOR_BOX for _, points in lines)
+    for i, (name, points) in enumerate(lines):
+        colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+        xs = [int(t * 1000) for t, _, _ in points]
+        ys = [v for _, v, _ in points]
+        stamps += [t for t, _, _ in points]
+        earlier, latest = ys[:-1], ys[-1]
+        q = _quartile(earlier, latest, higher)
+        notes.append((name, latest, QUARTILE_WORDS[q] if q is not None else None))
+        marker = QUARTILE_COLOURS[q] if q is not None else colour
+        data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys,
+                     "text": [r for _, _, r in points], "name": name,
+                     "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
+                     "hovertemplate": f"{name}<br>%{{x|%Y-%m-%d %H:%M}}<br>%{{y:.4g}} {unit}"
+                                      "<br>run %{text}<extra></extra>"})
+        data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
+                     "showlegend": False, "name": f"{name}, latest",
+                     "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
+                     "hovertemplate": f"{name}, latest: %{{y:.4g}} {unit}<extra></extra>"})
+        if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
+            data.append(dict(_box(earlier), type="box", name=name, x=[name], xaxis="x2",
+                             showlegend=False, marker={"color": colour}, hoverinfo="y"))
+            data.append({"type": "scatter", "mode": "markers", "x": [name], "y": [latest],
+                         "xaxis": "x2", "showlegend": False, "name": f"{name}, latest",
+                         "marker": {"size": 12, "color": marker, "symbol": "diamond",
+                                    "line": {"color": "#222", "width": 1}},
+                         "hovertemplate": f"latest: %{{y:.4g}} {unit}<extra></extra>"})
+    layout = {"height": 250, "margin": {"l": 60, "r": 10, "t": 30, "b": 35},
+              "showlegend": len(lines) > 1,
+              "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
+                         "font": {"size": 11}},
+              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "date",
+                        "range": _time_range(stamps), "nticks": 6},
+              "yaxis": {"rangemode": "tozero", "title": {"text": unit}},
+              "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
+    if boxes:
+        layout["xaxis2"] = {"domain": [0.8, 1], "type": "category",
+                            "title": {"text": "earlier runs", "font": {"size": 11}}}
+    return {"data": data, "layout": layout}, notes
+
+
+def _axis_type(values):
+    positive = [v for v in values if isinstance(v, (int, float)) and v > 0]
+    return "log" if len(positive) == len(values) and positive and \
+        max(positive) / min(positive) >= 16 else "linear"
+
+
+def lines_plot(x_name, lines, unit, error_bars=None):
+    """x against value, one line per name: lines = {name: {x: value}};
+    error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
+    data, xs_all = [], []
+    for i, (name, points) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
+        xs = sorted(points)
+        xs_all += xs
+        trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
+                 "x": xs, "y": [points[x] for x in xs],
+                 "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
+                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>"}
+        if error_bars and name in error_bars:
+            spread = error_bars[name]
+            trace["error_y"] = {"type": "data", "symmetric": False,
+                                "array": [spread[x][1] - points[x] for x in xs],
+                                "arrayminus": [points[x] - spread[x][0] for x in xs],
+                                "thickness": 1}
+        data.append(trace)
+    kind = _axis_type(xs_all)
+    ticks = sorted(set(xs_all))
+    xaxis = {"title": {"text": x_name}, "type": kind}
+    if kind == "log" or len(ticks) <= 12:
+        xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
+    return {"data": data, "layout": {
+        "height": 280, "margin": {"l": 60, "r": 10, "t": 30, "b": 45},
+        "showlegend": len(data) > 1,
+        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "xaxis": xaxis, "yaxis": {"title": {"text": unit}, "rangemode": "tozero"}}}
+
+
+def surface_plots(x_name, y_name, cells, unit):
+    """A 3-D surface and a heat map of value over (x, y); cells = {(x, y): value}.
+    Missing cells (e.g. small records of large files) stay empty."""
+    xs = sorted({x for x, _ in cells})
+    ys = sorted({y for _, y in cells})
+    z = [[cells.get((x, y)) for x in xs] for y in ys]
+    scene_axis = {"x": (x_name, xs), "y": (y_name, ys)}
+    scene = {f"{a}axis": {"title": {"text": name}, "type": _axis_type(values),
+                          "tickvals": values, "ticktext": [fmt(v) for v in values]}
+             for a, (name, values) in scene_axis.items()}
+    scene["zaxis"] = {"title": {"text": unit}}
+    surface = {"data": [{"type": "surface", "x": xs, "y": ys, "z": z, "colorscale": "Viridis",
+                         "colorbar": {"title": {"text": unit}},
+                         "hovertemplate": f"{x_name} %{{x}}<br>{y_name} %{{y}}<br>"
+                                          f"%{{z:.4g}} {unit}<extra></extra>"}],
+               "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
+                          "scene": dict(scene, camera={"eye": {"x": 1.7, "y": 1.7, "z": 1.0}})}}
+    heat = {"data": [{"type": "heatmap", "x": [fmt(x) for x in xs], "y": [fmt(y) for y in ys],
+                      "z": z, "colorscale": "Viridis", "colorbar": {"title": {"text": unit}},
+                      "hovertemplate": f"{x_name} %{{x}}<br>{y_name} %{{y}}<br>"
+                                       f"%{{z:.4g}} {unit}<extra></extra>"}],
+            "layout": {"height": 420, "margin": {"l": 80, "r": 10, "t": 30, "b": 60},
+                       "xaxis": {"title": {"text": x_name}, "type": "category"},
+                       "yaxis": {"title": {"text": y_name}, "type": "category"}}}
+    return surface, heat
+
+
+def bars_plot(categories, traces, unit, highlight=None):
+    """Bars of the recent median with the recent range as error bars.
+    traces: [(name, {category: Standing})]; a log axis when values differ by orders."""
+    data, values = [], []
+    for i, (name, by_category) in enumerate(traces):
+        ys, lo, hi, colours = [], [], [], []
+        for c in categories:
+            s = by_category.get(c)
+            ys.append(s.median if s else None)
+            lo.append(s.median - s.low if s else 0)
+            hi.append(s.high - s.median if s else 0)
+            colours.append("#1e8449" if highlight and c == highlight else
+                           LINE_COLOURS[i % len(LINE_COLOURS)])
+            if s:
+                values += [s.low, s.high]
+        data.append({"type": "bar", "name": str(name), "x": list(categories), "y": ys,
+                     "marker": {"color": colours},
+                     "error_y": {"type": "data", "symmetric": False, "array": hi,
+                                 "arrayminus": lo, "thickness": 1.2, "color": "#222"},
+                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:.4g}} {unit}"
+                                      "<extra></extra>"})
+    positive = [v for v in values if v and v > 0]
+    log = bool(positive) and len(positive) == len(values) and \
+        max(positive) / min(positive) > LOG_SCALE_RATIO
+    yaxis = {"title": {"text": unit + (" (log scale)" if log else "")},
+             "type": "log" if log else "linear"}
+    if log:
+        yaxis["dtick"] = 1      # a tick per power of ten, no crowded minor labels
+    if not log:
+        yaxis["rangemode"] = "tozero"
+    return {"data": data, "layout": {
+        "barmode": "group", "height": 300, "margin": {"l": 70, "r": 10, "t": 30, "b": 40},
+        "showlegend": len(traces) > 1,
+        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "yaxis": yaxis, "xaxis": {"automargin": True, "type": "category"}}}, log
+
+
+# ---- pages -----------------------------------------------------------------------------------
+class Plots:
+    """Numbers the plots of one page."""
+
+    def __init__(self, prefix="p"):
+        self.prefix, self.count = prefix, 0
+
+    def add(self, spec, **info):
+        self.count += 1
+        return dict(info, id=f"{self.prefix}{self.count}", spec=spec)
+
+
+def headline_table(headline_rankings, targets):
+    """Rows of the index: one per headline figure, grouped by workload tag."""
+    by_tag = defaultdict(list)
+    for r in headline_rankings:
+        by_tag[r.tag].append(r)
+    newest = {tag: max(s.latest_time for r in rs for s in r.standings.values())
+              for tag, rs in by_tag.items()}
+    return [{"tag": tag, "words": naming.tag_words(tag),
+             "rows": sorted(by_tag[tag], key=lambda r: (r.check, r.variant, r.name)),
+             "targets": [t for t in targets if any(t in r.standings for r in by_tag[tag])]}
+            for tag in sorted(by_tag, key=lambda t: -newest[t])]
+
+
+def problems(cases, with_target=False):
+    """Failures and skips of a set of cases, grouped by cause."""
+    failed, skipped = defaultdict(list), defaultdict(list)
+    for c in cases:
+        name = naming.case_words(c) + \
+            (f" on {c['scratch_target']}" if with_target and c["scratch_target"] else "") + \
+            (f" [{c['environ']}]" if c["environ"] else "")
+        if c["result"] == "skip":
+            skipped[c["skip_reason"] or "no reason given"].append(name)
+        elif c["result"] not in ("pass", "success"):
+            phase = f"failed in {c['fail_phase']}" if c["fail_phase"] else "failed"
+            reason = (c["fail_reason"] or "no reason given").strip()
+            failed[f"{phase}: {reason}"].append(name)
+    counts = Counter("skip" if c["result"] == "skip" else
+                     "pass" if c["result"] in ("pass", "success") else "fail" for c in cases)
+    return {"total": len(cases), "passed": counts["pass"], "failed": counts["fail"],
+            "skipped": counts["skip"],
+            "failures": sorted(failed.items(), key=lambda kv: -len(kv[1])),
+            "skips": sorted(skipped.items(), key=lambda kv: -len(kv[1]))}
+
+
+def fs_page(target, series, headline_rankings, verdicts, plots):
+    """The sections of one file system's page."""
+    mine = [s for s in series.values() if s.target == target]
+    headlines = []
+    for r in headline_rankings:
+        standing = r.standings.get(target)
+        if standing is None:
+            continue
+        spec, notes = history_plot([("value per run", [(t, v, run) for t, run, v in
+                                                       standing.runs])],
+                                   r.unit, r.better == "higher")
+        headlines.append(plots.add(spec, ranking=r, standing=standing, notes=notes))
+    charts = _chart_sections(mine, plots)
+    scaling = _scaling_sections(mine, plots)
+    folded = defaultdict(lambda: defaultdict(list))
+    groups = defaultdict(list)
+    for s in mine:
+        if not s.chart:
+            groups[(s.tag, s.check, s.variant, s.partition, s.label, s.unit, s.better)].append(s)
+    for key, ss in sorted(groups.items()):
+        tag, check, variant, partition, label, unit, better = key
+        ss.sort(key=lambda s: s.environ)
+        spec, notes = history_plot([(s.environ or "value", s.points) for s in ss], unit,
+                                   better == "higher")
+        judged = [(s.environ, verdicts.get((s.key, s.metric))) for s in ss]
+        headline = any(s.headline for s in ss)
+        folded[(tag, check)][(variant, partition, tuple(sorted({s.workload_words for s in ss})))]\
+            .append(plots.add(spec, label=label, unit=unit, notes=notes, headline=headline,
+                              verdicts=[(e, v) for e, v in judged if v]))
+    sections = [{"tag": tag, "check": check, "words": naming.tag_words(tag),
+                 "variants": [{"variant": v, "partition": p, "workload": "; ".join(w),
+                               "plots": sorted(ps, key=lambda p: (not p["headline"], p["label"]))}
+                              for (v, p, w), ps in sorted(variants.items())]}
+                for (tag, check), variants in sorted(folded.items())]
+    return {"headlines": headlines, "charts": charts, "scaling": scaling,
+            "sections": sections, "partitions": sorted({s.partition for s in mine}),
+            "kind": next((s.kind for s in mine if s.kind), None)}
+
+
+def _chart_sections(mine, plots):
+    """The charts the checks declared, from the latest run of each case."""
+    groups = defaultdict(list)
+    for s in mine:
+        if s.chart:
+            groups[(s.tag, s.check, s.variant, s.partition, s.environ, s.chart["title"],
+                    s.chart["kind"], s.unit)].append(s)
+    out = []
+    for key, ss in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        tag, check, variant, partition, environ, title, kind, unit = key
+        latest_time = max(s.points[-1][0] for s in ss)
+        current = [s for s in ss if s.points[-1][0] == latest_time]
+        caption = {"title": title, "check": check, "variant": variant, "environ": environ,
+                   "partition": partition, "when": when(latest_time), "unit": unit,
+                   "workload": "; ".join(sorted({s.workload_words for s in current
+                                                 if s.workload_words}))}
+        x_name = current[0].chart["x"][0]
+        if kind == "lines":
+            lines = defaultdict(dict)
+            for s in current:
+                lines[s.chart.get("line") or s.label][s.chart["x"][1]] = s.points[-1][1]
+            out.append(dict(caption, kind=kind, line=None,
+                            plots=[plots.add(lines_plot(x_name, lines, unit))]))
+        else:
+            y_name = current[0].chart["y"][0]
+            surfaces = defaultdict(dict)
+            for s in current:
+                surfaces[s.chart.get("line") or s.label][(s.chart["x"][1], s.chart["y"][1])] = \
+                    s.points[-1][1]
+            for line, cells in sorted(surfaces.items()):
+                surface, heat = surface_plots(x_name, y_name, cells, unit)
+                out.append(dict(caption, kind=kind, line=line,
+                                plots=[plots.add(surface, surface=True),
+                                       plots.add(heat)]))
+    return out
+
+
+def _scaling_sections(mine, plots):
+    """Checks that sweep a parameter: each figure against it, from the recent runs."""
+    groups = defaultdict(lambda: defaultdict(list))
+    for s in mine:
+        if s.scaling and s.scaling in s.params and not s.chart:
+            groups[(s.tag, s.check, s.scaling, s.label, s.unit)][s.environ].append(s)
+    out = []
+    for (tag, check, parameter, label, unit), by_env in sorted(groups.items()):
+        lines, spreads, runs = defaultdict(dict), defaultdict(dict), 0
+        for environ, ss in by_env.items():
+            for s in ss:
+                try:
+                    x = float(s.params[parameter])
+                except ValueError:
+                    continue
+                st = Standing(s.target, [s])
+                lines[environ or label][x] = st.median
+                spreads[environ or label][x] = (st.low, st.high)
+                runs = max(runs, st.n)
+        if lines:
+            out.append({"check": check, "label": label, "unit": unit,
+                        "parameter": naming.words(parameter), "runs": runs,
+                        "words": naming.tag_words(tag),
+                        "plot": plots.add(lines_plot(naming.words(parameter), lines, unit,
+                                                     spreads))})
+    return out
+
+
+def compare_page(all_rankings, plots):
+    """Headline figures across file systems, then every figure, the same variant side by
+    side."""
+    headlines = []
+    for r in sorted((r for r in all_rankings if r.headline),
+                    key=lambda r: (r.tag, r.check, r.variant, r.name)):
+        targets = sorted(r.standings)
+        spec, log = bars_plot(targets, [(r.name, r.standings)], r.unit,
+                              highlight=r.best.target if r.status == "winner" else None)
+        headlines.append(plots.add(spec, ranking=r, log=log, targets=targets))
+    grouped = defaultdict(lambda: defaultdict(dict))
+    # A variant measured with different sizes on different file systems is not one bar
+    # group: its sizes tell the groups apart.
+    sized = Counter((r.tag, r.check, r.variant, r.label) for r in all_rankings)
+    for r in all_rankings:
+        variant = f"{r.variant} ({r.sizes})" if sized[(r.tag, r.check, r.variant, r.label)] > 1 \
+            else r.variant
+        grouped[(r.tag, r.check, r.label, r.unit, r.better)][variant] = r
+    sections = defaultdict(list)
+    for (tag, check, label, unit, better), by_variant in sorted(grouped.items()):
+        variants = sorted(by_variant)
+        targets = sorted({t for r in by_variant.values() for t in r.standings})
+        traces = [(t, {v: by_variant[v].standings.get(t) for v in variants
+                       if t in by_variant[v].standings}) for t in targets]
+        spec, log = bars_plot(variants, traces, unit)
+        sections[(tag, check)].append(plots.add(
+            spec, label=label, unit=unit, better=better, log=log, targets=targets,
+            table=[(v, [by_variant[v].standings.get(t) for t in targets],
+                    by_variant[v].verdict()) for v in variants]))
+    return headlines, [{"tag": tag, "check": check, "words": naming.tag_words(tag),
+                        "plots": ps} for (tag, check), ps in sorted(sections.items())]
+
+
+def compare_charts(series, plots):
+    """The 'lines' charts the checks declare, every file system on the same graph (as
+    seed 003 compares two systems): the latest run of each, one line per file system
+    and chart line."""
+    groups = defaultdict(list)
+    for s in series.values():
+        if s.chart and s.chart["kind"] == "lines":
+            groups[(s.tag, s.check, s.variant, s.environ, s.chart["title"], s.unit)].append(s)
+    out = []
+    for (tag, check, variant, environ, title, unit), ss in sorted(groups.items()):
+        targets = sorted({s.target for s in ss})
+        if len(targets) < 2:
+            continue
+        lines = defaultdict(dict)
+        for target in targets:
+            mine = [s for s in ss if s.target == target]
+            newest = max(s.points[-1][0] for s in mine)
+            for s in mine:
+                if s.points[-1][0] == newest:
+                    lines[f"{target}: {s.chart.get('line') or s.label}"][s.chart["x"][1]] = \
+                        s.points[-1][1]
+        out.append(plots.add(lines_plot(ss[0].chart["x"][0], lines, unit), title=title,
+                             check=check, variant=variant, environ=environ, unit=unit,
+                             words=naming.tag_words(tag)))
+    return out
+
+
+def run_extras(source):
+    """Per case of a run report: wall time and output directory (kept in the run
+    report, not in the store): {series key: {...}}."""
+    try:
+        report = json.loads(Path(source).read_text())
+    except (OSError, ValueError, TypeError):
+        return {}
+    extras = {}
+    for case in runreport.final_cases(report):
+        display = case.get("display_name") or case.get("name")
+        extras[store.series_key(case, display)] = {
+            "time": case.get("time_total"),
+            "output": next((d for d in (case.get("outputdir"), case.get("stagedir"))
+                            if d and os.path.isdir(d)), None)}
+    return extras
+
+
+FIGURE_COLUMNS = 8   # a check with more figures than this lists them in a fold per case
+
+
+def case_rows_html(rows, parameters, figure_columns):
+    """The rows of a run's table of cases: parameters and figures as columns.
+
+    Built here with ``html.escape`` rather than in the template: a run of the suite has
+    hundreds of cases and thousands of cells, a full build writes a page per stored run,
+    and Jinja's per-cell attribute lookups made that several times slower."""
+    out = []
+    for r in rows:
+        c = r["case"]
+        result = c["result"] or ""
+        title = ""
+        if result == "skip" and c["skip_reason"]:
+            # the full reason heads the page, under "What did not run"
+            reason = c["skip_reason"]
+            result_text = f"skipped: {reason[:60]}{'…' if len(reason) > 60 else ''}"
+            title = f' title="{escape(reason)}"'
+        elif c["fail_reason"]:
+            phase = f" in {c['fail_phase']}" if c["fail_phase"] else ""
+            result_text = f"{result}{phase}: {c['fail_reason']}"
+        else:
+            result_text = result
+        cells = [r["variant"], *(r["params"].get(k, "") for k in parameters),
+                 c["environ"] or "", c["partition"] or "",
+                 "" if c["nodes"] is None else c["nodes"],
+                 "" if c["tasks_per_node"] is None else c["tasks_per_node"],
+                 "yes" if c["exclusive"] else "no",
+                 f"{c['jobid'] or ''} {c['nodelist'] or ''}".strip()]
+        html = "".join(f"<td>{escape(str(v))}</td>" for v in cells)
+        html += f'<td class="result"{title}>{escape(result_text)}</td>'
+        html += f'<td class="time">{escape(r["time"])}</td>'
+        if figure_columns:
+            values = {label: value for label, value, _ in r["figures"]}
+            html += "".join(f'<td class="num">{escape(values.get(label, ""))}</td>'
+                            for label, _ in figure_columns)
+        else:
+            listed = "".join(f'<div class="fig">{escape(label)}: <b>{escape(value)}</b> '
+                             f'{escape(unit)}</div>' for label, value, unit in r["figures"])
+            html += (f'<td class="figures"><details><summary>{len(r["figures"])} figures'
+                     f"</summary>{listed}</details></td>" if r["figures"] else "<td></td>")
+        html += (f'<td><a href="{escape(r["output"])}/">files</a></td>' if r["output"]
+                 else "<td></td>")
+        out.append(f'<tr class="r-{slug(result)}">{html}</tr>')
+    return Markup("\n".join(out))
+
+
+def run_page_data(conn, run, out):
+    cases = conn.execute("SELECT * FROM cases WHERE run_id = ? ORDER BY title, check_name, "
+                         "variant, scratch_target, environ, display_name",
+                         (run["run_id"],)).fetchall()
+    figures = defaultdict(list)
+    for case_id, value, unit, label, metric in conn.execute(
+            "SELECT f.case_id, f.value, f.unit, f.label, f.metric FROM figures f JOIN cases c "
+            "ON f.case_id = c.case_id WHERE c.run_id = ? ORDER BY f.figure_id",
+            (run["run_id"],)):
+        figures[case_id].append((label or metric, fmt(value), unit or ""))
+    extras = run_extras(run["source"]) if run["source"] else {}
+    groups = defaultdict(list)
+    for c in cases:
+        params = json.loads(c["params"] or "{}")
+        extra = extras.get(c["series"], {})
+        link = os.path.relpath(extra["output"], out) if extra.get("output") else None
+        groups[naming.check_words(c)].append({
+            "case": c, "params": params, "variant": naming.variant_words(c, params),
+            "figures": figures[c["case_id"]], "time": duration(extra.get("time")),
+            "output": link})
+    tables = []
+    for check, rows in groups.items():
+        names = sorted({k for r in rows for k in r["params"]})
+        figure_columns = {}
+        for r in rows:
+            for label, _, unit in r["figures"]:
+                figure_columns.setdefault(label, unit)
+        figure_columns = list(figure_columns.items())
+        if len(figure_columns) > FIGURE_COLUMNS:
+            figure_columns = []
+        tables.append({"check": check, "columns": [naming.words(k) for k in names],
+                       "figure_columns": figure_columns,
+                       "rows_html": case_rows_html(rows, names, figure_columns),
+                       "workload": sorted({r["case"]["workload_words"] for r in rows
+                                           if r["case"]["workload_words"]})})
+    wall = (run["finished"] - run["started"]) if run["finished"] and run["started"] else None
+    return {"tables": tables, "problems": problems(cases, with_target=True),
+            "wall": duration(wall)}
+
+
+# ---- the build -----------------------------------------------------------------------------
+def plot_json(spec):
+    """A plot specification as JSON safe inside <script>: what Jinja's ``tojson`` does,
+    without sorting keys or indenting (plots are most of a page's bytes and build time)."""
+    text = json.dumps(spec, separators=(",", ":"), allow_nan=False)
+    return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c")
+                  .replace(">", "\\u003e").replace("'", "\\u0027"))
+
+
+def _environment(cache):
+    cache.mkdir(exist_ok=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.files("reports") / "templates")),
+        autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        # compiled templates kept between builds: compiling them is a tenth of a rebuild
+        bytecode_cache=jinja2.FileSystemBytecodeCache(str(cache)))
+    env.filters.update(fmt=fmt, when=when, day=day, slug=slug, verdict_words=verdict_words,
+                       plot_json=plot_json)
+    return env
+
+
+def _code_digest():
+    """Changes whenever the page code or a template changes: every page is rebuilt then."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for path in sorted((Path(__file__).parent / "templates").iterdir()):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file system performance"):
-    """Write the site into out_dir; returns (number of pages, number of figures, seconds)."""
+    """Write the site into out_dir; returns (pages written, figures stored, seconds).
+
+    ``nightly_verdicts``: the verdict file of a nightly run; the banner uses it only when
+    it is the latest run's."""
     t0 = time.monotonic()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "assets").mkdir(exist_ok=True)
-    conn = store.connect(db_path)
-    targets = collect(conn)
-    runs = store.runs(conn)
-    verdicts = {}
-    for v in (nightly_verdicts or {}).get("figures", []):
-        verdicts[(v["series"], v["metric"])] = v
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.files("scratchbench.reports") /
-                                           "templates")),
-        autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-    env.filters["fmt"] = _fmt
-    env.filters["when"] = _when
-    env.filters["slug"] = _slug
     _copy_assets(out)
+    conn = store.connect(db_path)
+    try:
+        with store.snapshot(conn):
+            written = _build(conn, out, nightly_verdicts, title)
+            stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+    finally:
+        conn.close()
+    return written, stored, time.monotonic() - t0
 
-    common = {"title": title, "generated": _when(time.time()), "runs": runs,
-              "targets": sorted(targets), "fs_pages": {n: f"fs-{_slug(n)}.html" for n in targets}}
-    pages = 0
-    figures = sum(len(s.points) for t in targets.values() for s in t["series"].values())
+
+def _build(conn, out, nightly_verdicts, title):
+    env = _environment(out / CACHE)
+    series = load(conn)
+    latest = latest_cases(conn)
+    runs = conn.execute("SELECT * FROM runs ORDER BY started, run_id").fetchall()
+    latest_run = runs[-1] if runs else None
+    verdicts = {}
+    if nightly_verdicts:
+        for v in nightly_verdicts.get("figures", []):
+            verdicts[(v["series"], v["metric"])] = v
+    targets = sorted({s.target for s in series.values()} | set(latest))
+    fs_pages = {t: f"fs-{slug(t)}.html" for t in targets}
+    common = {"title": title, "generated": when(time.time()), "run_count": len(runs),
+              "targets": targets, "fs_pages": fs_pages, "run_page": _run_page_name,
+              "min_runs": MIN_RUNS_TO_RANK, "recent_runs": RECENT_RUNS,
+              "log_ratio": LOG_SCALE_RATIO, "quartiles": False,
+              "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()}}
+    all_rankings = rankings(series)
+    headline_rankings = [r for r in all_rankings if r.headline]
+    written = 0
+
+    def write(file_name, template, **context):
+        nonlocal written
+        (out / file_name).write_text(env.get_template(template).render(common, **context))
+        written += 1
+
     summary = []
-    for name, target in sorted(targets.items()):
-        plot_no = 0
-        sections = defaultdict(list)
-        status = defaultdict(int)
-        for (_, metric), series in sorted(target["series"].items(),
-                                          key=lambda kv: (kv[1].check, kv[1].label,
-                                                          kv[1].environ, kv[1].metric)):
-            plot_no += 1
-            plot = series.plot(f"p{plot_no}")
-            plot["series"] = series
-            plot["verdict"] = verdicts.get((series.key, metric))
-            if plot["verdict"]:
-                status[plot["verdict"]["verdict"]] += 1
-            else:
-                status[plot["quartile_text"]] += 1
-            sections[series.check].append(plot)
-        scaling = _scaling_plots(target)
-        key_figures = []
-        for metric in KEY_METRICS:
-            values = [s.latest[1] for s in target["series"].values() if s.metric == metric]
-            units = [s.unit for s in target["series"].values() if s.metric == metric]
-            if values:
-                key_figures.append((metric, statistics.median(values), units[0]))
-        latest_run = max((s.latest[0] for s in target["series"].values()), default=0)
-        summary.append({"name": name, "kind": target["kind"],
-                        "partitions": sorted(target["partitions"]),
-                        "latest": latest_run, "key_figures": key_figures,
-                        "status": dict(status), "page": common["fs_pages"][name]})
-        html = env.get_template("fs.html").render(
-            common, name=name, target=target, sections=dict(sections), scaling=scaling,
-            advice=advice(name, target, targets), key_figures=key_figures)
-        (out / common["fs_pages"][name]).write_text(html)
-        pages += 1
+    verdict_counts = defaultdict(Counter)
+    for (key, metric), v in verdicts.items():
+        s = series.get((key, metric))
+        if s is not None:
+            verdict_counts[s.target][v["verdict"]] += 1
+    for target in targets:
+        run, cases = latest.get(target, (None, []))
+        state = problems(cases)
+        page = fs_page(target, series, headline_rankings, verdicts, Plots())
+        write(fs_pages[target], "fs.html", name=target, page=page, run=run, state=state,
+              advice=advice(target, headline_rankings, series),
+              verdict_counts=sorted(verdict_counts[target].items()), plots=True,
+              quartiles=True)
+        summary.append({"name": target, "kind": page["kind"], "partitions": page["partitions"],
+                        "page": fs_pages[target],
+                        "run": run, "state": state,
+                        "verdicts": [(verdict_words(v), n, v) for v, n in
+                                     sorted(verdict_counts[target].items())]})
 
-    comparison = _comparison_plots(targets)
-    (out / "compare.html").write_text(env.get_template("compare.html").render(
-        common, comparison=comparison))
-    pages += 1
-    cases_of = defaultdict(list)
-    for c in conn.execute("SELECT * FROM cases ORDER BY check_name, display_name, environ"):
-        cases_of[c["run_id"]].append(dict(c))
-    figures_of = defaultdict(list)
-    for f in conn.execute("SELECT case_id, metric, value, unit FROM figures"):
-        figures_of[f[0]].append(f"{f[1]} {_fmt(f[2])} {f[3] or ''}")
-    run_template = env.get_template("run.html")
+    compare_plots = Plots("c")
+    headlines, sections = compare_page(all_rankings, compare_plots)
+    write("compare.html", "compare.html", headlines=headlines, sections=sections,
+          charts=compare_charts(series, compare_plots), plots=True)
+    write("index.html", "index.html", summary=summary, banner=banner(nightly_verdicts, latest_run),
+          tables=headline_table(headline_rankings, targets), recent=list(reversed(runs))[:RUNS_ON_INDEX],
+          plots=False)
+    write("runs.html", "runs.html", runs=list(reversed(runs)), plots=False)
+    written += _run_pages(conn, env, common, out, runs)
+    return written
+
+
+def _run_page_name(run_id):
+    return f"run-{slug(run_id)}.html"
+
+
+def _run_pages(conn, env, common, out, runs):
+    """Write the pages of runs not yet written from the same run and templates."""
+    manifest_path = out / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    code = _code_digest()
+    nav = hashlib.sha256(json.dumps(common["targets"]).encode()).hexdigest()[:16]
+    template = env.get_template("run.html")
+    written = 0
     for run in runs:
-        (out / f"run-{_slug(run['run_id'])}.html").write_text(run_template.render(
-            common, run=dict(run), cases=cases_of[run["run_id"]], figures=figures_of))
-        pages += 1
-    (out / "index.html").write_text(env.get_template("index.html").render(
-        common, summary=summary, verdicts=nightly_verdicts))
-    pages += 1
-    conn.close()
-    return pages, figures, time.monotonic() - t0
-
-
-def _scaling_plots(target):
-    """Node-count scaling of the latest run, for checks with a node_count parameter."""
-    lines = defaultdict(dict)
-    for s in target["series"].values():
-        if "node_count" in s.params and s.metric in ("write_bw", "read_bw"):
-            lines[(s.check, s.metric, s.environ, s.unit)][int(s.params["node_count"])] = \
-                s.latest[1]
-    plots = []
-    for i, ((check, metric, environ, unit), points) in enumerate(sorted(lines.items())):
-        nodes = sorted(points)
-        plots.append({"id": f"scaling{i}", "title": f"{check} {metric} [{environ}]",
-                      "spec": {"data": [{"type": "scatter", "mode": "lines+markers",
-                                         "x": nodes, "y": [points[n] for n in nodes],
-                                         "name": metric}],
-                               "layout": {"height": 260, "margin": {"l": 60, "r": 10, "t": 30,
-                                                                    "b": 45},
-                                          "title": {"text": f"{metric} vs nodes ({unit})",
-                                                    "font": {"size": 13}},
-                                          "xaxis": {"title": {"text": "nodes"},
-                                                    "type": "log", "dtick": 0.30103},
-                                          "yaxis": {"title": {"text": unit},
-                                                    "rangemode": "tozero"}}}})
-    return plots
-
-
-def _comparison_plots(targets):
-    """All file systems side by side: the latest value of each check variant."""
-    by_metric = defaultdict(lambda: defaultdict(dict))
-    units = {}
-    for name, t in targets.items():
-        for s in t["series"].values():
-            label = f"{s.label} [{s.environ}]"
-            by_metric[s.metric][name][label] = s.latest[1]
-            units[s.metric] = s.unit
-    plots = []
-    order = {m: i for i, m in enumerate(KEY_METRICS)}
-    for i, metric in enumerate(sorted(by_metric, key=lambda m: (order.get(m, len(order)), m))):
-        per_target = by_metric[metric]
-        labels = sorted({lab for d in per_target.values() for lab in d})
-        data = [{"type": "bar", "name": name, "x": labels,
-                 "y": [per_target[name].get(lab) for lab in labels]}
-                for name in sorted(per_target)]
-        plots.append({"id": f"cmp{i}", "metric": metric, "unit": units[metric],
-                      "better": "higher" if higher_is_better(units[metric]) else "lower",
-                      "table": [(lab, [per_target[n].get(lab) for n in sorted(per_target)])
-                                for lab in labels], "targets": sorted(per_target),
-                      "spec": {"data": data, "layout": {
-                          "barmode": "group", "height": 320,
-                          "margin": {"l": 60, "r": 10, "t": 30, "b": 110},
-                          "title": {"text": f"{metric} ({units[metric]})", "font": {"size": 13}},
-                          "yaxis": {"title": {"text": units[metric]}},
-                          "xaxis": {"tickangle": -25, "automargin": True}}}})
-    return plots
+        name = _run_page_name(run["run_id"])
+        fingerprint = f"{code}:{nav}:{run['ingested_at']}:{run['source'] or ''}"
+        if manifest.get(name) == fingerprint and (out / name).exists():
+            continue
+        (out / name).write_text(template.render(common, run=run, plots=False,
+                                                **run_page_data(conn, run, out)))
+        manifest[name] = fingerprint
+        written += 1
+    tmp = manifest_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest))
+    tmp.replace(manifest_path)
+    return written
 
 
 def _copy_assets(out):
-    assets = resources.files("scratchbench.reports") / "templates"
+    assets = resources.files("reports") / "templates"
     for name in ("style.css", "pages.js"):
-        shutil.copyfile(str(assets / name), out / "assets" / name)
+        source = Path(str(assets / name))
+        target = out / "assets" / name
+        if not target.exists() or target.read_bytes() != source.read_bytes():
+            shutil.copyfile(source, target)
     plotly_js = Path(resources.files("plotly")) / "package_data" / "plotly.min.js"
     target = out / "assets" / "plotly.min.js"
     if not target.exists() or target.stat().st_size != plotly_js.stat().st_size:

@@ -13,18 +13,19 @@ writers and a busy writer waits).  The schema evolves through numbered migration
 ``reports/migrations``, tracked with ``PRAGMA user_version``.
 """
 
+import contextlib
 import json
+import os
 import re
 import sqlite3
 import time
 from importlib import resources
 from pathlib import Path
 
+from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ScratchbenchError
 
-SUPPORTED_DATA_VERSION = "4."
-_PARAM = re.compile(r"%(\w+)=(\S+)")
 
 
 class StoreError(ScratchbenchError):
@@ -34,7 +35,7 @@ class StoreError(ScratchbenchError):
 def migrations():
     """[(version, sql)] in order, from reports/migrations/NNNN_*.sql."""
     found = []
-    for entry in resources.files("scratchbench.reports").joinpath("migrations").iterdir():
+    for entry in resources.files("reports").joinpath("migrations").iterdir():
         match = re.match(r"(\d{4})_.*\.sql$", entry.name)
         if match:
             found.append((int(match.group(1)), entry.read_text()))
@@ -50,14 +51,30 @@ def connect(db_path=None):
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"history store {db_path}: cannot open ({exc})") from exc
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA busy_timeout = 60000")
     try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 60000")
+        # WAL: readers (a page build) never block the writer (an ingest) or see half a run.
         conn.execute("PRAGMA journal_mode = WAL")
         _migrate(conn, db_path)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"history store {db_path}: {exc}") from exc
+        conn.close()
+        raise StoreError(f"history store {db_path}{_why_unwritable(db_path)}: {exc}") from exc
     return conn
+
+
+def _statements(sql):
+    """The SQL statements of a migration file (comments may hold semicolons)."""
+    buffer = ""
+    for line in sql.splitlines():
+        if line.lstrip().startswith("--"):
+            continue
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        raise StoreError(f"migration ends with an incomplete statement: {buffer.strip()[:60]}")
 
 
 def _migrate(conn, db_path):
@@ -71,9 +88,8 @@ def _migrate(conn, db_path):
                              f"than this scratchbench knows ({newest}); upgrade scratchbench")
         for version, sql in known:
             if version > current:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in _statements(sql):
+                    conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")
     except BaseException:
@@ -81,12 +97,22 @@ def _migrate(conn, db_path):
         raise
 
 
-def _params(display_name):
-    return dict(_PARAM.findall(display_name or ""))
-
-
 def _num(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _insert(conn, table, row):
+    """INSERT by column name: a new column never shifts the others."""
+    columns = list(row)
+    return conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                        f"({', '.join('?' * len(columns))})", [row[c] for c in columns])
+
+
+def series_key(case, display):
+    """One history line: where it ran, with which environment, which variant, which
+    workload (quick, nightly and acceptance sizes are different series)."""
+    return (f"{case.get('system')}:{case.get('partition')}|{case.get('environ')}|{display}|"
+            f"{case.get('workload_tag') or ''}")
 
 
 def ingest_report(conn, report, meta=None, source=""):
@@ -95,15 +121,18 @@ def ingest_report(conn, report, meta=None, source=""):
     meta = meta or {}
     info = report.get("session_info", {})
     version = str(info.get("data_version", ""))
-    if not version.startswith(SUPPORTED_DATA_VERSION):
+    if not version.startswith(runreport.SUPPORTED_DATA_VERSION):
         raise StoreError(f"{source or 'run report'}: data_version {version!r} is not a "
                          f"ReFrame 4 run report")
-    extras = info.get("extras") or {}
+    # ReFrame merges --session-extras into session_info; older reports nest them.
+    extras = {**info, **(info.get("extras") or {})}
     session = info.get("uuid")
     run_id = meta.get("run_id") or extras.get("scratchbench_run") or session
     if not run_id:
         raise StoreError(f"{source or 'run report'}: no session uuid and no run id")
     partitions = meta.get("partitions", {})
+    cases = runreport.final_cases(report)
+    reasons = runreport.skip_reasons(cases)
     added = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -112,56 +141,111 @@ def ingest_report(conn, report, meta=None, source=""):
         if exists:
             conn.execute("ROLLBACK")
             return 0
-        conn.execute(
-            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_id, session, meta.get("site"), meta.get("system") or None,
-             meta.get("tag") or extras.get("tag"), meta.get("revision") or extras.get("revision"),
-             meta.get("note", ""), info.get("time_start_unix"), info.get("time_end_unix"),
-             info.get("version"), info.get("hostname"), source, time.time()))
-        for case in (report.get("runs") or [{}])[-1].get("testcases", []):
+        _insert(conn, "runs", {
+            "run_id": run_id, "session_uuid": session, "site": meta.get("site"),
+            "system": meta.get("system") or None,
+            "tag": meta.get("tag") or extras.get("tag"),
+            "revision": meta.get("revision") or extras.get("revision"),
+            "note": meta.get("note", ""), "started": info.get("time_start_unix"),
+            "finished": info.get("time_end_unix"), "reframe_version": info.get("version"),
+            "hostname": info.get("hostname"), "source": source, "ingested_at": time.time()})
+        for index, case in enumerate(cases):
             if case.get("fixture"):
                 continue   # builds and tool providers: no figures of their own
             display = case.get("display_name") or case.get("name")
-            series = f"{case.get('system')}:{case.get('partition')}|{case.get('environ')}|{display}"
-            params = _params(display)
-            cur = conn.execute(
-                "INSERT INTO cases (run_id, series, check_name, display_name, system, partition,"
-                " environ, scratch_target, scratch_kind, nodes, tasks_per_node, num_tasks,"
-                " transfer_size, api, workload, params, result, fail_phase, fail_reason, jobid,"
-                " nodelist, exclusive, access, completed) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, series, display.split()[0], display, case.get("system"),
-                 case.get("partition"), case.get("environ"), case.get("scratch_target"),
-                 case.get("scratch_kind"), _num(case.get("num_nodes_used")),
-                 _num(case.get("tasks_per_node_used")), _num(case.get("num_tasks")),
-                 _num(case.get("transfer_size")) or None,
-                 case.get("io_api") or None, params.get("workload_tag"),
-                 json.dumps(params, sort_keys=True), case.get("result"), case.get("fail_phase"),
-                 case.get("fail_reason"), str(case.get("jobid") or ""),
-                 ",".join(case.get("job_nodelist") or []),
-                 int(bool(case.get("exclusive_access"))),
-                 " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
-                 case.get("job_completion_time_unix")))
+            params = {k: str(v) for k, v in runreport.parameters(case).items()}
+            cur = _insert(conn, "cases", {
+                "run_id": run_id, "series": series_key(case, display),
+                "check_name": runreport.check_name(case), "display_name": display,
+                "system": case.get("system"), "partition": case.get("partition"),
+                "environ": case.get("environ"), "scratch_target": case.get("scratch_target"),
+                "scratch_kind": case.get("scratch_kind"),
+                "nodes": _num(case.get("num_nodes_used")),
+                "tasks_per_node": _num(case.get("tasks_per_node_used")),
+                "num_tasks": _num(case.get("num_tasks")),
+                "transfer_size": _num(case.get("transfer_size")) or None,
+                "api": case.get("io_api") or None, "workload": case.get("workload_tag"),
+                "params": json.dumps(params, sort_keys=True), "result": case.get("result"),
+                "fail_phase": case.get("fail_phase"), "fail_reason": case.get("fail_reason"),
+                "skip_reason": reasons.get(index),
+                "jobid": str(case.get("jobid") or ""),
+                "nodelist": ",".join(case.get("job_nodelist") or []),
+                "exclusive": int(bool(case.get("exclusive_access"))),
+                "access": " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
+                "completed": case.get("job_completion_time_unix"),
+                "title": case.get("title") or None, "variant": case.get("variant_words") or None,
+                "workload_words": case.get("workload_words") or None,
+                "scaling_parameter": case.get("scaling_parameter") or None})
             case_id = cur.lastrowid
             samples = case.get("samples") or {}
-            for key, perf in (case.get("perfvalues") or {}).items():
-                metric = key.split(":")[-1]
-                value, ref, lower, upper, unit, result = (list(perf) + [None] * 6)[:6]
-                fig = conn.execute(
-                    "INSERT INTO figures (case_id, metric, value, unit, reference, lower, upper,"
-                    " result) VALUES (?,?,?,?,?,?,?,?)",
-                    (case_id, metric, _num(value), unit, _num(ref), _num(lower), _num(upper),
-                     result))
+            declared = case.get("figures") or {}
+            for metric, value, unit, ref, lower, upper, result in runreport.perf_figures(case):
+                meaning = declared.get(metric) or {}
+                fig = _insert(conn, "figures", {
+                    "case_id": case_id, "metric": metric, "value": _num(value), "unit": unit,
+                    "reference": _num(ref), "lower": _num(lower), "upper": _num(upper),
+                    "result": result, "label": meaning.get("label"),
+                    "better": meaning.get("better"), "headline": meaning.get("headline") or None,
+                    "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None})
                 added += 1
                 values = samples.get(metric) or []
-                conn.executemany("INSERT INTO samples VALUES (?,?,?)",
+                conn.executemany("INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
                                  [(fig.lastrowid, i, v) for i, v in enumerate(values)
                                   if _num(v) is not None])
         conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        conn.execute("ROLLBACK")
+        raise StoreError(f"{_db_name(conn)}: {exc}: nothing of run {run_id} was stored "
+                         "(its run report is unchanged; ingest it again once the store "
+                         "can take it)") from exc
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return added
+
+
+def _db_name(conn):
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return f"history store {row[2]}" + _why_unwritable(row[2]) if row else "history store"
+
+
+def _why_unwritable(db_path):
+    """What the file system says, since SQLite's own words ('disk I/O error', 'unable to
+    open database file') do not tell a full disk from a read-only one."""
+    folder = os.path.dirname(os.path.abspath(db_path)) or "."
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return ""
+    if fs.f_flag & os.ST_RDONLY:
+        return " (its file system is mounted read-only)"
+    if fs.f_bavail * fs.f_frsize < 1024 * 1024:
+        return f" (its file system is full: {fs.f_bavail * fs.f_frsize} bytes free)"
+    if not os.access(folder, os.W_OK):
+        return f" ({folder} is not writable by this user)"
+    return ""
+
+
+@contextlib.contextmanager
+def snapshot(conn):
+    """One consistent view of the store for a whole read (a page build): in WAL mode a
+    read transaction sees the runs committed when it began, whole, and none after."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def check_integrity(conn):
+    """SQLite's own check; a damaged store is an error before anything is written."""
+    try:
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise StoreError(f"{_db_name(conn)} is damaged ({problems[0]}): restore it from a "
+                         "backup, or save what is readable with `sqlite3 FILE .recover`")
 
 
 def ingest_run_dir(conn, run_dir):
@@ -202,7 +286,7 @@ def figure_rows(conn, where="", args=()):
     """Every figure with its case and run, oldest run first."""
     return conn.execute(
         "SELECT f.figure_id, f.metric, f.value, f.unit, f.reference, f.lower, f.upper,"
-        " f.result AS figure_result, c.*, r.tag, r.note, r.revision, r.site, r.started,"
+        " f.result AS figure_result, f.label, f.better, f.headline, f.chart, c.*, r.tag, r.note, r.revision, r.site, r.started,"
         " r.finished, r.reframe_version "
         "FROM figures f JOIN cases c ON f.case_id = c.case_id JOIN runs r ON c.run_id = r.run_id "
         f"{where} ORDER BY r.started, r.run_id", args).fetchall()

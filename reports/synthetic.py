@@ -1,29 +1,62 @@
 """Synthetic ReFrame run reports, for the report-build benchmark and the store tests.
 
-They have the shape of real ones (``session_info``, ``runs[].testcases[]`` with
-parameters in the display name, ``perfvalues`` and per-repetition ``samples``), so they
-go through the same ingestion as real runs.
+They have the shape of real ones: ``session_info``, ``runs[].testcases[]`` whose
+parameters are fields named by ``parameter_names``, the workload tag as a variable,
+``figures`` declarations, ``perfvalues``, per-repetition ``samples`` and, for cases
+that did not pass, ``result``, ``fail_phase``, ``fail_reason`` or ``skip_reason``; so
+they go through the same ingestion as real runs.
 """
 
 import uuid
 
 
+def declaration(metric, unit, better=None, headline=""):
+    """A figure declaration as a check writes it (label defaults to the metric name)."""
+    if better is None:
+        better = "lower" if unit in ("%", "s") else "higher"
+    return {"unit": unit, "label": metric.replace("_", " "), "better": better,
+            "headline": headline}
+
+
+def make_case(check, params, environ, target, figures, *, workload="nightly",
+              declarations=None, result="pass", fail_phase=None, fail_reason=None,
+              skip_reason="", variant="", nodes=1, title="",
+              workload_words="synthetic workload", scaling_parameter="", time_total=None,
+              outputdir=None):
+    """One test case.  figures: {metric: (value, unit, samples)}; declarations:
+    {metric: declaration dict} for figures that need more than the default (a headline,
+    a chart)."""
+    declarations = declarations or {}
+    display = " ".join([check] + [f"%{k}={v}" for k, v in params.items()])
+    case = {
+        "display_name": display, "name": display, "unique_name": f"{check}_{abs(hash(display)) % 10**6}",
+        "check_class": check, "system": "synth", "partition": "batch", "environ": environ,
+        "scratch_target": target, "scratch_kind": "parallel", "num_nodes_used": nodes,
+        "tasks_per_node_used": 2, "num_tasks": 2 * nodes, "exclusive_access": True,
+        "result": result, "fail_phase": fail_phase, "fail_reason": fail_reason,
+        "skip_reason": skip_reason, "jobid": 1, "job_nodelist": ["n1"], "fixture": False,
+        "workload_tag": workload, "parameter_names": sorted(params),
+        "title": title or f"{check} checks", "variant_words": variant,
+        "workload_words": workload_words, "scaling_parameter": scaling_parameter,
+        "time_total": time_total, "outputdir": outputdir,
+        "dependencies_actual": [],
+        "figures": {m: declarations.get(m) or declaration(m, u) for m, (_, u, _) in figures.items()},
+        "perfvalues": {f"synth:batch:{m}": [v, 0, None, None, u, "pass"]
+                       for m, (v, u, _) in figures.items()},
+        "samples": {m: s for m, (_, _, s) in figures.items() if s},
+    }
+    case.update(params)
+    return case
+
+
 def make_report(run_id, start, cases, tag="nightly", note=""):
-    """cases: [(check, params dict, environ, target, {metric: (value, unit, samples)})]."""
+    """cases: make_case() dicts, or tuples (check, params, environ, target, figures)."""
     testcases = []
-    for check, params, environ, target, figures in cases:
-        display = " ".join([check] + [f"%{k}={v}" for k, v in params.items()])
-        testcases.append({
-            "display_name": display, "name": display, "system": "synth",
-            "partition": "batch", "environ": environ, "scratch_target": target,
-            "scratch_kind": "parallel", "num_nodes_used": int(params.get("node_count", 1)),
-            "tasks_per_node_used": 2, "num_tasks": 2, "exclusive_access": True,
-            "result": "pass", "jobid": 1, "job_nodelist": ["n1"], "fixture": False,
-            "job_completion_time_unix": start + 60,
-            "perfvalues": {f"synth:batch:{m}": [v, 0, None, None, u, "pass"]
-                           for m, (v, u, _) in figures.items()},
-            "samples": {m: s for m, (_, _, s) in figures.items() if s},
-        })
+    for case in cases:
+        if isinstance(case, tuple):
+            case = make_case(*case, workload=tag)
+        case = dict(case, job_completion_time_unix=start + 60)
+        testcases.append(case)
     return {"session_info": {"data_version": "4.1", "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL,
                                                                             run_id)),
                              "time_start_unix": start, "time_end_unix": start + 600,

@@ -16,6 +16,21 @@ KERNEL_SRC_DIR = REPO_ROOT / "src"
 SPACK_ENV_FILE = REPO_ROOT / "spack.yaml"
 
 
+def checkout_problem():
+    """Why this installation is not a scratchbench checkout, or None when it is.
+
+    scratchbench builds the kernel from src/ and hands reframe_checks/ and site_configs/
+    to ReFrame by path, so it runs from a checkout (installed editable), not a wheel.
+    """
+    missing = [p for p in (KERNEL_SRC_DIR / "Makefile", CHECKS_DIR, SITE_CONFIGS_DIR)
+               if not p.exists()]
+    if not missing:
+        return None
+    return (f"{REPO_ROOT} is not a scratchbench checkout ({missing[0]} is missing): "
+            "scratchbench runs from a git checkout; install it there with "
+            "`pip install -e CHECKOUT` (ci/setup.sh does), not as a wheel")
+
+
 def state_dir():
     """The state directory (not created here)."""
     return Path(os.environ.get("SCRATCHBENCH_HOME", REPO_ROOT / "var")).resolve()
@@ -31,4 +46,7 @@ def results_dir():
 
 
 def history_db():
-    return state_dir() / "history.sqlite"
+    """The history store; SCRATCHBENCH_HISTORY puts it elsewhere (a shared file system
+    that keeps years of nights, say)."""
+    where = os.environ.get("SCRATCHBENCH_HISTORY")
+    return Path(where).resolve() if where else state_dir() / "history.sqlite"

@@ -22,6 +22,9 @@ NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 KINDS = ("local-disk", "local-raid", "local-nvme", "san", "nfs", "parallel", "tmpfs",
          "burst-buffer", "object", "other")
 CLEANUP_POLICIES = ("scheduler", "check", "none")
+# Kinds whose one path is the same storage from every node (Jovian's remote placements
+# need that); node-local kinds give each node its own.
+SHARED_KINDS = ("san", "nfs", "parallel", "burst-buffer", "object")
 # Directories a benchmark must never write into, however a target is spelled.
 UNSAFE_PATHS = {"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root",
                 "/run", "/sbin", "/sys", "/usr", "/var"}
@@ -46,6 +49,12 @@ class ScratchTarget:
     cleanup: str = "check"
     description: str = ""
     references: dict = field(default_factory=dict)
+    #: the directories of a node that sit on separate disks (seed 000's diskperf writes
+    #: to all at once); empty: the target's path alone
+    disks: list = field(default_factory=list)
+    #: the same storage from every node; None: decided by the kind (san, nfs, parallel,
+    #: burst-buffer and object are shared)
+    shared: bool = None
 
     def validate(self, where):
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
@@ -75,6 +84,14 @@ class ScratchTarget:
         if not isinstance(self.partitions, (list, tuple)) or not self.partitions:
             raise ConfigError(f"{where}: scratch target '{self.name}': partitions must list "
                               "at least one partition name")
+        if not isinstance(self.disks, (list, tuple)) or not all(
+                isinstance(d, str) and (d.startswith("/") or d.startswith("$"))
+                for d in self.disks):
+            raise ConfigError(f"{where}: scratch target '{self.name}': disks must list absolute "
+                              "paths or $VARIABLE templates, one per disk")
+        if self.shared is not None and not isinstance(self.shared, bool):
+            raise ConfigError(f"{where}: scratch target '{self.name}': shared must be True, "
+                              "False or left out")
         if not isinstance(self.references, dict):
             raise ConfigError(f"{where}: scratch target '{self.name}': references must be a "
                               "dict of {check: {metric: (value, lower, upper, unit)}}")
@@ -111,8 +128,11 @@ def with_scratch_targets(configuration, system, targets, where=None):
             feature = f"scratch_{target.name}"
             if feature not in part["features"]:
                 part["features"].append(feature)
-            part.setdefault("extras", {}).setdefault("scratch_targets", {})[target.name] = {
-                k: v for k, v in asdict(target).items() if k not in ("name", "partitions")}
+            info = {k: v for k, v in asdict(target).items() if k not in ("name", "partitions")}
+            info["disks"] = list(target.disks) or [target.path]
+            info["shared"] = (target.kind in SHARED_KINDS if target.shared is None
+                              else target.shared)
+            part.setdefault("extras", {}).setdefault("scratch_targets", {})[target.name] = info
     return configuration
 
 

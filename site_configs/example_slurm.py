@@ -33,9 +33,15 @@ site_configuration = with_scratch_targets({
     "environments": [
         {"name": "builtin", "cc": "gcc", "features": ["serial"],
          "target_systems": ["example"]},
+        # IOR and mdtest: built by Spack from the repository's spack.yaml against this
+        # environment's MPI (the site's spack-externals.yaml beside it declares
+        # openmpi@4.1 as an external and `mpi` non-buildable); `spack` must be on PATH.
+        # A module instead: "ior": "module:ior/4.1.0", with MODULEPATH in env_vars if
+        # it is not on the default one.
         {"name": "gnu-openmpi", "modules": ["gcc/12", "openmpi/4.1"], "cc": "mpicc",
          "env_vars": [["SLURM_MPI_TYPE", "pmix"]],
-         "features": ["mpi", "openmpi"], "target_systems": ["example"]},
+         "features": ["mpi", "openmpi"], "extras": {"mpi": "openmpi", "ior": "spack"},
+         "target_systems": ["example"]},
     ],
     "logging": results_logging(RESULTS),
     "storage": results_storage(RESULTS),

@@ -110,7 +110,9 @@ site_configuration = with_scratch_targets(with_scratch_targets({
                     "like seed 004's /sanscratch/$JOBID"),
     ScratchTarget(
         name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],
-        description="node-local directory of each slurmd, like /localscratch"),
+        disks=["$LOCALSCRATCH/disk0", "$LOCALSCRATCH/disk1"],
+        description="node-local directory of each slurmd, like /localscratch; disk0 and "
+                    "disk1 stand for two disks (they share this machine's one)"),
 ]), system="embedded-local", targets=[
     ScratchTarget(
         name="localscratch", path="$SCRATCHBENCH_LOCAL_SCRATCH", kind="local-disk",

@@ -19,9 +19,10 @@ SRC = REPO / "src"
 VENV_BIN = Path(sys.executable).parent
 SHARED = REPO.parent / "shared"
 FIXTURES = SHARED / "fixtures" / "ior-4.1.0"
-# Ports of the session cluster; the default of `cluster up` is 17817.  Several
-# checkouts testing on one machine set SCRATCHBENCH_TEST_BASE_PORT apart.
-SESSION_BASE_PORT = int(os.environ.get("SCRATCHBENCH_TEST_BASE_PORT", 27817))
+# Ports of the session cluster: free ones chosen by `cluster up`, unless
+# SCRATCHBENCH_TEST_BASE_PORT pins them.
+SESSION_BASE_PORT = (int(os.environ["SCRATCHBENCH_TEST_BASE_PORT"])
+                     if os.environ.get("SCRATCHBENCH_TEST_BASE_PORT") else None)
 
 MPI = {
     "openmpi": {"cc": "mpicc.openmpi", "run": "mpirun.openmpi",
@@ -100,7 +101,7 @@ def sb_home():
 @pytest.fixture(scope="session")
 def cluster(sb_home):
     """A real 2-node embedded Slurm cluster, up for the whole session."""
-    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+    from cluster import ClusterSpec, EmbeddedCluster
 
     if os.geteuid() != 0:
         pytest.skip("the embedded cluster needs root (slurmd, munged as user munge)")

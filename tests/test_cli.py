@@ -1,8 +1,11 @@
 """The command line: --help everywhere, one-line errors for bad input."""
 
+import shutil
+import sys
+
 import pytest
 
-from conftest import scratchbench
+from conftest import REPO, VENV_BIN, run, scratchbench
 
 SUBCOMMANDS = [["cluster"], ["run"], ["report"], ["ingest"], ["verdict"],
                ["verdict", "nightly"], ["verdict", "acceptance"]]
@@ -78,3 +81,29 @@ def test_ci_entry_points_explain_their_usage(script, args, message):
     from conftest import REPO, run
     result = run(["bash", REPO / script, *args])
     assert result.returncode != 0 and message in result.stderr
+
+
+def test_installed_as_a_wheel_it_says_it_runs_from_a_checkout(tmp_path):
+    """The README says scratchbench runs from a checkout (installed editable); a wheel
+    install, run from another directory, must say so in one line instead of failing
+    later on a missing src/ or reframe_checks/."""
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+    build = tmp_path / "build-copy"
+    shutil.copytree(REPO, build, ignore=shutil.ignore_patterns(
+        ".venv", "var", ".git", "*.egg-info", "build*", "__pycache__"))
+    install = run([venv / "bin" / "pip", "install", "-q", "--no-deps",
+                   build], timeout=600)
+    assert install.returncode == 0, install.stderr[-2000:]
+    result = run([venv / "bin" / "scratchbench", "--help"], cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "runs from a git checkout" in lines[0], result.stderr
+    assert "pip install -e" in lines[0]
+
+
+def test_runs_from_any_directory(tmp_path):
+    """Installed editable, the command finds the checkout from anywhere."""
+    result = run([VENV_BIN / "scratchbench", "run", "--site", "no-such-site"], cwd=tmp_path)
+    assert result.returncode == 2 and "known sites: example_lsf, example_slurm, local" in \
+        result.stderr

@@ -167,12 +167,17 @@ def test_a_low_figure_fails_performance_not_sanity(cluster, tmp_path):
 
 
 def test_falls_back_to_the_local_scheduler_when_slurm_cannot_start(tmp_path):
-    """pytest's tmp_path sits under a 0700 directory, where munged (user munge) cannot
-    reach a cluster: the run says why and goes through ReFrame's local scheduler."""
+    """A machine without Slurm's daemons (here: SCRATCHBENCH_SBIN names an empty
+    directory) cannot run the embedded cluster: the run says why and goes through
+    ReFrame's local scheduler."""
+    empty = tmp_path / "no-slurm"
+    empty.mkdir()
     result = scratchbench("run", "--name", "KernelIOTest.*fpp-posix", "--name", "StageInOut",
-                          env={"SCRATCHBENCH_HOME": str(tmp_path)}, timeout=900)
+                          env={"SCRATCHBENCH_HOME": str(tmp_path / "home"),
+                               "SCRATCHBENCH_SBIN": str(empty)}, timeout=900)
     assert result.returncode == 0, failures_of({"result": result}) or result.stderr[-2000:]
-    assert "warning: the embedded Slurm cluster cannot start: cluster directory" in result.stderr
+    assert (f"warning: the embedded Slurm cluster cannot start: munged not found in {empty}"
+            in result.stderr)
     assert "running on this machine through ReFrame's local scheduler" in result.stderr
     assert "scheduler:    ReFrame's local scheduler (the embedded Slurm cluster cannot " \
         "start" in result.stdout

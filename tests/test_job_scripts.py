@@ -60,14 +60,15 @@ def test_multi_node_lsf_job_uses_span_ptile(lsf_scripts):
     multi = [s for s in sweep.values() if "-np 32 " in s]
     assert multi, "the hp12 node sweep has a 4-node (32-task) variant"
     lines = multi[0].splitlines()
-    assert lines[:8] == [
+    assert lines[:9] == [
         "#!/bin/bash",
         lines[1],                         # -J <unique name>
         "#BSUB -o rfm_job.out",
         "#BSUB -e rfm_job.err",
         "#BSUB -n 32",
         '#BSUB -R "span[ptile=8]"',
-        lines[6],                         # -q hp12 or ehwfd
+        "#BSUB -W 10",                    # quick's time limit, in minutes
+        lines[7],                         # -q hp12 or ehwfd
         "#BSUB -x",
     ]
     assert re.match(r"#BSUB -J rfm_KernelNodeSweep_[0-9a-f]{8}$", lines[1])
@@ -113,43 +114,150 @@ def test_slurm_two_node_sweep(slurm_scripts):
     assert "#SBATCH --ntasks-per-node=2" in two[0] and "--shift auto" in two[0]
 
 
-@pytest.mark.parametrize("source", ["spack", "module"])
-def test_ior_provider_scripts(tmp_path, source):
-    """How IOR is provided is per environment in the site config; Spack and IOR cannot
-    run here, so check the scripts scratchbench generates for each source, exactly."""
-    prefix = reachable_tmpdir("sb-ior-")
+def ior_dry_run(prefix, extras, *extra_args, env_vars=None, path_dirs=(), expect_failure=False):
+    """ReFrame's dry run of the quick IOR checks, on a copy of the local site whose
+    Open MPI environment has these extras; returns (provider stage, {shape: job script}),
+    or ReFrame's result when it is expected to fail."""
     site = prefix / "site.py"
-    extras = '"extras": {"mpi": "openmpi", "ior": "spack"}' if source == "spack" else \
-        '"extras": {"mpi": "openmpi", "ior": "module:ior/4.0.0"}'
-    site.write_text((REPO / "site_configs" / "local.py").read_text()
-                    .replace('"extras": {"mpi": "openmpi"}', extras))
-    bindir, modules = prefix / "bin", prefix / "modulefiles" / "ior"
-    bindir.mkdir()
-    modules.mkdir(parents=True)
-    # Never run in a dry run: only its presence on PATH is looked at.
-    (bindir / "spack").write_text("#!/bin/sh\necho 'not a real spack' >&2; exit 1\n")
-    (bindir / "spack").chmod(0o755)
-    (modules / "4.0.0.lua").write_text('whatis("IOR 4.0.0")\nprepend_path("PATH", "/opt/ior/bin")\n')
-    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix), LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
-               PATH=f"{bindir}:{os.environ['PATH']}",
-               MODULEPATH=f"{prefix / 'modulefiles'}:{REPO / 'site_configs' / 'modulefiles'}")
+    text = (REPO / "site_configs" / "local.py").read_text()
+    old = '"extras": {"mpi": "openmpi"},'
+    assert old in text
+    new = f'"extras": {extras!r},'
+    if env_vars:
+        new += f'\n            "env_vars": {env_vars!r},'
+    site.write_text(text.replace(old, new))
+    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix),
+               LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+               PATH=":".join([*map(str, path_dirs), os.environ["PATH"]]),
+               MODULEPATH=str(REPO / "site_configs" / "modulefiles"))
     cmd = [str(VENV_BIN / "reframe"), "-C", str(site), "-c", str(REPO / "reframe_checks"),
            "--system", "embedded", "-t", "^quick$", "-n", "IOR", "-p", "gnu-openmpi",
-           "--dry-run", "-s", str(prefix / "stage"), "-o", str(prefix / "output")]
+           "--dry-run", *extra_args,
+           "-s", str(prefix / "stage"), "-o", str(prefix / "output"), "--prefix", str(prefix)]
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stdout[-2000:]
+    if expect_failure:
+        assert result.returncode != 0, result.stdout[-3000:]
+        return result
+    assert result.returncode == 0, result.stdout[-3000:]
     stage = prefix / "stage" / "embedded" / "batch" / "gnu-openmpi"
-    provider = next(stage.glob("IORProvider_*"))
-    job = next(stage.glob("IOR_*")) / "rfm_job.sh"
-    job_text = job.read_text()
-    if source == "spack":
-        build = (provider / "rfm_build.sh").read_text()
-        assert "spack -e spack_env install" in build
-        assert (provider / "spack_env" / "spack.yaml").read_text() == \
-            (REPO / "spack.yaml").read_text()
-        assert f'eval "$(spack -e {provider}/spack_env load --sh ior)"' in job_text
-    else:
-        assert "module load ior/4.0.0" in job_text
-    assert "#SBATCH --exclusive" in job_text
-    assert re.search(r"^srun ior -a POSIX -w -r -e .*-O summaryFormat=JSON", job_text, re.M)
+    providers = list(stage.glob("IORProvider_*"))
+    assert len(providers) == 1, result.stdout[-3000:]
+    jobs = {}
+    for job in stage.glob("IOR_*/rfm_job.sh"):
+        text = job.read_text()
+        if "$LOCALSCRATCH/" in text:
+            jobs["hard" if "ior_file_hard" in text else "easy"] = text
+    assert set(jobs) == {"easy", "hard"}, result.stdout[-3000:]
+    return providers[0], jobs
+
+
+IOR_PHASES = ("-a POSIX -k -i 1 -O summaryFormat=JSON {mode} -O summaryFile=ior-{op}-{rep}.json "
+              '-F -t 2m -b 16m -o "$SB_WORKDIR/data/ior_file_easy"')
+
+
+def test_ior_module_job_script(tmp_path):
+    """module:NAME, found through MODULEPATH set in the environment's env_vars: the job
+    loads it, runs write and read per repetition, records every exit status, drops the
+    page cache before each read, removes its directory and exits with the first
+    failure (IOR cannot run here: ior_mpi states the MPI of the stand-in)."""
+    prefix = reachable_tmpdir("sb-ior-module-")
+    bindir, moddir = prefix / "bin", prefix / "modulefiles" / "ior"
+    bindir.mkdir()
+    moddir.mkdir(parents=True)
+    for tool in ("ior", "mdtest"):
+        (bindir / tool).write_text("#!/bin/sh\nexit 1\n")
+        (bindir / tool).chmod(0o755)
+    (moddir / "4.1.0.lua").write_text(f'prepend_path("PATH", "{bindir}")\n')
+    _, jobs = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "module:ior/4.1.0",
+                                   "ior_mpi": "openmpi"},
+                          env_vars=[["MODULEPATH", f"$MODULEPATH:{prefix / 'modulefiles'}"]])
+    lines = jobs["easy"].splitlines()
+    body = lines[lines.index("module load openmpi/4.1.4"):]
+    drop = next(ln for ln in body if ln.startswith("sb_drop_cache()"))
+    status = next(ln for ln in body if ln.startswith("sb_status()"))
+    assert body == [
+        "module load openmpi/4.1.4",
+        f"export MODULEPATH=$MODULEPATH:{prefix / 'modulefiles'}",
+        "module load ior/4.1.0",
+        'SB_WORKDIR=$(mktemp -d "$LOCALSCRATCH/sbtool.XXXXXX") || exit 3',
+        'mkdir "$SB_WORKDIR/data" || exit 3',
+        "rm -f tool_status.txt cache_residency.txt",
+        status,
+        'sb_ok() { [ -z "$SB_FAILED" ]; }',
+        drop,
+        "srun ior " + IOR_PHASES.format(mode="-w -e", op="write", rep=1),
+        "sb_status write-1",
+        'if sb_ok; then sb_drop_cache read-1 "$SB_WORKDIR/data"; fi',
+        "if sb_ok; then srun ior " + IOR_PHASES.format(mode="-r", op="read", rep=1) +
+        "; sb_status read-1; fi",
+        "if sb_ok; then srun ior " + IOR_PHASES.format(mode="-w -e", op="write", rep=2) +
+        "; sb_status write-2; fi",
+        'if sb_ok; then sb_drop_cache read-2 "$SB_WORKDIR/data"; fi',
+        "if sb_ok; then srun ior " + IOR_PHASES.format(mode="-r", op="read", rep=2) +
+        "; sb_status read-2; fi",
+        'rm -rf -- "$SB_WORKDIR"',
+        'exit "${SB_FAILED:-0}"',
+    ]
+    assert 'echo "$1 $rc" >> tool_status.txt' in status
+    assert "dd if={} iflag=nocache count=0" in drop and "fincore --bytes" in drop
+    assert "#SBATCH --exclusive" in jobs["easy"]
+    assert "-t 47008 -b 47008 -s 256" in jobs["hard"]
+    shutil.rmtree(prefix)
+
+
+SITE_EXTERNALS = """packages:
+  openmpi:
+    externals: [{spec: openmpi@4.1.4, prefix: /usr}]
+    buildable: false
+  mpi:
+    buildable: false
+mirrors::
+  local: file:///srv/mirror
+"""
+
+
+def test_ior_spack_stage_carries_the_site_includes(tmp_path):
+    """extras {'ior': 'spack'}: the staged environment holds spack.yaml and the site's
+    spack-externals.yaml it includes, the build script installs it, the job loads it.
+    Spack itself cannot run in CI (it is in no package registry), so this checks what
+    is generated; a stand-in `spack` on PATH is only looked for, never run."""
+    prefix = reachable_tmpdir("sb-ior-spack-")
+    envdir, bindir = prefix / "site-env", prefix / "bin"
+    envdir.mkdir()
+    bindir.mkdir()
+    shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
+    (envdir / "spack-externals.yaml").write_text(SITE_EXTERNALS)
+    (bindir / "spack").write_text("#!/bin/sh\necho 'not a real spack' >&2; exit 1\n")
+    (bindir / "spack").chmod(0o755)
+    provider, jobs = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "spack"}, "-S",
+                                 f"spack_env_file={envdir / 'spack.yaml'}", path_dirs=[bindir])
+    staged = provider / "spack_env"
+    assert sorted(p.name for p in staged.iterdir()) == ["spack-externals.yaml", "spack.yaml"]
+    assert (staged / "spack.yaml").read_text() == (REPO / "spack.yaml").read_text()
+    assert (staged / "spack-externals.yaml").read_text() == SITE_EXTERNALS
+    build = (provider / "rfm_build.sh").read_text().splitlines()
+    assert build[-1] == "spack -e spack_env install"
+    assert f'eval "$(spack -e {staged} load --sh ior)"' in jobs["easy"].splitlines()
+    assert re.search(r"^srun ior -a POSIX -k -i 1 -O summaryFormat=JSON -w -e ", jobs["easy"],
+                     re.M)
+    shutil.rmtree(prefix)
+
+
+def test_spack_include_missing_is_a_clear_error(tmp_path):
+    """Without the site's spack-externals.yaml beside spack.yaml the provider fails,
+    naming the file, instead of letting Spack plan another MPI from source."""
+    prefix = reachable_tmpdir("sb-ior-spack-missing-")
+    envdir, bindir = prefix / "site-env", prefix / "bin"
+    envdir.mkdir()
+    bindir.mkdir()
+    shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
+    (bindir / "spack").write_text("#!/bin/sh\nexit 1\n")
+    (bindir / "spack").chmod(0o755)
+    result = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "spack"}, "-S",
+                         f"spack_env_file={envdir / 'spack.yaml'}", path_dirs=[bindir],
+                         expect_failure=True)
+    assert f"{envdir / 'spack.yaml'} includes spack-externals.yaml, which is not at " \
+        f"{envdir / 'spack-externals.yaml'}: put the site's file there" in result.stdout, \
+        result.stdout[-3000:]
+    assert re.search(r"FAIL.*IORProvider ~embedded:batch\+gnu-openmpi", result.stdout)
     shutil.rmtree(prefix)

@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from conftest import SRC, mpirun, run, slurm_env
-from scratchbench.checks.parsers import kernel_problems, parse_kernel_json
+from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
 
 IOTEST_ACCESS = [
     ("fpp", "posix", []), ("shared", "posix", []), ("fpp", "mpiio", []),

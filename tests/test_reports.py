@@ -1,8 +1,7 @@
-"""History store, verdict commands and pages.
+"""History store and verdict commands.
 
-The store on idempotent and concurrent ingests; the verdict commands on a synthetic
-history; the pages in a real headless Chromium after two quick runs on the embedded
-cluster.  The statistics of the verdicts themselves: tests/test_verdicts.py.
+The store on idempotent and concurrent ingests and on the quick runs of the embedded
+cluster.  The statistics of the verdicts: test_verdicts.py; the pages: test_pages.py.
 """
 
 import json
@@ -10,17 +9,14 @@ import multiprocessing
 import re
 import sqlite3
 import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
-from conftest import REPO, failures_of, scratchbench
-from scratchbench.reports import commands, store
-from scratchbench.reports.synthetic import make_report
-
-ARTIFACTS = REPO / "var" / "test-artifacts"
+from conftest import REPO, scratchbench
+from reports import commands, store
+from reports.synthetic import make_case, make_report
 
 
 # ---- store ----------------------------------------------------------------------------------
@@ -28,8 +24,7 @@ def synthetic_run(i, value=100.0, target="fsA", samples=None):
     figures = {"write_bw": (value, "MiB/s", samples or []),
                "open_close_share": (5.0, "%", [])}
     return make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i,
-                       [("KernelIOTest", {"scratch_target": target, "workload_tag": "nightly",
-                                          "access": "fpp-posix"}, "gnu", target, figures)])
+                       [("KernelIOTest", {"scratch_target": target, "access": "fpp-posix"}, "gnu", target, figures)])
 
 
 def count(db, table):
@@ -90,6 +85,47 @@ def test_concurrent_ingests_lose_nothing(tmp_path):
     assert count(db, "runs") == 40 and count(db, "figures") == 80
 
 
+def _read_snapshots(db, barrier, seen, out_dir):
+    """A reader during ingests: every snapshot holds whole runs only, and page builds
+    (one read transaction each) never fail on a busy store."""
+    from reports import pages
+    barrier.wait()
+    conn = store.connect(db)
+    partial = 0
+    for i in range(30):
+        with store.snapshot(conn):
+            per_run = conn.execute("SELECT r.run_id, COUNT(f.figure_id) FROM runs r LEFT JOIN "
+                                   "cases c USING (run_id) LEFT JOIN figures f USING (case_id) "
+                                   "GROUP BY r.run_id").fetchall()
+        partial += sum(1 for _, n in per_run if n != 2)
+        if i % 10 == 0 and per_run:
+            pages.build(out_dir / str(i), db_path=db)
+    seen.value = partial
+    conn.close()
+
+
+def test_two_ingests_and_a_report_build_at_once(tmp_path):
+    db = tmp_path / "h.sqlite"
+    store.connect(db).close()
+    reports = [synthetic_run(i) for i in range(60)]
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(3)
+    seen = ctx.Value("i", -1)
+    jobs = [ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
+            for part in (reports[:30], reports[30:])]
+    jobs.append(ctx.Process(target=_read_snapshots, args=(db, barrier, seen, tmp_path)))
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(300)
+        assert job.exitcode == 0
+    assert seen.value == 0, "a reader saw half a run"
+    assert count(db, "runs") == 60 and count(db, "figures") == 120
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM (SELECT series, run_id FROM cases GROUP BY "
+                        "series, run_id HAVING COUNT(*) > 1)").fetchone()[0] == 0, "duplicates"
+
+
 # ---- verdict commands on a synthetic history --------------------------------------------
 @pytest.fixture
 def synthetic_store(tmp_path):
@@ -109,13 +145,13 @@ def synthetic_store(tmp_path):
 def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     flag = tmp_path / "notified"
     code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
-                                          notify=f'cp "$SCRATCHBENCH_VERDICT" {flag}')
+                                          notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
     assert code == 1 and result["regressions"] == 1
     assert json.loads(flag.read_text())["run_id"] == "run023"
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
     text = commands.format_nightly(result, path)
-    assert "REGRESSION" in text and "KernelIOTest fsA fpp-posix [gnu] write_bw" in text
+    assert re.search(r"REGRESSION +write bw, KernelIOTest on fsA \[gnu\]", text), text
 
 
 def test_acceptance_command_uses_repetition_samples(synthetic_store, tmp_path):
@@ -130,28 +166,7 @@ def test_acceptance_command_uses_repetition_samples(synthetic_store, tmp_path):
         commands.acceptance("ticket:1", "note:after", db=synthetic_store)
 
 
-# ---- real runs, real browser ------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def site(quick_runs, sb_home):
-    for run in quick_runs:
-        assert run["result"].returncode == 0, failures_of(run)
-    out = sb_home / "pages"
-    result = scratchbench("report", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def served(site):
-    handler = partial(SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *a: None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
+# ---- real runs ------------------------------------------------------------------------------
 def test_both_runs_are_in_the_history(quick_runs, sb_home):
     db = sb_home / "history.sqlite"
     stored = {row[0] for row in sqlite3.connect(db).execute("SELECT run_id FROM runs")}
@@ -174,61 +189,6 @@ def test_verdict_commands_on_the_quick_runs(quick_runs):
                      r"\d+ more run\(s\) after are needed", line)
 
 
-def test_note_with_markup_is_escaped(site, quick_runs):
-    run_page = site / f"run-{quick_runs[1]['run_dir'].name}.html"
-    html = run_page.read_text()
-    assert "&lt;script&gt;alert(" in html
-    assert "<script>alert(" not in html
-    assert "<script>alert(" not in (site / "index.html").read_text()
-
-
-def test_pages_render_in_chromium(site, served):
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    pages = sorted(p.name for p in site.glob("*.html"))
-    assert {"index.html", "compare.html", "fs-sanscratch.html",
-            "fs-localscratch.html"} <= set(pages)
-    problems, links, dialogs = [], set(), []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path="/usr/bin/chromium",
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        page.on("console", lambda m: problems.append(f"{page.url}: {m.text}")
-                if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
-        page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        for name in pages:
-            response = page.goto(f"{served}/{name}")
-            assert response.status == 200, name
-            plots = page.locator("[data-plot]").count()
-            # Plots render as they scroll into view: scroll through the page.
-            page.evaluate("""async () => {
-                for (let y = 0; y < document.body.scrollHeight; y += 600) {
-                    window.scrollTo(0, y); await new Promise(r => setTimeout(r, 30)); } }""")
-            if plots:
-                page.wait_for_function(
-                    "() => [...document.querySelectorAll('[data-plot]')]"
-                    ".every(el => el.dataset.rendered === '1' && el.querySelector('svg.main-svg'))",
-                    timeout=60000)
-            links |= set(page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"))
-            if name in ("index.html", "fs-sanscratch.html", "compare.html"):
-                page.evaluate("window.scrollTo(0, 0)")
-                page.screenshot(path=str(ARTIFACTS / f"pages-{name}.png"))
-        for link in sorted(links):
-            assert link.startswith(served), f"a link leaves the site: {link}"
-            assert page.goto(link).status == 200, link
-        text = page.goto(f"{served}/fs-sanscratch.html") and page.inner_text("main")
-        assert "Advice for users" in text and "Staging a data set into sanscratch" in text
-        browser.close()
-    assert problems == [] and dialogs == []
-    assert (ARTIFACTS / "pages-index.html.png").stat().st_size > 10000
-    print(f"screenshots: {ARTIFACTS}/pages-*.png")
-
-
 def test_nightly_refuses_a_run_without_figures(tmp_path):
     db = tmp_path / "h.sqlite"
     conn = store.connect(db)
@@ -240,7 +200,140 @@ def test_nightly_refuses_a_run_without_figures(tmp_path):
     assert err.value.exit_code == 4
 
 
-def test_report_of_an_empty_store_says_so(tmp_path):
-    with pytest.raises(Exception, match="holds no figures yet"):
-        commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
-    assert not (tmp_path / "pages").exists()
+# ---- migration of a history written by the previous code -----------------------------------
+FIXTURES_HERE = REPO / "tests" / "fixtures"
+
+
+def old_history(path):
+    """The history a quick run stored with schema version 1 (the previous code)."""
+    conn = sqlite3.connect(path)
+    conn.executescript((FIXTURES_HERE / "history-v1.sql").read_text())
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_a_version_1_history_migrates_and_new_runs_join_its_series(tmp_path):
+    db = old_history(tmp_path / "h.sqlite")
+    before = sqlite3.connect(db)
+    old_series = {row[0] for row in before.execute("SELECT series FROM cases")}
+    old_values = sorted(row[0] for row in before.execute("SELECT value FROM figures"))
+    before.close()
+    assert all("%workload_tag=quick" in s for s in old_series)
+
+    conn = store.connect(db)   # migrates
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.migrations()[-1][0]
+    migrated = {row[0] for row in conn.execute("SELECT series FROM cases")}
+    assert len(migrated) == len(old_series), "one series per old series"
+    with_figures = "SELECT DISTINCT series FROM cases JOIN figures USING (case_id)"
+    migrated_figures = {row[0] for row in conn.execute(with_figures)}
+    assert not any("workload_tag" in s for s in migrated)
+    assert all(s.endswith("|quick") for s in migrated)
+    assert sorted(r[0] for r in conn.execute("SELECT value FROM figures")) == old_values
+    # "Better" of the old figures is what version 1 derived from the unit.
+    assert {r[0]: r[1] for r in conn.execute(
+        "SELECT DISTINCT unit, better FROM figures")} == {"MiB/s": "higher", "%": "lower",
+                                                           "ops/s": "higher",
+                                                           "deletions/s": "higher",
+                                                           "files/s": "higher"}
+
+    # A run of today's checks: every one of its cases continues an old series.
+    report = json.loads((FIXTURES_HERE / "report-v2-quick.json").read_text())
+    added = store.ingest_report(conn, report, source="report-v2-quick.json")
+    assert added == len(old_values)
+    after = {row[0] for row in conn.execute(with_figures)}
+    assert after == migrated_figures, sorted(after ^ migrated_figures)[:4]
+    lengths = {row[0] for row in conn.execute(
+        "SELECT COUNT(*) FROM figures f JOIN cases c USING (case_id) GROUP BY series, metric")}
+    assert lengths == {2}, "each figure's history now has the old run and the new one"
+    # Declarations travel with the new figures; skipped cases keep their reason.
+    label = conn.execute("SELECT label, better, headline FROM figures f JOIN cases c "
+                         "USING (case_id) WHERE c.run_id = ? AND f.metric = 'write_bw' AND "
+                         "c.params LIKE '%fpp-posix%'", (report["session_info"]["scratchbench_run"],)
+                         ).fetchone()
+    assert tuple(label) == ("Write bandwidth at the slowest rank", "higher",
+                            "Large sequential write")
+    reasons = {r[0] for r in conn.execute("SELECT skip_reason FROM cases WHERE result='skip'")}
+    assert any((r or "").startswith("IOR/mdtest not available") for r in reasons), reasons
+    conn.close()
+
+
+# ---- notification, and a run whose checks failed -----------------------------------------
+class _Receiver(BaseHTTPRequestHandler):
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append((self.path, self.headers["Content-Type"], json.loads(body)))
+        self.send_response(200 if "fail" not in self.path else 500)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def webhook():
+    """A small HTTP receiver on 127.0.0.1, as a chat or ticket webhook would be."""
+    _Receiver.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", _Receiver.received
+    server.shutdown()
+
+
+def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path, webhook):
+    url, received = webhook
+    flag = tmp_path / "notified"
+    code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
+                                          notify=[f"{url}/hook",
+                                                  f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
+    assert code == 1
+    assert len(received) == 1
+    where, kind, payload = received[0]
+    assert where == "/hook" and kind == "application/json"
+    assert payload["run_id"] == "run023" and payload["regressions"] == 1
+    assert payload["figures"][0]["verdict"] == "regression"
+    assert "write bw" in payload["figures"][0]["name"]
+    assert json.loads(flag.read_text())["run_id"] == "run023"
+    assert [n["ok"] for n in result["notified"]] == [True, True]
+
+
+def test_a_failing_notifier_never_hides_the_verdict(synthetic_store, tmp_path, webhook):
+    url, _ = webhook
+    code, result, path = commands.nightly(
+        db=synthetic_store, out=tmp_path / "v.json",
+        notify=[f"{url}/fail", "exit 3", "http://127.0.0.1:9/nobody-listens"])
+    assert code == 1 and result["regressions"] == 1, "the verdict stands"
+    assert [n["ok"] for n in result["notified"]] == [False, False, False]
+    assert "HTTP Error 500" in result["notified"][0]["error"]
+    assert "exited 3" in result["notified"][1]["error"]
+    text = commands.format_nightly(result, path)
+    assert text.count("NOTIFICATION FAILED") == 3
+    assert json.loads(path.read_text())["notified"][0]["ok"] is False
+
+
+def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
+    """The latest run's check failed: the verdict says so with the cause, instead of
+    judging the previous night's value as 'latest'."""
+    url, received = webhook
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    for i in range(10):
+        store.ingest_report(conn, synthetic_run(i))
+    broken = make_case("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"}, "gnu",
+                       "fsA", {}, result="fail", fail_phase="sanity",
+                       fail_reason="job 77 ended NODE_FAIL: a node of the job failed")
+    store.ingest_report(conn, make_report("run010", 1_800_000_000 + 3600 * 10, [broken]))
+    conn.close()
+    code, result, path = commands.nightly(db=db, out=tmp_path / "v.json", notify=[url])
+    assert code == 4
+    assert result["run_id"] == "run010" and result["failed"] == 1
+    failed = [f for f in result["figures"] if f["verdict"] == "failed"]
+    assert len(failed) == 1 and "NODE_FAIL" in failed[0]["detail"]
+    assert not any(f["verdict"] != "failed" for f in result["figures"]), \
+        "no figure of an earlier night is judged as the latest"
+    assert received and received[0][2]["failed"] == 1
+    assert "FAILED" in commands.format_nightly(result, path)

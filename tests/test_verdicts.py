@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from scratchbench.reports import verdicts
+from reports import verdicts
 
 REGRESSION = ("regression", "ongoing-regression")
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from scratchbench.reports import verdicts
+from reports import verdicts
 
 REGRESSION = ("regression", "ongoing-regression")
 

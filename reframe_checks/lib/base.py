@@ -7,25 +7,101 @@ the target's name and kind, the node count and tasks per node with its figures
 (they appear in the perflog and the run report).  References come from
 ``site_configs/references/<system>.yaml`` through ReFrame's ``$ref``, indexed by
 partition and target, so each site keeps its own expectations as data.
+
+Everything a report needs travels in ReFrame's run report as test variables:
+``figures`` (what each performance variable means, from :func:`figure`),
+``parameter_names`` (which fields of the case are its parameters), ``title``,
+``variant_words`` and ``workload_words`` (the case in words), ``samples`` (per
+repetition values), ``workload_tag`` and ``skip_reason``.
 """
 
 import os
+import subprocess
 
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   variable)
 
-from scratchbench.checks.parsers import ParseError
-from scratchbench.checks.targets import TAGS, declared_targets, target_info, workload
+from reframe_checks.lib.parsers import ParseError
+from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
+from scratchbench.figures import FigureDeclaration
+
+_DECLARATION = "_scratchbench_figure"
+# What a scheduler's final job state means to a person reading a failed check.
+SCHEDULER_CAUSES = {
+    "NODE_FAIL": "a node of the job failed",
+    "BOOT_FAIL": "a node of the job failed to boot",
+    "CANCELLED": "the job was cancelled (scancel, or an administrator)",
+    "TIMEOUT": "the job hit its time limit",
+    "DEADLINE": "the job reached its deadline",
+    "OUT_OF_MEMORY": "the job ran out of memory",
+    "PREEMPTED": "the job was preempted",
+}
 
 
-class ScratchCheck(rfm.RunOnlyRegressionTest):
+def figure(unit, label, better="higher", headline=""):
+    """``@performance_function(unit)`` that also declares what the figure means.
+
+    ``label`` says what the number is; ``better`` is ``"higher"`` or ``"lower"``;
+    ``headline`` names the workload in words when this figure leads the pages; it
+    applies to the variants the concrete check picks with ``headline_when``.
+    """
+    declared = FigureDeclaration(unit=unit, label=label, better=better, headline=headline)
+
+    def wrap(function):
+        perf = performance_function(unit)(function)
+        setattr(perf, _DECLARATION, declared)
+        return perf
+    return wrap
+
+
+def duration_words(seconds):
+    """60 -> '1 min', 5400 -> '1 h 30 min', 45 -> '45 s'."""
+    seconds = int(round(float(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes) + \
+        [f"{secs} s"] * bool(secs)
+    return " ".join(parts) or "0 s"
+
+
+def words(bytes_count):
+    """1048576 -> '1 MiB', 47008 -> '45.9 KiB', 3 -> '3 B'."""
+    value = float(bytes_count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{bytes_count} B"
+
+
+class SuiteTest(rfm.RegressionTestPlugin):
+    """What every test of the suite has, fixtures included.
+
+    ``workload_tag``: quick, nightly or acceptance, the entry of workloads.yaml this run
+    uses; one run of the suite sets it for every test (`scratchbench run` passes
+    ``-S workload_tag=TAG``), so it is a variable, not a parameter that would triple
+    every variant.  ``skip_reason``: why a case was skipped, kept in the run report
+    (ReFrame keeps no skip reason there).
+    """
+
+    workload_tag = variable(str, value="quick")
+    skip_reason = variable(str, value="")
+
+    def skip_because(self, condition, reason):
+        if condition:
+            self.skip_reason = reason
+            self.skip(reason)
+
+
+class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     scratch_target = parameter(declared_targets())
-    #: quick, nightly or acceptance: which entry of workloads.yaml this variant runs
-    workload_tag = parameter(TAGS)
     #: the family in workloads.yaml (set by subclasses)
     workload_family = variable(str)
+    #: the tags under which this check runs (a subclass may narrow them)
+    run_in_tags = variable(list, value=list(TAGS))
 
     scratch_kind = variable(str, value="")
     scratch_path = variable(str, value="")
@@ -37,20 +113,79 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
     io_api = variable(str, value="")
     #: the values of this variant's workload entry, with layout resolved
     params = variable(dict, value={})
+
+    #: what each performance variable means: {name: FigureDeclaration.as_dict()}
+    figures = variable(dict, value={})
+    #: the names of this check's parameters (their values are fields of the run report)
+    parameter_names = variable(list, value=[])
+    check_class = variable(str, value="")
+    #: the check in words ("Bandwidth, IOTest (seed 002)"), this variant in words
+    #: ("file per process, POSIX"), and its workload in words (sizes, ranks, nodes)
+    title = variable(str, value="")
+    variant_words = variable(str, value="")
+    workload_words = variable(str, value="")
+    #: the parameter this check sweeps (its figures plot against it), if any
+    scaling_parameter = variable(str, value="")
+    #: whether this variant's headline figures lead the pages (see headline_when)
+    leads_pages = variable(bool, value=False)
     #: per-repetition values of each performance variable, when the tool reports them;
-    #: kept in the run report, so acceptance verdicts test the repetitions themselves
+    #: kept in the run report, so acceptance verdicts see each run's spread
     samples = variable(dict, value={})
 
     exclusive_access = True
     maintainers = ["scratchbench"]
+    #: which variants lead the pages with their headline figures: parameter values
+    #: they must have ({} = every variant, None = none)
+    headline_when = None
 
     @run_after("init")
     def select_target_and_workload(self):
+        if self.workload_tag not in TAGS:
+            raise ValueError(f"workload_tag {self.workload_tag!r}: expected one of "
+                             f"{', '.join(TAGS)}")
         self.valid_systems = [f"+scratch_{self.scratch_target}"]
-        self.tags = {self.workload_tag, f"fs:{self.scratch_target}"}
+        self.tags = {*self.run_in_tags, f"fs:{self.scratch_target}"}
         self.params = workload(self.workload_family, self.workload_tag)
+        self.time_limit = self.params["time_limit"]
+        self.check_class = type(self).__name__
+        self.parameter_names = sorted(type(self).param_space.params)
         self.descr = (f"{type(self).__name__} on scratch target {self.scratch_target}, "
                       f"{self.workload_tag} workload")
+
+    @run_after("init")
+    def declare_figures(self):
+        """Collect the @figure declarations of this class; every performance variable
+        must have one, so no figure reaches the history without its meaning."""
+        values = {name: str(getattr(self, name)) for name in self.parameter_names}
+        when = self.headline_when
+        leads = when is not None and all(values.get(k) == str(v) for k, v in when.items())
+        self.leads_pages = leads
+        declared = {}
+        for klass in type(self).__mro__:
+            for name, member in vars(klass).items():
+                if name in declared or not hasattr(member, _DECLARATION):
+                    continue
+                declaration = getattr(member, _DECLARATION)
+                declared[name] = dict(declaration.as_dict(),
+                                      headline=declaration.headline if leads else "")
+        self.figures = declared
+
+    def add_figure(self, name, declaration, evaluate):
+        """A performance variable made at setup (one per point of a sweep, say), with its
+        declaration; ``evaluate()`` returns the value once the job has run.  Its headline
+        counts only on the variants that lead the pages (``headline_when``)."""
+        self.perf_variables[name] = sn.make_performance_function(evaluate, declaration.unit)
+        meaning = declaration.as_dict()
+        if not self.leads_pages:
+            meaning["headline"] = ""
+        self.figures = dict(self.figures, **{name: meaning})
+
+    @run_before("run")
+    def every_figure_is_declared(self):
+        missing = sorted(set(self.perf_variables) - set(self.figures))
+        if missing:
+            raise ValueError(f"{type(self).__name__}: performance variable(s) "
+                             f"{', '.join(missing)} have no @figure declaration")
 
     @run_after("setup")
     def resolve_target(self):
@@ -74,24 +209,115 @@ class ScratchCheck(rfm.RunOnlyRegressionTest):
         self.num_tasks_per_node = self.tasks_per_node_used
         self.num_tasks = self.num_nodes_used * self.tasks_per_node_used
         available = int(self.current_partition.extras.get("nodes", self.num_nodes_used))
-        self.skip_if(self.num_nodes_used > available,
-                     f"needs {self.num_nodes_used} nodes, partition "
-                     f"{self.current_partition.fullname} has {available}")
+        self.skip_because(self.num_nodes_used > available,
+                          f"needs {self.num_nodes_used} nodes, partition "
+                          f"{self.current_partition.fullname} has {available}")
         # More ranks than a node advertises would pend forever under Slurm.
         if self.current_partition.extras.get("overcommit") and \
                 self.current_partition.scheduler.registered_name == "slurm":
             self.job.options += ["--overcommit"]
+
+    @run_after("setup")
+    def no_silent_rerun(self):
+        """A benchmark job Slurm requeues after a node failure would rerun later under
+        other conditions and leave a job behind the run: fail it instead, with the
+        scheduler's cause."""
+        if self.current_partition.scheduler.registered_name == "slurm":
+            self.job.options += ["--no-requeue"]
+            # Traceable to its run, so that no run leaves a job of its own behind.
+            run_id = os.environ.get("SCRATCHBENCH_RUN_ID")
+            if run_id:
+                self.job.options += [f"--comment=scratchbench-run:{run_id}"]
+
+    def scheduler_cause(self):
+        """Why the job did not end normally, in words from the scheduler's own state
+        (sacct for Slurm), or None when it completed.  Names the nodes that are down
+        when a node failed."""
+        job = self.job
+        state = (getattr(job, "state", None) or "").split(",")[0].split()[0:1]
+        state = state[0] if state else ""
+        cause = SCHEDULER_CAUSES.get(state)
+        if cause is None:
+            return None
+        where = f"job {job.jobid} ended {state}: {cause}"
+        if state in ("NODE_FAIL", "BOOT_FAIL"):
+            down = self._nodes_down(job.jobid)
+            if down:
+                where += f" ({'; '.join(down)})"
+        if state == "TIMEOUT" and self.time_limit:
+            where += f" of {duration_words(self.time_limit)}"
+        return f"{where}, during {type(self).__name__} on {self.scratch_target}"
+
+    @staticmethod
+    def _nodes_down(jobid):
+        """['node n2 went down: Not responding'] for the job's nodes that went down while
+        it ran: Slurm's node events (sacctmgr), since a node an administrator set down
+        may be back in service by the time the check reads it."""
+        def query(argv):
+            return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+        try:
+            job = query(["sacct", "-n", "-X", "-P", "-j", str(jobid), "-o", "NodeList,Start"])
+            nodes, _, start = (job.strip().splitlines() or [""])[0].partition("|")
+            if not nodes or nodes == "None assigned":
+                return []
+            events = query(["sacctmgr", "-n", "-P", "show", "event", f"nodes={nodes}",
+                            f"start={start or 'now-1day'}",
+                            "format=NodeName,State,Reason"])
+            if not events.strip():
+                events = query(["sinfo", "-h", "-N", "-n", nodes, "-o", "%N|%T|%E"])
+        except (OSError, subprocess.SubprocessError):
+            return []
+        down = []
+        for line in events.splitlines():
+            node, state, reason = (line.split("|") + ["", ""])[:3]
+            state = state.strip().lower().rstrip("*")
+            if state.startswith(("down", "drain", "fail")):
+                down.append(f"node {node.strip()} went {state}"
+                            + (f": {reason.strip()}" if reason.strip() not in ("", "none")
+                               else ""))
+        return sorted(set(down))
+
+    def missing_output(self, what):
+        """The one-line reason for an output file that is not there: the scheduler's
+        cause when the job did not end normally, else what the caller says, with the
+        job's stderr file when it exists."""
+        cause = self.scheduler_cause()
+        if cause:
+            return cause
+        stderr = os.path.join(self.stagedir, "rfm_job.err")
+        if os.path.isfile(stderr) and os.path.getsize(stderr):
+            with open(stderr, errors="replace") as f:
+                lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+            # The program's own error line says more than the launcher's "task 0 exited".
+            own = [ln for ln in lines if "error" in ln.lower()
+                   and not ln.startswith(("srun:", "mpirun", "--", "["))]
+            shown = (own or lines)[-1:] if own else lines[-1:]
+            return f"{what}; the job's error: {shown[0][:200]} ({stderr})" if shown \
+                else f"{what}; see {stderr}"
+        return f"{what}; the job wrote nothing on stderr"
+
+    def ranks_in_words(self):
+        nodes = self.num_nodes_used
+        return (f"{self.num_tasks} rank{'s' * (self.num_tasks != 1)} on {nodes} "
+                f"node{'s' * (nodes != 1)}")
 
     def parsed_output(self, filename, parse, missing):
         """parse(text of stagedir/filename), once per check: sanity and every figure
         share it.  A missing file or a ParseError is a SanityError every time."""
         cache = self.__dict__.setdefault("_parsed_outputs", {})
         if filename not in cache:
+            # A job the scheduler ended (node failure, scancel, time limit) may have left
+            # a partial file: its cause is the one a person needs.
+            cause = self.scheduler_cause()
+            if cause:
+                cache[filename] = ParseError(cause)
+                raise sn.SanityError(cause)
             try:
                 with open(os.path.join(self.stagedir, filename)) as f:
                     cache[filename] = parse(f.read())
             except FileNotFoundError:
-                cache[filename] = ParseError(f"{filename} missing: {missing}")
+                cache[filename] = ParseError(f"{filename} missing: "
+                                             f"{self.missing_output(missing)}")
             except ParseError as exc:
                 cache[filename] = exc
         if isinstance(cache[filename], ParseError):

@@ -11,18 +11,19 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 
+from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure, words
+from reframe_checks.lib.parsers import ParseError, kernel_problems, parse_kernel_json
+from reframe_checks.lib.targets import target_info
 from scratchbench import paths
-from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import kernel_problems, parse_kernel_json
+from scratchbench.figures import FigureDeclaration
 
 KERNEL_REPORT = "kernel.json"
 MIB = 1024.0 * 1024.0
 
 
-class KernelBuild(rfm.CompileOnlyRegressionTest):
+class KernelBuild(rfm.CompileOnlyRegressionTest, SuiteTest):
     """Builds scratchbench-kernel from src/ with the environment's MPI compiler."""
 
     descr = "build scratchbench-kernel (C11 + MPI) with make"
@@ -55,20 +56,37 @@ class KernelCheck(ScratchCheck):
     valid_prog_environs = ["+mpi"]
     kernel_mode = variable(str)
     kernel_args = variable(list, value=[])
+    #: the directories the kernel writes in: the target's path, or its disks
+    kernel_dirs = variable(list, value=[])
 
     @run_before("run")
     def set_kernel_command(self):
         self.executable = self.kernel.binary
         # The target path may be a template such as $MYSANSCRATCH: the job's shell
         # expands it, so it is quoted for the shell, not by Python.
-        self.executable_opts = [self.kernel_mode, "--dir", f'"{self.scratch_path}"',
-                                "--output", KERNEL_REPORT, *self.kernel_args]
+        dirs = [arg for d in (self.kernel_dirs or [self.scratch_path])
+                for arg in ("--dir", f'"{d}"')]
+        self.executable_opts = [self.kernel_mode, *dirs, "--output", KERNEL_REPORT,
+                                *self.kernel_args]
         self.keep_files = [KERNEL_REPORT]
 
     def kernel_report(self):
         return self.parsed_output(
             KERNEL_REPORT, lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
-            "the kernel died before writing its report; see rfm_job.err")
+            "the kernel died before writing its report")
+
+    @run_before("sanity")
+    def record_what_ran(self):
+        """The transfer size as the kernel used it and the per-repetition samples, from
+        its report (when there is one: sanity says why when there is not)."""
+        try:
+            report = parse_kernel_json(open(os.path.join(self.stagedir, KERNEL_REPORT)).read())
+        except (OSError, ParseError):
+            return
+        self.transfer_size = int(report["config"].get("transfer_bytes") or 0)
+        if not kernel_problems(report, expected_ranks=self.num_tasks,
+                               expected_nodes=self.num_nodes_used):
+            self.samples = self.samples_from(report)
 
     @sanity_function
     def validate_kernel_run(self):
@@ -76,8 +94,21 @@ class KernelCheck(ScratchCheck):
         problems = kernel_problems(report, expected_ranks=self.num_tasks,
                                    expected_nodes=self.num_nodes_used)
         if not problems:
-            self.samples = self.samples_from(report)
+            problems = self.mode_problems(report)
         return sn.assert_false(problems, msg="; ".join(problems))
+
+    def mode_problems(self, report):
+        """Reasons a complete run of this mode is still invalid; subclasses add theirs."""
+        return []
+
+    def cache_arguments(self):
+        """Cache defeat between writes and reads, as the workload entry says."""
+        cache = self.params.get("cache", "fadvise")
+        if cache == "fadvise":
+            return ["--fadvise"]
+        if cache == "direct":
+            return ["--direct"]
+        return []
 
     def samples_from(self, report):
         """{performance variable: [value per repetition]}; subclasses map their figures."""
@@ -88,9 +119,9 @@ class KernelCheck(ScratchCheck):
         return [rep["phases"][phase][key] * scale for rep in report.get("repetitions", [])
                 if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None]
 
-    def figure(self, *keys, scale=1.0):
-        """A number from the report's summary, e.g. figure('write', 'bandwidth_min_Bps',
-        'trimmed_mean')."""
+    def summary_value(self, *keys, scale=1.0):
+        """A number from the report's summary, e.g. summary_value('write',
+        'bandwidth_min_Bps', 'trimmed_mean')."""
         value = self.kernel_report()["summary"]
         for key in keys:
             value = value[key]
@@ -108,6 +139,7 @@ class IOTestCheckBase(KernelCheck):
 
     kernel_mode = "iotest"
     workload_family = "iotest"
+    title = "Bandwidth (IOTest, seed 002)"
     layout_kind = variable(str, value="fpp")
     io_api = "posix"
     collective = variable(bool, value=False)
@@ -119,7 +151,10 @@ class IOTestCheckBase(KernelCheck):
         p = self.params
         self.layout(self.nodes_wanted or p.get("nodes", 1),
                     self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"))
-        self.transfer_size = int(p["nr"]) * 8
+        transfer = int(p["nr"]) * 8     # NR 64-bit values: the kernel reports the size it used
+        per_rank = transfer * int(p["nc"]) * int(p.get("niter", 1))
+        self.workload_words = (f"{words(transfer)} transfers, {words(per_rank)} per rank, "
+                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
         self.kernel_args = ["--nr", str(p["nr"]), "--nc", str(p["nc"]),
                             "--niter", str(p.get("niter", 1)), "--reps", str(p["reps"]),
                             "--iread", "2", "--layout", self.layout_kind, "--api", self.io_api]
@@ -142,25 +177,26 @@ class IOTestCheckBase(KernelCheck):
                 "open_close_share": self.per_rep(report, "write", "open_close_fraction_max",
                                                  100.0)}
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Large sequential write")
     def write_bw(self):
         """Aggregate write bandwidth at the slowest rank (IOTest's minimum rate), trimmed
         mean over repetitions."""
-        return self.figure("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
+        return self.summary_value("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Read bandwidth at the slowest rank", headline="Large sequential read")
     def read_bw(self):
-        return self.figure("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
+        return self.summary_value("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Write bandwidth in the worst repetition")
     def write_bw_worst(self):
         """The worst repetition: seed 000 says min and max matter as much as the mean."""
-        return self.figure("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
+        return self.summary_value("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
 
-    @performance_function("%")
+    @figure("%", "Largest share of a rank's write time spent opening and closing",
+            better="lower")
     def open_close_share(self):
         """Largest share of a rank's write time spent in open + close (seed 002: 25%)."""
-        return self.figure("write", "open_close_fraction_max", "max", scale=100.0)
+        return self.summary_value("write", "open_close_fraction_max", "max", scale=100.0)
 
 
 class MetadataCheckBase(KernelCheck):
@@ -169,6 +205,7 @@ class MetadataCheckBase(KernelCheck):
     kernel_mode = "metadata"
     io_api = "posix"
     workload_family = "metadata"
+    title = "Open/close at scale and deletion cost (seed 002)"
     dir_per_rank = variable(bool, value=False)
     removers = variable(int, value=1)
     files_per_rank = variable(int, value=0)
@@ -178,6 +215,8 @@ class MetadataCheckBase(KernelCheck):
         p = self.params
         self.layout(p["nodes"], p["tasks_per_node"])
         self.files_per_rank = max(1, int(p["files_per_node"]) // self.tasks_per_node_used)
+        self.workload_words = (f"{self.files_per_rank} files per rank, "
+                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
         self.kernel_args = ["--files", str(self.files_per_rank), "--reps", str(p["reps"]),
                             "--removers", str(self.removers)]
         if self.dir_per_rank:
@@ -190,23 +229,168 @@ class MetadataCheckBase(KernelCheck):
                 "stat_rate": self.per_rep(report, "stat", "rate_ops"),
                 "delete_rate": remove, "delete_rate_worst": remove}
 
-    @performance_function("ops/s")
+    @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files")
     def create_rate(self):
-        return self.figure("create", "rate_ops", "trimmed_mean")
+        return self.summary_value("create", "rate_ops", "trimmed_mean")
 
-    @performance_function("ops/s")
+    @figure("ops/s", "Opens and closes of existing files per second (all ranks)",
+            headline="Open and close existing files")
     def open_close_rate(self):
-        return self.figure("open", "rate_ops", "trimmed_mean")
+        return self.summary_value("open", "rate_ops", "trimmed_mean")
 
-    @performance_function("ops/s")
+    @figure("ops/s", "Stats per second (all ranks)")
     def stat_rate(self):
-        return self.figure("stat", "rate_ops", "trimmed_mean")
+        return self.summary_value("stat", "rate_ops", "trimmed_mean")
 
-    @performance_function("deletions/s")
+    @figure("deletions/s", "Deletions per second (all ranks)", headline="Delete files")
     def delete_rate(self):
         """Deletions per second with this many parallel removers per rank."""
-        return self.figure("remove", "rate_ops", "trimmed_mean")
+        return self.summary_value("remove", "rate_ops", "trimmed_mean")
 
-    @performance_function("deletions/s")
+    @figure("deletions/s", "Deletions per second in the worst repetition")
     def delete_rate_worst(self):
-        return self.figure("remove", "rate_ops", "min")
+        return self.summary_value("remove", "rate_ops", "min")
+
+
+def size_bytes(text):
+    """'4k' -> 4096, '1m' -> 1048576, 512 -> 512 (the kernel's size syntax)."""
+    text = str(text).strip().lower()
+    scale = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def size_list(text):
+    return [size_bytes(part) for part in str(text).split(",") if part.strip()]
+
+
+class DiskperfCheckBase(KernelCheck):
+    """Seed 000's diskperf: queued asynchronous writes to every disk of a node at once, a
+    barrier, then reads; one job sweeps block sizes x queue depths.  One figure per
+    point and direction, drawn as bandwidth against queue depth, a line per block size."""
+
+    kernel_mode = "diskperf"
+    workload_family = "diskperf"
+    title = "Asynchronous I/O over a node's disks (diskperf, seed 000)"
+    io_api = "io_uring"
+    block_sizes = variable(list, value=[])
+    queue_depths = variable(list, value=[])
+
+    @run_after("setup")
+    def set_sweep(self):
+        p = self.params
+        self.layout(p.get("nodes", 1), p.get("tasks_per_node", 1))
+        self.kernel_dirs = list(target_info(self.current_partition,
+                                            self.scratch_target)["disks"])
+        self.block_sizes = size_list(p["block_sizes"])
+        self.queue_depths = [int(q) for q in str(p["queue_depths"]).split(",")]
+        self.transfer_size = max(self.block_sizes)
+        self.kernel_args = ["--block-sizes", ",".join(str(b) for b in self.block_sizes),
+                            "--queue-depths", ",".join(str(q) for q in self.queue_depths),
+                            "--file-size", str(p["file_size"]), "--reps", str(p["reps"]),
+                            "--engine", p.get("engine", "io_uring"), *self.cache_arguments()]
+        size = "as large as the node's memory" if p["file_size"] == "memory" else \
+            f"{words(size_bytes(p['file_size']))} per file"
+        self.workload_words = (f"{len(self.kernel_dirs)} director"
+                               f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}, {size}, "
+                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
+        deepest, largest = max(self.queue_depths), max(self.block_sizes)
+        for block in self.block_sizes:
+            for depth in self.queue_depths:
+                for op in ("write", "read"):
+                    headline = (f"Asynchronous {op}s, {words(block)} blocks, {depth} in flight"
+                                if (block, depth) == (largest, deepest) else "")
+                    self.add_figure(
+                        f"{op}_bw_{block}_qd{depth}",
+                        FigureDeclaration(
+                            unit="MiB/s", better="higher", headline=headline,
+                            label=f"{op.capitalize()} bandwidth, {words(block)} blocks, "
+                                  f"{depth} in flight per rank",
+                            chart={"title": f"{op.capitalize()} bandwidth against queue depth",
+                                   "kind": "lines", "x": ["requests in flight per rank", depth],
+                                   "line": f"{words(block)} blocks"}),
+                        self._point(op, block, depth))
+
+    def _point(self, op, block, depth):
+        phase = f"{op}_bs{block}_qd{depth}"
+        return lambda: self.summary_value(phase, "bandwidth_Bps", "trimmed_mean", scale=1 / MIB)
+
+    def mode_problems(self, report):
+        """The queue must fill: a point whose depth was never reached measured less."""
+        problems = []
+        self.io_api = report["config"].get("engine", self.io_api)
+        for rep in report.get("repetitions", []):
+            for name, phase in rep.get("phases", {}).items():
+                wanted, reached = phase.get("queue_depth"), phase.get("queue_depth_reached")
+                if wanted and reached is not None and reached < wanted:
+                    problems.append(f"repetition {rep['rep']} {name}: only {reached} of "
+                                    f"{wanted} requests were in flight at once")
+        return problems[:3]
+
+    def samples_from(self, report):
+        return {f"{op}_bw_{b}_qd{q}": self.per_rep(report, f"{op}_bs{b}_qd{q}",
+                                                    "bandwidth_Bps", 1 / MIB)
+                for b in self.block_sizes for q in self.queue_depths for op in ("write", "read")}
+
+
+PLACEMENTS = ("local", "one-to-many", "many-to-many")
+
+
+class JovianCheckBase(KernelCheck):
+    """Seed 001's Jovian-2 modes: where the readers sit relative to the writers (each on
+    its own node; one client and every other node serving; every node both), request
+    size = stripe size x number of disks."""
+
+    kernel_mode = "jovian"
+    workload_family = "jovian"
+    title = "Readers placed against writers (Jovian-2, seed 001)"
+    io_api = "io_uring"
+    placements = variable(list, value=[])
+
+    @run_after("setup")
+    def set_placements(self):
+        p = self.params
+        self.layout(p.get("nodes", 2), p.get("tasks_per_node", 1))
+        info = target_info(self.current_partition, self.scratch_target)
+        self.kernel_dirs = list(info["disks"])
+        remote = info.get("shared") and self.num_nodes_used > 1
+        self.placements = list(PLACEMENTS if remote else PLACEMENTS[:1])
+        stripe = size_bytes(p["stripe_size"])
+        self.transfer_size = stripe * len(self.kernel_dirs)
+        self.kernel_args = ["--stripe-size", str(stripe), "--data-per-client",
+                            str(p["data_per_client"]), "--inflight", str(p.get("inflight", 1)),
+                            "--placement", ",".join(self.placements), "--reps", str(p["reps"]),
+                            "--engine", p.get("engine", "io_uring"), *self.cache_arguments()]
+        why = "" if remote else (": the target is node-local, so only local reads apply"
+                                 if not info.get("shared") else ": one node only")
+        self.variant_words = ", ".join(self.placements) + why
+        self.workload_words = (f"{words(self.transfer_size)} requests ({words(stripe)} x "
+                               f"{len(self.kernel_dirs)} director"
+                               f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}), "
+                               f"{words(size_bytes(p['data_per_client']))} per client, "
+                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
+        for placement in self.placements:
+            key = placement.replace("-", "_")
+            for op in ("write", "read"):
+                self.add_figure(
+                    f"{op}_bw_{key}",
+                    FigureDeclaration(
+                        unit="MiB/s", better="higher",
+                        headline=f"Reads, {placement} placement" if op == "read" and
+                        placement == self.placements[-1] else "",
+                        label=f"{op.capitalize()} bandwidth, {placement} placement",
+                        chart={"title": "Bandwidth by placement of readers", "kind": "lines",
+                               "x": ["placement", placement], "line": op}),
+                    self._placement(op, key))
+
+    def _placement(self, op, key):
+        return lambda: self.summary_value(f"{op}_{key}", "bandwidth_Bps", "trimmed_mean",
+                                          scale=1 / MIB)
+
+    def mode_problems(self, report):
+        self.io_api = report["config"].get("engine", self.io_api)
+        return []
+
+    def samples_from(self, report):
+        return {f"{op}_bw_{p.replace('-', '_')}": self.per_rep(
+            report, f"{op}_{p.replace('-', '_')}", "bandwidth_Bps", 1 / MIB)
+            for p in self.placements for op in ("write", "read")}

@@ -15,10 +15,11 @@ import random
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import performance_function, run_after, run_before, sanity_function
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function
 
-from scratchbench.checks.base import ScratchCheck
-from scratchbench.checks.parsers import ParseError
+from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure, words
+from reframe_checks.lib.parsers import ParseError
+from reframe_checks.lib.targets import declared_targets, target_info
 
 SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "scripts")
@@ -61,6 +62,7 @@ class StagingCheckBase(ScratchCheck):
     """Stage in, compute, stage out; checksums both ways; each leg timed."""
 
     workload_family = "staging"
+    title = "Staging through the scratch directory (seed 004)"
     io_api = "cp"
     valid_prog_environs = ["+serial"]
     sourcesdir = SCRIPTS_DIR
@@ -71,6 +73,9 @@ class StagingCheckBase(ScratchCheck):
         # Seed 004's job script stages with plain cp in the batch script: no launcher.
         self.layout(1, 1)
         self.job.launcher = getlauncher("local")()
+        p = self.params
+        self.workload_words = (f"{p['files']} files of {words(int(p['file_bytes']))} "
+                               "staged in and back, checksums verified both ways")
 
     @run_before("run")
     def prepare_home_and_command(self):
@@ -83,7 +88,7 @@ class StagingCheckBase(ScratchCheck):
 
     def staging_report(self):
         return self.parsed_output(STAGING_REPORT, parse_staging_report,
-                                  "the job died before staging finished; see rfm_job.err")
+                                  "the job died before staging finished")
 
     @sanity_function
     def staged_and_verified(self):
@@ -103,31 +108,34 @@ class StagingCheckBase(ScratchCheck):
         seconds = self.staging_report()[seconds_key]
         return amount / seconds if seconds > 0 else float("inf")
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Stage-in bandwidth (copy into scratch)", headline="Stage a data set into scratch")
     def stage_in_bw(self):
         return self._rate(self.staging_report()["bytes_in"] / MIB, "stage_in_s")
 
-    @performance_function("MiB/s")
+    @figure("MiB/s", "Stage-out bandwidth (copy results home)", headline="Copy results home from scratch")
     def stage_out_bw(self):
         return self._rate(self.staging_report()["bytes_out"] / MIB, "stage_out_s")
 
-    @performance_function("files/s")
+    @figure("files/s", "Files staged in per second")
     def stage_in_files_rate(self):
         return self._rate(self.staging_report()["files"], "stage_in_s")
 
-    @performance_function("files/s")
+    @figure("files/s", "Files staged out per second")
     def stage_out_files_rate(self):
         return self._rate(self.staging_report()["files"], "stage_out_s")
 
 
-class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest):
+class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
     """After a staging job, on the same nodes: is the per-job directory gone?
 
-    Subclasses set ``staging_test`` (the name of the staging variant) in an init hook.
-    The new job cannot start on a node before the previous job's epilog has finished
-    there, so the answer reflects the scheduler's clean-up, not a race with it.
+    One variant per scratch target; a target that is not a per-job directory is skipped
+    with that reason.  Subclasses set ``staging_test`` (the name of the staging variant
+    of the same target) in an init hook.  The new job cannot start on a node before the
+    previous job's epilog has finished there, so the answer reflects the scheduler's
+    clean-up, not a race with it.
     """
 
+    scratch_target = parameter(declared_targets())
     valid_prog_environs = ["+serial"]
     exclusive_access = True
     executable = "bash"
@@ -135,6 +143,10 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest):
 
     @run_after("setup")
     def same_nodes_as_the_staging_job(self):
+        info = target_info(self.current_partition, self.scratch_target)
+        self.skip_because(not info.get("per_job"),
+                          f"scratch target {self.scratch_target} is not a per-job directory: "
+                          "the scheduler does not remove it, so there is nothing to confirm")
         parent = self.getdep(self.staging_test)
         if self.is_dry_run():
             self.scratch_dir = "<the staging job's per-job directory>"

@@ -10,26 +10,42 @@ from pathlib import Path
 
 import reframe.core.runtime as rt
 import yaml
+from reframe.core.exceptions import ReframeFatalError
 
-WORKLOADS_FILE = Path(__file__).resolve().parent.parent / "workloads.yaml"
+from scratchbench import paths
+
+WORKLOADS_FILE = paths.CHECKS_DIR / "workloads.yaml"
 TAGS = ("quick", "nightly", "acceptance")
 
 
-def _partitions():
+def _runtime():
+    """ReFrame's runtime, or None when imported outside a ReFrame run (unit tests)."""
     try:
-        return rt.runtime().system.partitions
-    except Exception:   # imported outside a ReFrame run (unit tests, docs)
-        return []
+        return rt.runtime()
+    except ReframeFatalError:
+        return None
 
 
-def declared_targets(per_job=None):
-    """Sorted names of the scratch targets of the current system's partitions."""
-    names = set()
-    for part in _partitions():
-        for name, info in part.extras.get("scratch_targets", {}).items():
-            if per_job is None or bool(info.get("per_job")) == per_job:
-                names.add(name)
-    return sorted(names)
+def _partitions():
+    runtime = _runtime()
+    return runtime.system.partitions if runtime else []
+
+
+def declared_targets():
+    """Sorted names of the scratch targets of the current system's partitions.
+
+    Inside a ReFrame run a system without any is an error naming the site config: an
+    empty parameter would make every check silently vanish.
+    """
+    names = sorted({name for part in _partitions()
+                    for name in part.extras.get("scratch_targets", {})})
+    runtime = _runtime()
+    if runtime and not names:
+        sources = ", ".join(str(s) for s in getattr(runtime.site_config, "sources", [])
+                            if str(s).endswith(".py")) or "the site config"
+        raise ValueError(f"{sources}: system '{runtime.system.name}' declares no scratch "
+                         "targets: add ScratchTarget entries with with_scratch_targets()")
+    return names
 
 
 def target_info(partition, name):
@@ -75,9 +91,16 @@ def load_workloads(path=None):
     return data
 
 
+# A job that hangs must not hold the nodes for the night: unless an entry of
+# workloads.yaml says otherwise, each job gets this time limit.
+DEFAULT_TIME_LIMITS = {"quick": "10m", "nightly": "2h", "acceptance": "6h"}
+
+
 def workload(family, tag):
     table = load_workloads()
     try:
-        return dict(table[family][tag])
+        entry = dict(table[family][tag])
     except KeyError:
         raise ValueError(f"workloads file has no '{family}.{tag}' entry") from None
+    entry.setdefault("time_limit", DEFAULT_TIME_LIMITS[tag])
+    return entry

@@ -32,6 +32,10 @@ if [ "$per_job" = 1 ]; then
     work=$scratch                        # the scheduler's per-job directory: ours to fill
 else
     work=$(mktemp -d "$scratch/sbstage.XXXXXX") || fail "cannot make a directory in $scratch" 4
+    # Our own directory goes whatever happens: a failed copy on a full target must not
+    # leave it full for every check after this one.
+    trap 'rm -rf -- "$work"' EXIT
+    trap 'exit 143' TERM INT          # scancel, a time limit: leave through the EXIT trap
 fi
 
 files=$(find "$home/input" -type f | wc -l)

@@ -1,19 +1,34 @@
-// Renders each plot when it scrolls into view; the specifications are JSON in the page.
+// Renders each plot when it scrolls into view (or its folded section opens); the
+// specifications are JSON in the page.
 (function () {
   "use strict";
+  var config = {displaylogo: false, responsive: true, displayModeBar: "hover",
+                modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"]};
+  var webgl = (function () {
+    try {
+      var canvas = document.createElement("canvas");
+      return !!(canvas.getContext("webgl") || canvas.getContext("experimental-webgl"));
+    } catch (e) { return false; }
+  })();
   // One plot per frame, so the first appears at once and scrolling stays smooth.
   var queue = [], busy = false;
+  function done(el) {
+    el.dataset.rendered = "1";
+    busy = false;
+    window.requestAnimationFrame(drain);
+  }
   function drain() {
     if (busy || !queue.length) return;
     busy = true;
     var el = queue.shift();
+    if (el.dataset.webgl && !webgl) {
+      el.classList.add("no-webgl");
+      el.textContent = "This browser cannot draw 3-D plots (no WebGL): see the heat map beside it.";
+      done(el);
+      return;
+    }
     var spec = JSON.parse(document.getElementById(el.dataset.plot).textContent);
-    window.Plotly.newPlot(el, spec.data, spec.layout, {displaylogo: false, responsive: true})
-      .then(function () {
-        el.dataset.rendered = "1";
-        busy = false;
-        window.requestAnimationFrame(drain);
-      });
+    window.Plotly.newPlot(el, spec.data, spec.layout, config).then(function () { done(el); });
   }
   function render(el) {
     if (el.dataset.rendered) return;
@@ -24,6 +39,8 @@
   function start() {
     var plots = document.querySelectorAll("[data-plot]");
     if (!("IntersectionObserver" in window)) { plots.forEach(render); return; }
+    // A plot inside a closed <details> is not visible: it is observed, and renders
+    // when the section opens and it scrolls into view.
     var observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (entry) {
         if (entry.isIntersecting) { observer.unobserve(entry.target); render(entry.target); }

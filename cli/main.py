@@ -8,17 +8,19 @@ Every error is one line, ``scratchbench: error: ...``, and a non-zero exit code.
 
 import argparse
 import json
+import os
+import sqlite3
 import sys
 
 from scratchbench import __version__, paths
-from scratchbench.errors import ScratchbenchError
+from scratchbench.errors import ConfigError, ScratchbenchError
 
 EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
           f"default {paths.REPO_ROOT / 'var'}.")
 
 
 def _cluster(args):
-    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+    from cluster import ClusterSpec, EmbeddedCluster
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action == "up":
@@ -43,32 +45,44 @@ def _format_status(status):
     lines = [f"embedded cluster: {'up' if status['up'] else 'DOWN'} ({status['dir']})"]
     if status.get("slurm_conf"):
         lines.append(f"  SLURM_CONF={status['slurm_conf']}")
+    spec = status["spec"]
+    lines.append(f"  ports from {spec.get('base_port')} ({status.get('ports')}); munge socket "
+                 f"and key in {status.get('munge_dir')}")
     for d in status["daemons"]:
         lines.append(f"  {d['name']:<12} pid {d['pid']:<8} {'running' if d['alive'] else 'stopped'}"
                      f"  log {d['log']}")
     for node, state in sorted(status.get("nodes", {}).items()):
         lines.append(f"  node {node}: {state}")
-    spec = status["spec"]
     lines.append(f"  per-job scratch (MYSANSCRATCH) under {spec.get('san_root')}")
     return "\n".join(lines)
 
 
 def _run(args):
-    from scratchbench.reports import commands
-    from scratchbench.runner import format_summary, run_suite
+    from reports import commands
+    from cli.runner import format_summary, run_suite
 
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
                               start_cluster=not args.no_start, local=args.local)
-    # Every run lands in the history store at once, so verdicts and pages see it.
-    runs, figures, total = commands.ingest([summary["run_dir"]])
+    # Every run lands in the history store at once, so verdicts and pages see it.  If
+    # the store cannot take it (full, read-only, damaged), the run's report stays on disk
+    # and the figures are printed all the same.
+    try:
+        runs, figures, total = commands.ingest([summary["run_dir"]])
+    except ScratchbenchError as exc:
+        summary["history"] = (f"NOT STORED: {exc}; the run report stays in "
+                              f"{summary['run_dir']}: store it later with "
+                              f"`scratchbench ingest {summary['run_dir']}`")
+        print(format_summary(summary))
+        print(f"scratchbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     summary["history"] = f"{figures} figures added to {paths.history_db()} ({total} in all)"
     print(format_summary(summary))
     return code
 
 
 def _ingest(args):
-    from scratchbench.reports import commands
+    from reports import commands
 
     runs, figures, total = commands.ingest(args.sources)
     print(f"ingested {runs} run(s), {figures} figure(s); the history store "
@@ -77,7 +91,7 @@ def _ingest(args):
 
 
 def _verdict(args):
-    from scratchbench.reports import commands
+    from reports import commands
 
     if args.kind == "nightly":
         code, result, path = commands.nightly(run_id=args.run, tag=args.tag, out=args.out,
@@ -89,9 +103,24 @@ def _verdict(args):
     return code
 
 
-def _report(args):
-    from scratchbench.reports import commands
+def writable_directory(path, option):
+    """path as a directory we may write in (made if missing), or a one-line error."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ConfigError(f"{option} {path}: exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot make the directory ({exc.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: not writable by this user")
+    return path
 
+
+def _report(args):
+    from reports import commands
+
+    writable_directory(args.out, "--out")
     pages_written, figures, seconds = commands.report(args.out)
     print(f"wrote {pages_written} pages from {figures} figures in {seconds:.1f} s: "
           f"{args.out}/index.html")
@@ -119,9 +148,10 @@ def build_parser():
     cluster.add_argument("--nodes", type=int, default=2, help="slurmd nodes (default 2)")
     cluster.add_argument("--cpus-per-node", type=int, default=2,
                          help="CPUs each node advertises (default 2)")
-    cluster.add_argument("--base-port", type=int, default=17817,
-                         help="first TCP port; the cluster uses base..base+2 and "
-                              "base+10.. (default 17817)")
+    cluster.add_argument("--base-port", type=int, default=None,
+                         help="first TCP port; the cluster uses base..base+2 and base+10.. "
+                              "(default: the first free block from 17817 up, recorded in "
+                              "the cluster's state so status and down find it)")
     cluster.add_argument("--scratch-root", metavar="DIR",
                          help="where per-job directories go (default <cluster dir>/sanscratch)")
     cluster.add_argument("--json", action="store_true", help="print the status as JSON")
@@ -170,14 +200,19 @@ def build_parser():
         "nightly", help="the latest run against its history",
         description="For each figure of the latest run, look for a change point in its "
                     "history (E-divisive, permutation test at 1%: at most 1% of figures "
-                    "flagged per night when nothing changed). Exit 1 on a confirmed "
-                    "regression; a verdict file is always written.")
+                    "flagged per night when nothing changed). A check of the run that "
+                    "failed is a verdict of its own, with its cause. Exit 1 on a confirmed "
+                    "regression, 4 when checks failed (and nothing regressed), 0 otherwise; "
+                    "a verdict file is always written.")
     nightly.add_argument("--run", help="judge this run instead of the latest")
     nightly.add_argument("--tag", help="the latest run with this tag (e.g. nightly)")
     nightly.add_argument("--out", help="verdict file (default results/verdicts/nightly-RUN.json)")
-    nightly.add_argument("--notify", metavar="COMMAND",
-                         help="shell command run on a regression; $SCRATCHBENCH_VERDICT names "
-                              "the verdict file")
+    nightly.add_argument("--notify", metavar="COMMAND_OR_URL", action="append", default=[],
+                         help="told about a regression or a failed check: a shell command "
+                              "($SCRATCHBENCH_VERDICT names the verdict file) or an http(s) "
+                              "URL that receives a JSON POST (a chat or ticket webhook); "
+                              "repeatable; a notifier that fails is reported and changes "
+                              "neither the verdict nor the exit code")
     nightly.set_defaults(func=_verdict)
     accept = vsub.add_parser(
         "acceptance", help="runs before a change against runs after it",
@@ -204,6 +239,10 @@ def build_parser():
 
 
 def main(argv=None):
+    problem = paths.checkout_problem()
+    if problem:
+        print(f"scratchbench: error: {problem}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -211,6 +250,15 @@ def main(argv=None):
     except ScratchbenchError as exc:
         print(f"scratchbench: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except sqlite3.DatabaseError as exc:
+        print(f"scratchbench: error: history store {paths.history_db()}: {exc}: if it is "
+              "damaged, restore it from a backup or save what is readable with `sqlite3 "
+              "FILE .recover`", file=sys.stderr)
+        return 5
+    except BrokenPipeError:
+        # `scratchbench cluster status | head`: the reader left; that is not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("scratchbench: interrupted", file=sys.stderr)
         return 130

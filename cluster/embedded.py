@@ -11,6 +11,9 @@ A Slurm prolog/epilog pair makes and removes a per-job directory under
 like seed 004's ``/sanscratch/$JOBID``.
 """
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import pwd
@@ -29,6 +32,32 @@ from scratchbench.errors import ClusterError
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATE_FILE = "cluster.json"
 PARTITION = "batch"
+LOCAL_DISKS = ("disk0", "disk1")
+# munged runs as user 'munge', which may not reach the cluster directory (a checkout
+# under /root is mode 700): its socket, key, log and pid live under /run instead.
+MUNGE_RUN_ROOT = Path("/run/scratchbench")
+# Cluster bring-ups on one machine take turns choosing ports.
+PORTS_LOCK = Path("/run/lock/scratchbench-cluster-ports.lock")
+FIRST_PORT, LAST_PORT, PORT_STEP = 17817, 60000, 50
+# The daemons; the client tools (sbatch, sinfo, munge, mariadb...) come from PATH.
+DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd")
+
+
+class ClusterUnavailable(ClusterError):
+    """This machine cannot run the embedded cluster at all (not root, no Slurm): a run
+    goes through ReFrame's local scheduler instead, and says why."""
+
+
+@contextlib.contextmanager
+def _ports_lock():
+    """Cluster bring-ups on this machine choose and bind their ports one at a time."""
+    PORTS_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(PORTS_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -37,7 +66,7 @@ class ClusterSpec:
 
     nodes: int = 2
     cpus_per_node: int = 2
-    base_port: int = 17817
+    base_port: int = None   # None: the first free block of ports from 17817 up
     san_root: str = ""      # per-job scratch root; default <cluster dir>/sanscratch
     name: str = "scratchbench"
 
@@ -57,7 +86,7 @@ class ClusterSpec:
             raise ClusterError(f"--nodes {self.nodes}: expected 1 to 16 nodes")
         if not 1 <= self.cpus_per_node <= 256:
             raise ClusterError(f"--cpus-per-node {self.cpus_per_node}: expected 1 to 256")
-        if not 1024 <= self.base_port <= 65535 - 10 - self.nodes:
+        if self.base_port is not None and not 1024 <= self.base_port <= 65535 - 10 - self.nodes:
             raise ClusterError(
                 f"--base-port {self.base_port}: expected 1024 to {65535 - 10 - self.nodes}")
 
@@ -87,6 +116,34 @@ def process_program(pid):
     except OSError:
         return None
     return os.path.basename(argv0.decode(errors="replace"))
+
+
+def find_program(name):
+    """Absolute path of a Slurm, munge or MariaDB program.
+
+    SCRATCHBENCH_SBIN (a directory) names where a site installed them; else PATH, then
+    /usr/sbin (Debian's place, often not on a user's PATH)."""
+    where = os.environ.get("SCRATCHBENCH_SBIN")
+    if where:
+        candidate = Path(where) / name
+        return str(candidate) if os.access(candidate, os.X_OK) else None
+    found = shutil.which(name)
+    if found:
+        return found
+    candidate = Path("/usr/sbin") / name
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+def free_port_block(spec, prefer=None):
+    """A base port whose whole block is free: ``prefer`` (the cluster's ports last time)
+    if it still is, else the first from 17817 up."""
+    candidates = ([prefer] if prefer else []) + list(range(FIRST_PORT, LAST_PORT, PORT_STEP))
+    for base in candidates:
+        trial = ClusterSpec(nodes=spec.nodes, base_port=base)
+        if not any(port_in_use(p) for p in trial.ports().values()):
+            return base
+    raise ClusterError(f"no free block of {spec.nodes + 3} ports on 127.0.0.1 between "
+                       f"{FIRST_PORT} and {LAST_PORT}; stop other clusters or pass --base-port")
 
 
 def port_in_use(port):
@@ -127,7 +184,10 @@ class EmbeddedCluster:
         self.etc = self.dir / "etc"
         self.log = self.dir / "log"
         self.run = self.dir / "run"
-        self.munge_dir = self.dir / "munge"
+        # One munge directory per cluster directory, under /run where user munge
+        # reaches it wherever the cluster directory is.
+        digest = hashlib.sha256(str(self.dir).encode()).hexdigest()[:12]
+        self.munge_dir = MUNGE_RUN_ROOT / f"munge-{digest}"
         self.mysql_dir = self.dir / "mysql"
         self.state_path = self.dir / STATE_FILE
 
@@ -149,6 +209,17 @@ class EmbeddedCluster:
         env = dict(os.environ if base is None else base)
         env["SLURM_CONF"] = str(self.slurm_conf)
         return env
+
+    def recorded_spec(self):
+        """The spec of the last `up`, for a restart: ports chosen automatically then are
+        chosen again (the same ones if they are still free)."""
+        state = self.read_state() or {}
+        if not state.get("spec"):
+            return ClusterSpec()
+        spec = ClusterSpec(**state["spec"])
+        if state.get("ports", "auto") == "auto":
+            spec.base_port = None
+        return spec
 
     def read_state(self):
         try:
@@ -184,35 +255,48 @@ class EmbeddedCluster:
                 _progress("found a partly running cluster; stopping it before a clean start")
             self.down(quiet=True)
         if os.geteuid() != 0:
-            raise ClusterError("the embedded cluster needs root: slurmd starts jobs as their "
-                               "user and munged runs as user 'munge'")
-        for program in ("munged", "mariadbd", "mariadb-install-db", "slurmdbd",
-                        "slurmctld", "slurmd", "sinfo"):
-            if shutil.which(program) is None and not Path("/usr/sbin", program).exists():
-                raise ClusterError(f"{program} not found: install Debian's munge, "
-                                   "mariadb-server, slurmdbd, slurmctld, slurmd and slurm-client")
-        for daemon, port in spec.ports().items():
-            if port_in_use(port):
-                raise ClusterError(f"port {port} on 127.0.0.1 (for {daemon}) is in use; "
-                                   "choose other ports with --base-port")
+            raise ClusterUnavailable("the embedded cluster needs root: slurmd starts jobs as "
+                                     "their user and munged runs as user 'munge'")
+        for program in DAEMONS:
+            if find_program(program) is None:
+                where = os.environ.get("SCRATCHBENCH_SBIN") or "PATH or /usr/sbin"
+                raise ClusterUnavailable(
+                    f"{program} not found in {where}: install Debian's munge, mariadb-server, "
+                    "slurmdbd, slurmctld, slurmd and slurm-client (or point SCRATCHBENCH_SBIN "
+                    "at the directory that holds them)")
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._check_reachable_by("munge")
         san_root = Path(spec.san_root or self.dir / "sanscratch").absolute()
         self._check_san_root(san_root)
         spec.san_root = str(san_root)
 
         t0 = time.monotonic()
-        _progress(f"starting a {spec.nodes}-node Slurm cluster in {self.dir} "
-                  f"(logs in {self.log})")
-        self._prepare_directories(spec)
-        state = {"spec": asdict(spec), "daemons": [], "started": time.time()}
-        self._write_state(state)
+        with _ports_lock():
+            ports = "pinned" if spec.base_port is not None else "auto"
+            if spec.base_port is None:
+                recorded = (state or {}).get("spec", {}).get("base_port")
+                spec.base_port = free_port_block(spec, prefer=recorded)
+            for daemon, port in spec.ports().items():
+                if port_in_use(port):
+                    raise ClusterError(f"port {port} on 127.0.0.1 (for {daemon}) is in use; "
+                                       "choose other ports with --base-port, or leave it out "
+                                       "to take free ones")
+            _progress(f"starting a {spec.nodes}-node Slurm cluster in {self.dir} on ports "
+                      f"{spec.base_port}.. ({ports}; logs in {self.log})")
+            self._prepare_directories(spec)
+            state = {"spec": asdict(spec), "ports": ports, "munge_dir": str(self.munge_dir),
+                     "daemons": [], "started": time.time()}
+            self._write_state(state)
+            try:
+                self._start_munged(state)
+                self._start_mariadb(state, spec)
+                self._start_slurmdbd(state, spec)
+                self._start_slurmctld(state, spec)
+                self._start_slurmds(state, spec)
+            except BaseException:
+                _progress("start-up failed; stopping the daemons started so far")
+                self.down(quiet=True)
+                raise
         try:
-            self._start_munged(state)
-            self._start_mariadb(state, spec)
-            self._start_slurmdbd(state, spec)
-            self._start_slurmctld(state, spec)
-            self._start_slurmds(state, spec)
             self._wait_nodes_idle(spec, timeout)
         except BaseException:
             _progress("start-up failed; stopping the daemons started so far")
@@ -223,17 +307,6 @@ class EmbeddedCluster:
         _progress(f"up in {state['up_seconds']} s: {spec.nodes} nodes in partition "
                   f"'{PARTITION}', SLURM_CONF={self.slurm_conf}")
         return self.status()
-
-    def _check_reachable_by(self, user):
-        """munged runs as `user` and must traverse every parent of the cluster dir."""
-        for parent in [self.dir, *self.dir.parents]:
-            mode = parent.stat().st_mode
-            owner = parent.stat().st_uid
-            if owner != pwd.getpwnam(user).pw_uid and not mode & 0o001:
-                raise ClusterError(
-                    f"cluster directory {self.dir}: user '{user}' cannot reach it because "
-                    f"{parent} is mode {mode & 0o777:o}; set SCRATCHBENCH_HOME to a directory "
-                    f"such as /var/tmp/scratchbench, or chmod o+x {parent}")
 
     def _check_san_root(self, san_root):
         if san_root.exists() and not san_root.is_dir():
@@ -258,6 +331,11 @@ class EmbeddedCluster:
             local = self.dir / "localscratch" / name
             local.mkdir(exist_ok=True)
             os.chmod(local, 0o1777)     # like /localscratch: every user may write
+            # Two directories standing for a node's two disks (seed 000's diskperf
+            # writes to several at once); here they share one disk.
+            for disk in LOCAL_DISKS:
+                (local / disk).mkdir(exist_ok=True)
+                os.chmod(local / disk, 0o1777)
 
         host = socket.gethostname().split(".")[0]
         node_lines = "\n".join(
@@ -320,6 +398,7 @@ class EmbeddedCluster:
     def _start_munged(self, state):
         _progress("starting munged (as user munge)")
         munge = pwd.getpwnam("munge")
+        MUNGE_RUN_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.munge_dir.mkdir(exist_ok=True)
         os.chown(self.munge_dir, munge.pw_uid, munge.pw_gid)
         os.chmod(self.munge_dir, 0o711)   # clients need to reach the socket
@@ -329,7 +408,7 @@ class EmbeddedCluster:
         os.chown(key, munge.pw_uid, munge.pw_gid)
         os.chmod(key, 0o400)
         log = self.munge_dir / "munged.log"
-        argv = ["/usr/sbin/munged", "-F", f"--socket={self.munge_socket}",
+        argv = [find_program("munged"), "-F", f"--socket={self.munge_socket}",
                 f"--key-file={key}", f"--log-file={log}",
                 f"--pid-file={self.munge_dir / 'munged.pid'}",
                 f"--seed-file={self.munge_dir / 'munged.seed'}"]
@@ -353,7 +432,7 @@ class EmbeddedCluster:
             _progress("initialising the accounting database (MariaDB)")
             datadir.mkdir(parents=True, exist_ok=True)
             init = subprocess.run(
-                ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
+                [find_program("mariadb-install-db"), "--no-defaults", f"--datadir={datadir}", "--user=root",
                  "--auth-root-authentication-method=socket", "--skip-test-db"],
                 capture_output=True, text=True)
             if init.returncode != 0:
@@ -362,7 +441,7 @@ class EmbeddedCluster:
                                    f"for {datadir}")
         _progress(f"starting mariadbd on 127.0.0.1:{spec.base_port + 2}")
         log = self.log / "mariadbd.log"
-        argv = ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={datadir}", "--user=root",
+        argv = [find_program("mariadbd"), "--no-defaults", f"--datadir={datadir}", "--user=root",
                 "--bind-address=127.0.0.1", f"--port={spec.base_port + 2}",
                 f"--socket={self.mysql_socket}", f"--pid-file={self.run / 'mariadbd.pid'}",
                 f"--log-error={log}", "--innodb-buffer-pool-size=256M", "--innodb-lock-wait-timeout=900",
@@ -388,21 +467,35 @@ class EmbeddedCluster:
 
     def _start_slurmdbd(self, state, spec):
         _progress(f"starting slurmdbd on 127.0.0.1:{spec.base_port + 1}")
-        proc = self._spawn(state, "slurmdbd", ["/usr/sbin/slurmdbd", "-D"])
+        proc = self._spawn(state, "slurmdbd", [find_program("slurmdbd"), "-D"])
         self._wait(proc, "slurmdbd", lambda: _port_open(spec.base_port + 1), 60,
                    log_path=self.log / "slurmdbd.log")
 
     def _start_slurmctld(self, state, spec):
         _progress(f"starting slurmctld on 127.0.0.1:{spec.base_port}")
-        proc = self._spawn(state, "slurmctld", ["/usr/sbin/slurmctld", "-D", "-i"])
+        proc = self._spawn(state, "slurmctld", [find_program("slurmctld"), "-D", "-i"])
         self._wait(proc, "slurmctld", self._slurm_responds, 60,
                    log_path=self.log / "slurmctld.log")
+
+    def restart_slurmctld(self, timeout=60):
+        """Stop slurmctld and start it again, as an administrator does after a config
+        change or a crash: its saved state carries queued and running jobs through."""
+        state = self.read_state() or {}
+        daemons = state.get("daemons", [])
+        old = next((d for d in daemons if d["name"] == "slurmctld"), None)
+        if old is None:
+            raise ClusterError(f"no slurmctld recorded in {self.state_path}: is the cluster up?")
+        self._stop(old, timeout=30)
+        state["daemons"] = [d for d in daemons if d is not old]
+        spec = ClusterSpec(**state["spec"])
+        self._start_slurmctld(state, spec)
+        return self.status()
 
     def _start_slurmds(self, state, spec):
         for i in range(spec.nodes):
             name = node_name(i)
             _progress(f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}")
-            proc = self._spawn(state, f"slurmd-{name}", ["/usr/sbin/slurmd", "-D", "-N", name])
+            proc = self._spawn(state, f"slurmd-{name}", [find_program("slurmd"), "-D", "-N", name])
             # A node is up once slurmctld has heard from it.
             self._wait(proc, f"slurmd-{name}",
                        lambda name=name: self._node_states().get(name, "unknown")
@@ -445,10 +538,28 @@ class EmbeddedCluster:
         responds = all(d["alive"] for d in daemons) and bool(daemons) and self._slurm_responds()
         nodes = self._node_states() if responds else {}
         return {"up": responds, "dir": str(self.dir), "spec": state.get("spec"),
+                "ports": state.get("ports", "pinned"), "munge_dir": state.get("munge_dir"),
                 "slurm_conf": str(self.slurm_conf), "daemons": daemons, "nodes": nodes,
                 "up_seconds": state.get("up_seconds")}
 
     # ---- down --------------------------------------------------------------------------
+    def _stop(self, daemon, timeout, quiet=True):
+        """SIGTERM one recorded daemon (SIGKILL after timeout); False if it was not running."""
+        pid = daemon["pid"]
+        if not (process_alive(pid) and process_program(pid) == daemon["program"]):
+            return False
+        if not quiet:
+            _progress(f"stopping {daemon['name']} (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while process_alive(pid):
+                time.sleep(0.1)
+        return True
+
     def down(self, quiet=False, timeout=30):
         """Stop the daemons we started, by PID, newest first.  Returns their names."""
         state = self.read_state()
@@ -462,20 +573,8 @@ class EmbeddedCluster:
                            env=self.client_env(), capture_output=True, timeout=20)
         stopped = []
         for daemon in reversed(state["daemons"]):
-            pid = daemon["pid"]
-            if not (process_alive(pid) and process_program(pid) == daemon["program"]):
-                continue
-            if not quiet:
-                _progress(f"stopping {daemon['name']} (pid {pid})")
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while process_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if process_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-                while process_alive(pid):
-                    time.sleep(0.1)
-            stopped.append(daemon["name"])
+            if self._stop(daemon, timeout, quiet):
+                stopped.append(daemon["name"])
         state["daemons"] = []
         state.pop("up_seconds", None)
         self._write_state(state)

@@ -8,14 +8,18 @@ and append-only.
 
 import json
 import os
-import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from cli.housekeeping import (RunLock, cancel_jobs, interrupted_runs, jobs_of_runs,
+                              mark_interrupted)
+from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ClusterError, ConfigError, RunError, ScratchbenchError
 from scratchbench.sites import load_site_config, resolve_site_config, scratch_targets
@@ -84,7 +88,7 @@ def check_targets(config, site_path, system, target):
 
 def ensure_embedded_cluster(start):
     """For the local site: the cluster's SLURM_CONF, starting the cluster if asked."""
-    from scratchbench.cluster import ClusterSpec, EmbeddedCluster
+    from cluster import EmbeddedCluster
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     status = cluster.status()
@@ -93,8 +97,7 @@ def ensure_embedded_cluster(start):
             raise RunError("the embedded cluster is not running: start it with "
                            "`scratchbench cluster up`")
         progress("the embedded cluster is not running; starting it")
-        spec = ClusterSpec(**status["spec"]) if status.get("spec") else ClusterSpec()
-        cluster.up(spec)
+        cluster.up(cluster.recorded_spec())
     return str(cluster.slurm_conf)
 
 
@@ -144,7 +147,57 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
         system = choose_system(config, site_path, None, name=FALLBACK_SYSTEM)
         check_targets(config, site_path, system, target)
 
-    run_dir = new_run_dir()
+    lock = RunLock(site_path).acquire("starting")
+    try:
+        run_dir = new_run_dir()
+        lock.acquire_for(run_dir.name)
+        notes = recover_interrupted_runs(slurm_conf, lock)
+        code, summary = _run_reframe(run_dir, tag, site_path, config, system, target, names,
+                                     note, fallback, slurm_conf, extra_args, stream)
+    finally:
+        lock.release()
+    summary["notes"] = notes + summary.get("notes", [])
+    return code, summary
+
+
+def recover_interrupted_runs(slurm_conf, lock):
+    """Pick up after runs of this state directory that were killed: cancel the jobs
+    they left in the queue, store what their run report holds, and say what is lost."""
+    notes = []
+    if lock.took_over:
+        notes.append(f"took over the run lock left by run {lock.took_over.get('run_id')} "
+                     f"(pid {lock.took_over.get('pid')}, started {lock.took_over.get('since')}), "
+                     "whose process is gone")
+    env = dict(os.environ, **({"SLURM_CONF": slurm_conf} if slurm_conf else {}))
+    for run_dir, meta in interrupted_runs(paths.results_dir() / "runs"):
+        left = jobs_of_runs({run_dir.name}, env) if slurm_conf else {}
+        cancel_jobs(list(left), env)
+        report = run_dir / "report.json"
+        if report.is_file():
+            from reports import commands
+            try:
+                _, figures, _ = commands.ingest([run_dir])
+                cases = runreport.final_cases(json.loads(report.read_text()))
+            except (ScratchbenchError, ValueError) as exc:
+                what = f"its run report could not be stored ({exc})"
+            else:
+                unfinished = [case_in_words(c) for c in cases
+                              if c.get("result") not in ("pass", "xfail", "skip")]
+                what = (f"stored {figures} figures of it; {len(unfinished)} case(s) did not "
+                        f"finish" + (f": {'; '.join(unfinished[:5])}" if unfinished else ""))
+        else:
+            what = ("ReFrame wrote no run report, so none of its figures could be stored; its "
+                    f"job outputs are in {run_dir / 'stage'}")
+        if left:
+            what += f"; cancelled its job(s) still in the queue: {', '.join(sorted(left))}"
+        mark_interrupted(run_dir, meta, what)
+        notes.append(f"run {run_dir.name} (started {meta.get('started')}) was interrupted: {what}")
+        progress(notes[-1])
+    return notes
+
+
+def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, fallback,
+                 slurm_conf, extra_args, stream):
     report = run_dir / "report.json"
     revision = git_revision()
     partitions = {p["name"]: {"scheduler": p["scheduler"], "access": p.get("access", []),
@@ -153,13 +206,14 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
                   for p in s["partitions"]}
     meta = {"run_id": run_dir.name, "site": str(site_path), "system": system, "tag": tag,
             "target": target, "note": note, "revision": revision, "partitions": partitions,
-            "scheduler_fallback": fallback,
+            "scheduler_fallback": fallback, "pid": os.getpid(), "host": socket.gethostname(),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 
     reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
     cmd = [reframe, "-C", str(site_path), "-c", str(paths.CHECKS_DIR), "--system", system,
-           "-t", f"^{tag}$", "-r", "--warn-as-error", "--prefix", str(paths.results_dir()),
+           "-t", f"^{tag}$", "-S", f"workload_tag={tag}", "-r", "--warn-as-error",
+           "--prefix", str(paths.results_dir()),
            "-o", str(run_dir / "output"), "-s", str(run_dir / "stage"),
            "--report-file", str(report),
            "--session-extras", f"scratchbench_run={run_dir.name},tag={tag},revision={revision}"]
@@ -171,69 +225,100 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
 
     log_path = run_dir / "reframe.out"
-    skip_reasons = {}
     progress(f"running the '{tag}' checks on {system} with ReFrame; output also in {log_path}")
     t0 = time.monotonic()
     out = stream or sys.stdout
+    env = reframe_env(slurm_conf)
+    env["SCRATCHBENCH_RUN_ID"] = run_dir.name
+    signalled = []
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=reframe_env(slurm_conf), cwd=str(run_dir))
-        for line in proc.stdout:
-            log.write(line)
-            out.write(line)
-            skip = SKIP_LINE.search(ANSI.sub("", line))
-            if skip:
-                skip_reasons[(skip.group("name"), skip.group("where"))] = skip.group("reason")
-        rc = proc.wait()
+                                text=True, env=env, cwd=str(run_dir))
+
+        def stop_reframe(signum, _frame):
+            # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
+            signalled.append(signum)
+            progress(f"received signal {signum}: stopping ReFrame, which cancels its jobs "
+                     "and writes what finished")
+            proc.send_signal(signal.SIGTERM)
+
+        previous = {sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM,
+                                                                       signal.SIGINT)}
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                out.write(line)
+            rc = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     wall = time.monotonic() - t0
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta["wall_seconds"] = round(wall, 1)
     meta["reframe_exit_code"] = rc
+    if signalled:
+        meta["interrupted"] = meta["finished"]
+        meta["interrupted_what"] = f"stopped by signal {signalled[0]}"
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+    notes = []
+    if slurm_conf:
+        left = jobs_of_runs({run_dir.name}, env)
+        if left:
+            cancel_jobs(list(left), env)
+            notes.append(f"cancelled {len(left)} job(s) this run left in the queue: "
+                         f"{', '.join(sorted(left))}")
     if not report.exists():
         raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
-    summary = summarise_report(json.loads(report.read_text()), skip_reasons)
+    summary = summarise_report(json.loads(report.read_text()))
     summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
-                   fallback=fallback,
+                   fallback=fallback, notes=notes,
                    perflogs=str(paths.results_dir() / "perflogs"),
                    output=str(run_dir / "output"),
                    results_db=str(paths.results_dir() / "results.db"), reframe_exit_code=rc)
+    if signalled:
+        summary["notes"].append(f"interrupted by signal {signalled[0]}: the cases above that "
+                                "did not finish are reported as failed")
+        return 128 + signalled[0], summary
     return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# ReFrame prints skip reasons (the run report does not keep them):
-# "[     SKIP ] ( 1/18) NAME /1234abcd @system:part+environ [reason]"
-SKIP_LINE = re.compile(r"SKIP \]\s+\(\s*\d+/\d+\)\s+(?P<name>.*?)\s+/[0-9a-f]{8}\s+"
-                       r"@(?P<where>\S+)\s+\[(?P<reason>.*)\]\s*$")
-
-
-def summarise_report(report, skip_reasons=None):
-    """Counts, figures and skip reasons of a ReFrame run report."""
-    skip_reasons = skip_reasons or {}
+def summarise_report(report):
+    """Counts, figures and skip and failure reasons of a ReFrame run report."""
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     figures, skipped, failures = [], [], []
-    for run in report.get("runs", [])[-1:]:   # the last run holds retries' final state
-        for case in run.get("testcases", []):
-            result = case.get("result")
-            name = case.get("display_name") or case.get("name")
-            if result in ("pass", "xfail"):
-                counts["passed"] += 1
-            elif result == "skip":
-                counts["skipped"] += 1
-                where = f"{case.get('system')}:{case.get('partition')}+{case.get('environ')}"
-                reason = (skip_reasons.get((_strip_hash(name), where))
-                          or case.get("fail_reason") or "no reason given")
-                skipped.append((name, reason))
-            else:
-                counts["failed"] += 1
-                failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
-            for var, perf in (case.get("perfvalues") or {}).items():
-                figures.append({"test": name, "environ": case.get("environ"),
-                                "partition": case.get("partition"),
-                                "variable": var.split(":")[-1], "value": perf[0],
-                                "unit": perf[4] if len(perf) > 4 else ""})
+    cases = [c for c in runreport.final_cases(report)]
+    reasons = runreport.skip_reasons(cases)
+    for index, case in enumerate(cases):
+        result = case.get("result")
+        name = case_in_words(case)
+        if result in ("pass", "xfail"):
+            counts["passed"] += 1
+        elif result == "skip":
+            counts["skipped"] += 1
+            skipped.append((name, reasons[index]))
+        else:
+            counts["failed"] += 1
+            failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
+        for metric, value, unit, *_ in runreport.perf_figures(case):
+            if value is None:
+                continue   # a failed case: its cause is printed, not empty figures
+            figures.append({"case": name, "environ": case.get("environ"),
+                            "partition": case.get("partition"),
+                            "variable": metric, "value": value, "unit": unit or ""})
     return dict(counts, figures=figures, skipped_cases=skipped, failed_cases=failures)
+
+
+def case_in_words(case):
+    """'KernelIOTest on sanscratch (file per process, POSIX) [gnu-openmpi]'."""
+    parts = [runreport.check_name(case)]
+    if case.get("scratch_target"):
+        parts.append(f"on {case['scratch_target']}")
+    if case.get("variant_words"):
+        parts.append(f"({case['variant_words']})")
+    where = case.get("environ") or ""
+    if case.get("fixture"):
+        where = f"{case.get('system')}:{case.get('partition')}+{where}"
+    return " ".join(parts) + (f" [{where}]" if where else "")
 
 
 def format_summary(summary):
@@ -242,19 +327,20 @@ def format_summary(summary):
         lines.append("Figures (one line per test case):")
         by_case = {}
         for f in summary["figures"]:
-            key = (_short(f["test"]), f["environ"] or "")
-            by_case.setdefault(key, []).append(f)
-        for (name, environ), figs in by_case.items():
+            by_case.setdefault(f["case"], []).append(f)
+        for name, figs in by_case.items():
             shown = ", ".join(f"{f['variable']} {_number(f['value'])} {f['unit']}" for f in figs)
-            lines.append(f"  {name} [{environ}]: {shown}")
+            lines.append(f"  {name}: {shown}")
     by_reason = {}
     for name, reason in summary["skipped_cases"]:
-        by_reason.setdefault(reason, []).append(_short(name))
+        by_reason.setdefault(reason, []).append(name)
     for reason, names in by_reason.items():
-        shown = ", ".join(sorted(set(names))[:4]) + (" ..." if len(set(names)) > 4 else "")
+        shown = "; ".join(sorted(set(names))[:3]) + (" ..." if len(set(names)) > 3 else "")
         lines.append(f"skipped ({len(names)}): {reason}: {shown}")
     for name, phase, reason in summary["failed_cases"]:
-        lines.append(f"FAILED:  {_short(name)} ({phase}): {reason}")
+        lines.append(f"FAILED:  {name} ({phase}): {reason}")
+    for note in summary.get("notes", []):
+        lines.append(f"note:         {note}")
     if summary.get("fallback"):
         lines.append(f"scheduler:    ReFrame's local scheduler ({summary['fallback']})")
     lines += [
@@ -276,16 +362,6 @@ def _number(value):
     if isinstance(value, (int, float)):
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
     return str(value)
-
-
-def _strip_hash(name):
-    return re.sub(r"\s+/[0-9a-f]{8}$", "", name or "")
-
-
-def _short(name):
-    """'KernelIOTest %scratch_target=x %access=y /1234abcd' -> 'KernelIOTest x y'."""
-    name = re.sub(r"\s+/[0-9a-f]{8}$", "", name or "")
-    return re.sub(r"\s%\w+=", " ", name)
 
 
 __all__ = ["run_suite", "format_summary", "summarise_report", "ScratchbenchError"]

@@ -1,0 +1,1 @@
+"""scratchbench's ReFrame checks (the files here) and their library (lib/)."""

@@ -1,0 +1,66 @@
+"""Reading ReFrame's JSON run report: the one source of what a run did.
+
+Every test case of a scratchbench check carries, as fields of the report, its
+parameters (named by ``parameter_names``), the declarations of its figures
+(``figures``), the case in words (``title``, ``variant_words``, ``workload_words``),
+per-repetition ``samples`` and, when skipped, its ``skip_reason``.  The store and the
+run summary read them here, never by parsing display names.
+"""
+
+SUPPORTED_DATA_VERSION = "4."
+
+
+def final_cases(report):
+    """The test cases of the last run of a session (retries hold the final state)."""
+    runs = report.get("runs") or [{}]
+    return list(runs[-1].get("testcases", []))
+
+
+def parameters(case):
+    """{parameter name: value} from the case's own fields."""
+    return {name: case.get(name) for name in case.get("parameter_names") or []}
+
+
+def check_name(case):
+    """The check's class name (the first word of its display name for foreign cases)."""
+    return case.get("check_class") or (case.get("display_name") or case.get("name") or "?").split()[0]
+
+
+def case_key(case):
+    """How ReFrame names a case in ``dependencies_actual``."""
+    return (case.get("unique_name"), f"{case.get('system')}:{case.get('partition')}",
+            case.get("environ"))
+
+
+def skip_reasons(cases):
+    """{index in cases: reason} for every skipped case.
+
+    A case skipped because a dependency (e.g. the IOR provider fixture) was skipped
+    takes that dependency's reason, so the user reads the cause, not "skipped due to
+    skipped dependencies".
+    """
+    by_key = {case_key(c): c for c in cases}
+
+    def reason_of(case, seen=()):
+        own = case.get("skip_reason") or case.get("fail_reason")
+        if own:
+            return own
+        for dep in case.get("dependencies_actual") or []:
+            parent = by_key.get(tuple(dep))
+            if parent is not None and parent.get("result") == "skip" and id(parent) not in seen:
+                found = reason_of(parent, seen + (id(case),))
+                if found:
+                    return found
+        return None
+
+    return {i: reason_of(c) or "no reason given" for i, c in enumerate(cases)
+            if c.get("result") == "skip"}
+
+
+def perf_figures(case):
+    """[(metric, value, unit, reference, lower, upper, result)] of one case."""
+    out = []
+    for key, perf in (case.get("perfvalues") or {}).items():
+        value, ref, lower, upper, unit, result = (list(perf) + [None] * 6)[:6]
+        out.append((key.split(":")[-1], value, unit, ref, lower, upper, result))
+    return out

@@ -1,0 +1,66 @@
+"""What a figure means, declared once by the check that produces it.
+
+A check declares each performance variable next to the function that computes it
+(``reframe_checks.lib.base.figure``): its label in words, its unit, whether higher or
+lower is better, and, for the few figures the pages lead with, a headline naming the
+workload in words.  The declaration travels in ReFrame's run report (a test variable),
+the history store keeps it with each figure, and the pages and verdicts read it from
+there, so renaming a check or adding a mode never silently empties a page.
+
+This module is the one format both sides agree on.
+"""
+
+from dataclasses import asdict, dataclass
+
+BETTER = ("higher", "lower")
+CHART_KINDS = ("lines", "surface")
+
+
+@dataclass(frozen=True)
+class FigureDeclaration:
+    """One performance variable of one check variant."""
+
+    unit: str
+    label: str            # what the number is, in words: "Write bandwidth, slowest rank"
+    better: str           # "higher" or "lower"
+    headline: str = ""    # the workload in words when this is a headline figure, else ""
+    #: where this figure sits on a chart drawn from several figures of one case, e.g.
+    #: {"title": "Read bandwidth against queue depth", "kind": "lines",
+    #:  "x": ["queue depth", 16], "line": "4 KiB blocks"}  or, for a surface,
+    #: {"title": "...", "kind": "surface", "x": ["file size", 65536],
+    #:  "y": ["record size", 4096], "line": "read"}; None when the figure stands alone
+    chart: dict = None
+
+    def __post_init__(self):
+        if self.better not in BETTER:
+            raise ValueError(f"figure '{self.label}': better={self.better!r}, expected "
+                             "'higher' or 'lower'")
+        if not self.unit or not self.label:
+            raise ValueError(f"figure declaration {self!r}: unit and label are required")
+        if self.chart is not None:
+            chart = self.chart
+            if not isinstance(chart, dict) or chart.get("kind") not in CHART_KINDS or \
+                    not chart.get("title") or not _axis(chart.get("x")) or \
+                    (chart["kind"] == "surface" and not _axis(chart.get("y"))):
+                raise ValueError(f"figure '{self.label}': chart {chart!r}: expected "
+                                 "{title, kind: lines|surface, x: [name, value], "
+                                 "y: [name, value] for a surface, line: name}")
+
+    def as_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data, where="figure declaration"):
+        """From the dict a run report or the store holds; a one-line error if malformed."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected a mapping, got {type(data).__name__}")
+        try:
+            return cls(unit=str(data["unit"]), label=str(data["label"]),
+                       better=data["better"], headline=str(data.get("headline") or ""),
+                       chart=data.get("chart"))
+        except KeyError as exc:
+            raise ValueError(f"{where}: no '{exc.args[0]}' field") from None
+
+
+def _axis(axis):
+    return isinstance(axis, (list, tuple)) and len(axis) == 2 and isinstance(axis[0], str)

@@ -1,0 +1,410 @@
+"""Faults a real cluster throws at an unattended night, each thrown at the embedded one.
+
+For every fault: the checks it hit fail with the scheduler's or the file system's cause
+(never a bare FAIL or a pointer to a file that does not exist); the other checks carry
+on; the figures already stored are unchanged (counted and checksummed before and
+after); nothing is left in the queue or on the scratch target outside what the check
+made; and the next run is clean.
+
+These tests run for minutes (a node failure is declared after SlurmdTimeout, a time
+limit after a minute); they are marked `slow` and CI runs them all the same.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, VENV_BIN, reachable_tmpdir, run, scratchbench
+from cluster import ClusterSpec, EmbeddedCluster
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")]
+
+# The check every fault is thrown at: IOTest, file per process, one rank per node,
+# enough repetitions to last about a minute, so a fault lands while it runs.
+LONG_IOTEST = {"nr": 131072, "nc": 4, "niter": 1, "reps": 3000, "nodes": 1,
+               "tasks_per_node": 1, "cache": "none"}
+FAULT_CHECK = ["--name", "KernelIOTest.*fpp-posix", "--target", "localscratch"]
+
+
+@pytest.fixture(scope="module")
+def home():
+    path = reachable_tmpdir("scratchbench-faults-")
+    yield path
+    EmbeddedCluster(path / "cluster").down(quiet=True)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def fault_cluster(home):
+    """A cluster of its own: the faults take its nodes down."""
+    c = EmbeddedCluster(home / "cluster")
+    c.up(ClusterSpec(nodes=2, cpus_per_node=2))
+    return c
+
+
+@pytest.fixture
+def healthy(fault_cluster):
+    """Before each fault: every node idle, no job queued (restart what a fault broke)."""
+    c = fault_cluster
+    status = c.status()
+    if not status["up"] or any(not s.startswith("idle") for s in status["nodes"].values()):
+        for node, state in status.get("nodes", {}).items():
+            run(["scontrol", "update", f"nodename={node}", "state=resume"], env=c.client_env())
+        time.sleep(2)
+        status = c.status()
+        if not status["up"] or any(not s.startswith("idle") for s in status["nodes"].values()):
+            c.up(c.recorded_spec())
+    return c
+
+
+def workloads_file(home, **iotest_changes):
+    table = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
+    table["iotest"]["quick"] = dict(LONG_IOTEST, **iotest_changes)
+    path = home / f"workloads-{len(list(home.glob('workloads-*')))}.yaml"
+    path.write_text(yaml.safe_dump(table))
+    return path
+
+
+def env_of(home, workloads=None, **more):
+    env = {"SCRATCHBENCH_HOME": str(home)}
+    if workloads:
+        env["SCRATCHBENCH_WORKLOADS"] = str(workloads)
+    env.update(more)
+    return env
+
+
+def start_run(env, *args):
+    """`scratchbench run` in the background, in its own process group."""
+    full = dict(os.environ, **env)
+    return subprocess.Popen([str(VENV_BIN / "scratchbench"), "run", "--no-start", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=full, start_new_session=True)
+
+
+def wait_for_running_job(cluster, timeout=180):
+    """(job id, node) of the first RUNNING job of the cluster."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%N|%j"], env=cluster.client_env())
+        for line in out.stdout.splitlines():
+            job, node, name = line.split("|")
+            if name.startswith("rfm_KernelIOTest"):
+                return job, node
+        time.sleep(0.5)
+    raise AssertionError("no KernelIOTest job started running")
+
+
+def job_processes(job):
+    """The PIDs of a Slurm job's slurmstepd processes and all their descendants."""
+    parent, roots = {}, []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        if cmdline.startswith(f"slurmstepd: [{job}."):
+            roots.append(int(entry.name))
+    found, todo = set(roots), list(roots)
+    while todo:
+        pid = todo.pop()
+        for child, ppid in parent.items():
+            if ppid == pid and child not in found:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
+
+
+def finish(proc, timeout=900):
+    stdout, stderr = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def stored_digest(home):
+    """(number of stored figures, checksum of them all with their case and run)."""
+    db = home / "history.sqlite"
+    if not db.exists():
+        return 0, ""
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT c.run_id, c.series, f.metric, f.value FROM figures f JOIN cases "
+                        "c USING (case_id) ORDER BY c.run_id, c.series, f.metric").fetchall()
+    conn.close()
+    return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def assert_earlier_figures_kept(home, before):
+    count, digest = before
+    if not count:
+        return
+    conn = sqlite3.connect(home / "history.sqlite")
+    rows = conn.execute("SELECT c.run_id, c.series, f.metric, f.value FROM figures f JOIN cases "
+                        "c USING (case_id) ORDER BY c.run_id, c.series, f.metric").fetchall()
+    conn.close()
+    assert hashlib.sha256(repr(rows[:count]).encode()).hexdigest() == digest or \
+        _kept_in_any_order(rows, count, digest), "figures stored before the fault changed"
+
+
+def _kept_in_any_order(rows, count, digest):
+    earlier = sorted({r[0] for r in rows})
+    for n in range(len(earlier) + 1):
+        kept = [r for r in rows if r[0] in set(earlier[:n])]
+        if len(kept) == count:
+            return hashlib.sha256(repr(kept).encode()).hexdigest() == digest
+    return False
+
+
+def no_job_left(cluster):
+    out = run(["squeue", "-h", "-o", "%i %T %j"], env=cluster.client_env())
+    assert out.stdout.strip() == "", f"jobs left in the queue:\n{out.stdout}"
+
+
+def failed_lines(result):
+    return [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
+
+
+def stored_failure(home, run_dir_name):
+    conn = sqlite3.connect(home / "history.sqlite")
+    rows = conn.execute("SELECT check_name, result, fail_reason FROM cases WHERE run_id = ? "
+                        "AND result = 'fail'", (run_dir_name,)).fetchall()
+    conn.close()
+    return rows
+
+
+def run_dir_of(result):
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("run report:"))
+    return Path(line.split(":", 1)[1].strip()).parent
+
+
+def the_fault_hit_one_case_and_the_other_carried_on(result, cause_pattern):
+    failed = failed_lines(result)
+    assert len(failed) == 1, result.stdout[-3000:]
+    assert re.search(cause_pattern, failed[0]), failed[0]
+    assert "rfm_job.err" not in failed[0] or os.path.exists(
+        failed[0].split("(")[-1].rstrip(")")), failed[0]
+    assert result.stdout.splitlines()[-1].startswith("3 passed, 1 failed"), \
+        "the two kernel builds and the other environment's case passed"
+
+
+@pytest.mark.parametrize("fault", ["node set down", "node crashed", "scancel"])
+def test_a_job_killed_under_the_check(home, healthy, fault):
+    cluster = healthy
+    before = stored_digest(home)
+    env = env_of(home, workloads_file(home))
+    proc = start_run(env, *FAULT_CHECK)
+    job, node = wait_for_running_job(cluster)
+    time.sleep(2)
+    if fault == "node set down":
+        run(["scontrol", "update", f"nodename={node}", "state=down", "reason=fault test"],
+            env=cluster.client_env(), check=True)
+        cause = rf"job {job} ended NODE_FAIL: a node of the job failed \(node {node} went down: fault test\)"
+    elif fault == "node crashed":
+        # The node dies: its slurmd, the job's slurmstepd and everything under them.
+        slurmd = next(d for d in cluster.status()["daemons"] if d["name"] == f"slurmd-{node}")
+        for pid in [slurmd["pid"], *job_processes(job)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        cause = rf"job {job} ended NODE_FAIL: a node of the job failed \(node {node} went down"
+    else:
+        run(["scancel", job], env=cluster.client_env(), check=True)
+        cause = rf"job {job} ended CANCELLED: the job was cancelled"
+    result = finish(proc)
+    assert result.returncode == 1, result.stderr[-2000:]
+    the_fault_hit_one_case_and_the_other_carried_on(result, cause + ".*during KernelIOTest on "
+                                                    "localscratch")
+    no_job_left(cluster)
+    assert_earlier_figures_kept(home, before)
+    stored = stored_failure(home, run_dir_of(result).name)
+    assert len(stored) == 1 and re.search(cause, stored[0][2]), stored
+    if fault == "scancel":
+        # Slurm's SIGTERM reaches the kernel, which removes what it made before it stops
+        # (a crashed node cannot; its local disk is cleaned when it comes back).
+        local = cluster.dir / "localscratch"
+        assert not list(local.rglob("sbk.*")), list(local.rglob("sbk.*"))
+
+
+def test_a_job_that_hits_its_time_limit(home, healthy):
+    cluster = healthy
+    env = env_of(home, workloads_file(home, nc=64, reps=4000, time_limit="1m"))
+    result = subprocess.run([str(VENV_BIN / "scratchbench"), "run", "--no-start", *FAULT_CHECK],
+                            capture_output=True, text=True, env=dict(os.environ, **env),
+                            timeout=900)
+    assert result.returncode == 1
+    failed = failed_lines(result)
+    assert len(failed) == 2, result.stdout[-3000:]
+    assert all(re.search(r"ended TIMEOUT: the job hit its time limit of 1 min, during KernelIOTest", ln)
+               for ln in failed), failed
+    no_job_left(cluster)
+
+
+def test_slurmctld_restarted_in_the_middle_of_the_suite(home, healthy):
+    cluster = healthy
+    before = stored_digest(home)
+    env = env_of(home, workloads_file(home, reps=600))
+    proc = start_run(env, *FAULT_CHECK)
+    wait_for_running_job(cluster)
+    cluster.restart_slurmctld()
+    result = finish(proc)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1] == "4 passed, 0 failed, 0 skipped"
+    no_job_left(cluster)
+    assert_earlier_figures_kept(home, before)
+
+
+def test_a_scratch_target_that_fills_up(home, healthy, tmp_path):
+    """An 8 MiB target: what does not fit fails with 'no space', cleans up after itself,
+    and what fits (the metadata checks) still passes: one failure ruins nothing else."""
+    tiny = reachable_tmpdir("scratchbench-tiny-")
+    assert run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=1777", "tmpfs", tiny]).returncode == 0
+    try:
+        site = tmp_path / "tiny_site.py"
+        text = (REPO / "site_configs" / "local.py").read_text()
+        site.write_text(text.replace(
+            'name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],',
+            f'name="tiny", path="{tiny}", kind="tmpfs", partitions=["batch"],'))
+        result = scratchbench("run", "--no-start", "--site", str(site), "--target", "tiny",
+                              "--name", "KernelIOTest.*fpp-posix", "--name", "KernelMetadata",
+                              "--name", "StageInOut", env=env_of(home), timeout=900)
+        failed = failed_lines(result)
+        assert failed, result.stdout[-3000:]
+        for line in failed:
+            assert re.search(r"no space|No space left|full", line, re.I), line
+        assert any(ln.startswith("  KernelMetadata on tiny") for ln in result.stdout.splitlines()), \
+            "the metadata checks, which fit, passed"
+        left = [p for p in Path(tiny).iterdir()]
+        assert left == [], f"left on the full target: {left}"
+    finally:
+        run(["umount", tiny])
+        shutil.rmtree(tiny, ignore_errors=True)
+    no_job_left(healthy)
+
+
+@pytest.mark.parametrize("how", ["read-only", "full"])
+def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
+    """The run's figures are printed, the report stays on disk, one line says why and
+    `scratchbench ingest RUN_DIR` stores it whole once the store can take it."""
+    mount = reachable_tmpdir("scratchbench-history-")
+    assert run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount]).returncode == 0
+    try:
+        db = mount / "history.sqlite"
+        env = env_of(home, SCRATCHBENCH_HISTORY=str(db))
+        # A first run fills the store with something to protect.
+        first = scratchbench("run", "--no-start", "--name", "StageInOut", "--target",
+                             "sanscratch", env=env, timeout=900)
+        assert first.returncode == 0, first.stdout[-2000:]
+        before = _digest(db)
+        if how == "read-only":
+            assert run(["mount", "-o", "remount,ro", mount]).returncode == 0
+        else:
+            filler = mount / "filler"
+            subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k", "count=100000"],
+                           capture_output=True)
+        result = scratchbench("run", "--no-start", "--name", "KernelMetadata", "--target",
+                              "sanscratch", env=env, timeout=900)
+        assert result.returncode == 5, result.stderr[-2000:]
+        errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
+        assert len(errors) == 1 and str(db) in errors[0], result.stderr[-2000:]
+        assert re.search(r"mounted read-only" if how == "read-only" else
+                         r"its file system is full", errors[0]), errors[0]
+        assert "NOT STORED" in result.stdout and "create_rate" in result.stdout
+        run_dir = run_dir_of(result)
+        assert (run_dir / "report.json").is_file()
+        if how == "read-only":
+            assert run(["mount", "-o", "remount,rw", mount]).returncode == 0
+        else:
+            (mount / "filler").unlink()
+        assert _digest(db) == before, "the failed ingest changed nothing"
+        again = scratchbench("ingest", str(run_dir), env=env)
+        assert again.returncode == 0, again.stderr
+        report = json.loads((run_dir / "report.json").read_text())
+        expected = sum(len(c.get("perfvalues") or {}) for c in report["runs"][-1]["testcases"]
+                       if not c.get("fixture"))
+        assert f"ingested 1 run(s), {expected} figure(s)" in again.stdout
+    finally:
+        run(["umount", mount])
+        shutil.rmtree(mount, ignore_errors=True)
+
+
+def _digest(db):
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT * FROM figures ORDER BY figure_id").fetchall()
+    conn.close()
+    return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def test_a_nightly_run_killed_half_way_is_picked_up_by_the_next(home, healthy):
+    """SIGKILL to the whole run (as a scheduler's timeout does): no report can be
+    written.  The next run cancels the job it left behind and says what was lost."""
+    cluster = healthy
+    env = env_of(home, workloads_file(home))
+    proc = start_run(env, *FAULT_CHECK)
+    job, _ = wait_for_running_job(cluster)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    queued = run(["squeue", "-h", "-o", "%i %k"], env=cluster.client_env()).stdout
+    assert job in queued and "scratchbench-run:" in queued, "the killed run left its job behind"
+    following = scratchbench("run", "--no-start", "--name", "StageInOut", "--target",
+                             "sanscratch", env=env_of(home), timeout=900)
+    assert following.returncode == 0, following.stdout[-2000:]
+    notes = [ln for ln in following.stdout.splitlines() if ln.startswith("note:")]
+    assert any("was interrupted: ReFrame wrote no run report" in n and
+               f"cancelled its job(s) still in the queue: {job}" in n for n in notes), notes
+    no_job_left(cluster)
+
+
+def test_a_run_stopped_with_sigterm_stores_what_finished(home, healthy):
+    cluster = healthy
+    env = env_of(home, workloads_file(home))
+    proc = start_run(env, *FAULT_CHECK)
+    wait_for_running_job(cluster)
+    proc.send_signal(signal.SIGTERM)
+    result = finish(proc)
+    assert result.returncode == 128 + signal.SIGTERM
+    assert "interrupted by signal 15" in result.stdout
+    assert "figures added to" in result.stdout, "what finished was stored"
+    no_job_left(cluster)
+
+
+def test_two_runs_of_one_site_never_overlap(home, healthy):
+    env = env_of(home, workloads_file(home))
+    proc = start_run(env, *FAULT_CHECK)
+    try:
+        wait_for_running_job(healthy)
+        second = scratchbench("run", "--no-start", "--name", "StageInOut", env=env_of(home))
+        assert second.returncode == 6
+        line = second.stderr.strip().splitlines()[-1]
+        assert re.search(r"another run of this site holds .*run-local\.lock: run \d{8}T\d{6}Z "
+                         r"\(pid \d+ on \S+\) since 20\d\d-", line), line
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        finish(proc)
+    no_job_left(healthy)
+
+
+def test_a_stale_lock_is_taken_over_and_said(home, healthy):
+    lock = home / "locks" / "run-local.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock.write_text(json.dumps({"run_id": "20200101T000000Z", "pid": dead.pid,
+                                "host": os.uname().nodename, "since": "2020-01-01T00:00:00"}))
+    result = scratchbench("run", "--no-start", "--name", "StageInOut", "--target", "sanscratch",
+                          env=env_of(home), timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "took over the run lock left by run 20200101T000000Z" in result.stdout

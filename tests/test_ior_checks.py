@@ -1,0 +1,217 @@
+"""The IOR and mdtest checks, run through the real embedded Slurm cluster.
+
+IOR is not installed in CI, so small wrapper scripts stand in for it, provided by an
+Lmod module found through the environment's MODULEPATH (``env_vars``): they replay
+recorded real IOR/mdtest runs (tests/fixtures/ior-4.1.0), and a test chooses which
+run and which exit status.  Everything else is real: srun, the job script's exit
+bookkeeping, the cache drop (fsync, POSIX_FADV_DONTNEED, fincore), ReFrame's sanity.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import REPO, VENV_BIN, reachable_tmpdir, scratchbench
+
+FIXTURES = REPO / "tests" / "fixtures" / "ior-4.1.0"
+
+IOR_WRAPPER = r"""#!/bin/bash
+# Stands in for IOR: rank 0 replays a recorded real run; every rank exits with $EXIT.
+. "$SB_FAKE_SCENARIO"
+rank=${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-0}}
+mode=write summary= target= prev=
+for arg in "$@"; do
+    case "$prev" in
+        -O) case "$arg" in summaryFile=*) summary=${arg#summaryFile=} ;; esac ;;
+        -o) target=$arg ;;
+    esac
+    [ "$arg" = -r ] && mode=read
+    prev=$arg
+done
+if [ "$rank" = 0 ]; then
+    if [ "$mode" = write ]; then case=$IOR_WRITE; else case=$IOR_READ; fi
+    cat "$case/stdout.txt"
+    cp "$case/summary.json" "$summary"
+    # data for the cache drop to act on, as IOR would leave it
+    [ "$mode" = write ] && head -c 4194304 /dev/urandom > "$target.00000000"
+fi
+exit "${EXIT:-0}"
+"""
+
+MDTEST_WRAPPER = r"""#!/bin/bash
+# Stands in for mdtest: rank 0 replays a recorded real run; every rank exits with $EXIT.
+. "$SB_FAKE_SCENARIO"
+rank=${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-0}}
+phase= details= dir= prev=
+for arg in "$@"; do
+    case "$arg" in
+        -C) phase=CREATE ;; -T) phase=STAT ;; -E) phase=READ ;; -r) phase=REMOVE ;;
+        --saveRankPerformanceDetails=*) details=${arg#*=} ;;
+    esac
+    [ "$prev" = -d ] && dir=$arg
+    prev=$arg
+done
+if [ "$rank" = 0 ]; then
+    case=$(eval echo "\$MDTEST_$phase")
+    cat "$case/stdout.txt"
+    cp "$case/summary.csv" "$details"
+    if [ "$phase" = CREATE ]; then
+        mkdir -p "$dir/test-dir.0-0" && head -c 3901 /dev/urandom > "$dir/test-dir.0-0/file.0"
+    fi
+fi
+exit "${EXIT:-0}"
+"""
+
+GOOD = {"IOR_WRITE": "ior_easy_write_D2_wearout_tmp", "IOR_READ": "ior_easy_read_after_D2_tmp",
+        "MDTEST_CREATE": "mdtest_hard_create_W2_tmp", "MDTEST_STAT": "mdtest_hard_stat_x_tmp",
+        "MDTEST_READ": "mdtest_hard_read_x_tmp", "MDTEST_REMOVE": "mdtest_hard_remove_x_tmp"}
+
+
+@pytest.fixture(scope="module")
+def fake_tools(cluster, sb_home):
+    """The wrapper module, a site config whose Open MPI environment loads it, and a
+    tmpfs scratch target (reads there always come from memory)."""
+    root = reachable_tmpdir("sb-fake-ior-")
+    bindir, moddir = root / "bin", root / "modulefiles" / "ior-wrapper"
+    bindir.mkdir()
+    moddir.mkdir(parents=True)
+    for name, text in (("ior", IOR_WRAPPER), ("mdtest", MDTEST_WRAPPER)):
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    (moddir / "1.0.lua").write_text(f'whatis("IOR stand-in for tests")\n'
+                                    f'prepend_path("PATH", "{bindir}")\n')
+    shm = os.path.join("/dev/shm", root.name)
+    os.makedirs(shm)
+    site = (REPO / "site_configs" / "local.py").read_text()
+    env_extras = '"extras": {"mpi": "openmpi"},'
+    assert env_extras in site
+    site = site.replace(env_extras, (
+        '"extras": {"mpi": "openmpi", "ior": "module:ior-wrapper/1.0", "ior_mpi": "openmpi"},'
+        f'\n            "env_vars": [["MODULEPATH", "$MODULEPATH:{root / "modulefiles"}"]],'))
+    marker = ']), system="embedded-local"'
+    assert marker in site
+    site = site.replace(marker, f'    ScratchTarget(name="shm", path="{shm}", kind="tmpfs", '
+                                f'partitions=["batch"]),\n{marker}')
+    (root / "site.py").write_text(site)
+    yield root
+    shutil.rmtree(root)
+    shutil.rmtree(shm, ignore_errors=True)
+
+
+def run_checks(root, name, target, stonewall_s, exit_code=0, **cases):
+    """One `scratchbench run` of IOR easy and mdtest hard with the wrappers replaying
+    `cases`; returns (exit code, stdout, {check: report entry})."""
+    scenario = root / f"{name}.sh"
+    chosen = dict(GOOD, **cases)
+    scenario.write_text("".join(f"{k}={FIXTURES / v}\n" for k, v in chosen.items()) +
+                        f"EXIT={exit_code}\n")
+    workloads = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
+    workloads["ior"]["quick"].update(block="8g", reps=1, stonewall_s=stonewall_s)
+    workloads["mdtest"]["quick"].update(files_per_node=400000, reps=1, stonewall_s=stonewall_s)
+    (root / f"{name}.yaml").write_text(yaml.safe_dump(workloads))
+    env = {"SB_FAKE_SCENARIO": str(scenario),
+           "SCRATCHBENCH_WORKLOADS": str(root / f"{name}.yaml")}
+    result = scratchbench("run", "--site", str(root / "site.py"), "--tag", "quick",
+                          "--target", target, "--name", "IOR.*easy", "--name", "Mdtest.*hard",
+                          "--no-start", env=env, timeout=900)
+    report = re.search(r"^run report:\s+(\S+)", result.stdout, re.M)
+    assert report, result.stdout[-3000:] + result.stderr[-2000:]
+    cases = {}
+    for run in json.loads(open(report.group(1)).read())["runs"]:
+        for case in run["testcases"]:
+            if case["environ"] == "gnu-openmpi" and case["name"].startswith(("IOR ", "Mdtest ")):
+                cases[case["name"].split()[0]] = case
+    assert set(cases) == {"IOR", "Mdtest"}, result.stdout[-3000:]
+    return result.returncode, result.stdout, cases
+
+
+def test_replayed_real_runs_pass_with_the_tools_figures(fake_tools):
+    code, out, cases = run_checks(fake_tools, "good", "localscratch", stonewall_s=2)
+    assert code == 0, out[-3000:]
+    ior, mdtest = cases["IOR"], cases["Mdtest"]
+    assert ior["result"] == "pass" and mdtest["result"] == "pass", out[-3000:]
+    figures = {k.split(":")[-1]: v[0] for k, v in ior["perfvalues"].items()}
+    assert figures == {"write_bw": 1101.0065, "read_bw": 2349.4889}, "the fixtures' JSON"
+    figures = {k.split(":")[-1]: v[0] for k, v in mdtest["perfvalues"].items()}
+    assert figures == {"create_rate": 2120.922, "stat_rate": 1108836.17, "read_rate": 24874.285,
+                       "remove_rate": 22183.96}, "the fixtures' SUMMARY tables"
+    assert ior["cache_method"] == "fadvise" and ior["cache_resident"] == {"read-1": 0.0}
+    assert mdtest["cache_resident"] == {"read-1": 0.0}
+    assert ior["tool_source"] == "module:ior-wrapper/1.0" and ior["tool_mpi"] == "openmpi"
+    assert ior["stonewall_s"] == 2.0 and ior["job_exitcode"] == 0
+    skipped = [ln for ln in out.splitlines() if ln.startswith("skipped")]
+    assert any("does not say which MPI" in ln or "not on PATH" in ln for ln in skipped), \
+        "the MPICH environment has no IOR and is skipped with the reason"
+
+
+def test_non_zero_tool_exit_fails_after_a_complete_run(fake_tools):
+    code, out, cases = run_checks(fake_tools, "exit3", "localscratch", stonewall_s=2,
+                                  exit_code=3)
+    assert code != 0
+    for name, phase in (("IOR", "write-1"), ("Mdtest", "create-1")):
+        case = cases[name]
+        assert case["result"] == "fail" and case["fail_phase"] == "sanity"
+        tool = name.lower()
+        assert f"{tool} exited with code 3 in phase {phase}" in case["fail_reason"]
+        assert case["job_exitcode"] == 3, "the batch job exits with the tool's status"
+
+
+def test_phase_shorter_than_its_stonewall_fails(fake_tools):
+    code, out, cases = run_checks(
+        fake_tools, "short", "localscratch", stonewall_s=5,
+        IOR_WRITE="ior_easy_write_D5_too_short_tmp",
+        MDTEST_CREATE="mdtest_hard_create_W5_too_short_tmp")
+    assert code != 0
+    assert "write-1: a write phase took 0.016 s, shorter than its 5 s stonewall" in \
+        cases["IOR"]["fail_reason"]
+    assert "create-1: the create phase took 0.197 s, shorter than its 5 s stonewall" in \
+        cases["Mdtest"]["fail_reason"]
+
+
+def test_read_served_from_memory_fails(fake_tools):
+    """On tmpfs POSIX_FADV_DONTNEED cannot evict anything: the read would be a memory
+    figure, not a file-system one."""
+    code, out, cases = run_checks(fake_tools, "cached", "shm", stonewall_s=2)
+    assert code != 0
+    for name in ("IOR", "Mdtest"):
+        reason = cases[name]["fail_reason"]
+        assert re.search(r"phase read-1 would read from the page cache: 100% of the \d+ bytes "
+                         "stayed resident after the cache drop", reason), reason
+
+
+@pytest.fixture(scope="module")
+def mpich_tool(kernels):
+    """An `ior` and `mdtest` on PATH that are MPICH binaries (the kernel, renamed)."""
+    root = reachable_tmpdir("sb-mpich-ior-")
+    for name in ("ior", "mdtest"):
+        shutil.copy(kernels["mpich"][0], root / name)
+    yield root
+    shutil.rmtree(root)
+
+
+def test_path_route_skips_environments_of_another_mpi(mpich_tool):
+    """An MPICH-built ior on PATH: the Open MPI environment skips with the reason, the
+    MPICH one uses it (ReFrame's dry run: nothing is launched)."""
+    prefix = reachable_tmpdir("sb-path-ior-")
+    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix), PATH=f"{mpich_tool}:{os.environ['PATH']}",
+               LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+               MODULEPATH=str(REPO / "site_configs" / "modulefiles"))
+    cmd = [str(VENV_BIN / "reframe"), "-C", str(REPO / "site_configs" / "local.py"), "-c",
+           str(REPO / "reframe_checks"), "--system", "embedded", "-t", "^quick$", "-n", "IOR",
+           "--dry-run", "-s", str(prefix / "stage"), "-o", str(prefix / "output"),
+           "--prefix", str(prefix)]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert re.search(r"SKIP.*IORProvider ~embedded:batch\+gnu-openmpi.*\[IOR: " +
+                     re.escape(f"{mpich_tool}/ior") + r" is built with MPICH \(libmpich\.so"
+                     r"[^)]*\), environment gnu-openmpi uses Open MPI\]", result.stdout), \
+        result.stdout[-3000:]
+    stage = prefix / "stage" / "embedded" / "batch"
+    assert list((stage / "gnu-mpich").glob("IOR_*")), "the MPICH environment runs it"
+    assert not list((stage / "gnu-openmpi").glob("IOR_*"))
+    shutil.rmtree(prefix)

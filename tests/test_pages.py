@@ -1,0 +1,486 @@
+"""The performance pages, read as a user reads them: in a real headless Chromium.
+
+Two sites are built: one from a made-up history whose answers are known (which file
+system is best for what, which figures cannot be judged yet, which check failed and
+why), and one after two real quick runs on the embedded cluster.  Every page of each is
+opened, every folded section opened and scrolled through until every plot has
+rendered, the console must stay free of errors, and every link must lead somewhere.
+Screenshots of each page kind go to var/test-artifacts/ for review.
+"""
+
+import html
+import json
+import re
+import sqlite3
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conftest import REPO, failures_of, scratchbench
+from reports import commands, pages, store
+from reports.synthetic import make_case, make_report
+
+ARTIFACTS = REPO / "var" / "test-artifacts"
+DAY = 86400
+START = 1_800_000_000
+RUNS = 12
+ENVIRONS = ("gnu-openmpi", "gnu-mpich")
+# Chromium's software WebGL (no GPU here) comments on its own speed; not the page's doing.
+BROWSER_NOTES = ("GPU stall due to ReadPixels", "willReadFrequently")
+
+
+# ---- a made-up history with known answers ------------------------------------------------
+def declared(label, unit, better="higher", headline="", chart=None):
+    return {"label": label, "unit": unit, "better": better, "headline": headline,
+            "chart": chart}
+
+
+def made_up_history(home):
+    """RUNS nightly runs, one a day, on two file systems, stored as run directories
+    under home/results/runs (with output directories, as real runs have them).
+
+    Known answers:
+    * Large sequential write: fastfs ~1000 MiB/s, slowfs ~400 (+-2%): fastfs best, 2.5x.
+    * Time to stage a data set (s, lower is better): fastfs ~10 s, slowfs ~30 s: fastfs.
+    * Create empty files: both ~5,000 ops/s +-15%: no clear winner.
+    * Delete files: a check added three runs ago (and failing in the latest run on
+      slowfs): not decided yet, 3 more runs needed, and its 2 figures of the latest run
+      cannot be judged by the nightly verdict (5 more nights).
+    * Within the bandwidth check on fastfs, one shared file with MPI-IO reaches ~100
+      MiB/s against ~1000 file per process: 10x, which the advice says.
+    * In the latest run, the metadata check fails on slowfs (sanity: no space left);
+      the tool check is skipped everywhere (tool not installed).
+    """
+    rng = np.random.default_rng(10)
+    runs_dir = home / "results" / "runs"
+    for night in range(RUNS):
+        run_id = f"night{night:02d}"
+        run_dir = runs_dir / run_id
+        cases = []
+
+        def case(check, params, environ, target, figures, **kw):
+            c = make_case(check, dict(params, scratch_target=target), environ, target,
+                          figures, workload="nightly", time_total=12.5, **kw)
+            if kw.get("result", "pass") == "pass":
+                out = run_dir / "output" / "synth" / "batch" / environ / c["unique_name"]
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "rfm_job.out").write_text("made-up output\n")
+                c["outputdir"] = str(out)
+            cases.append(c)
+
+        for target, write, shared, stage, create in (("fastfs", 1000, 100, 10, 5000),
+                                                     ("slowfs", 400, 60, 30, 5200)):
+            for environ in ENVIRONS:
+                for access, words, bw in (("fpp-posix", "file per process, POSIX", write),
+                                          ("shared-mpiio", "one shared file, MPI-IO", shared)):
+                    lead = "Large sequential write" if access == "fpp-posix" else ""
+                    case("SynthBandwidth", {"access": access}, environ, target,
+                         {"write_bw": (float(rng.normal(bw, bw * 0.02)), "MiB/s", []),
+                          "open_share": (float(rng.normal(5, 0.2)), "%", [])},
+                         title="Bandwidth (made up)", variant=words,
+                         workload_words="1 MiB transfers, 64 MiB per rank, 4 ranks on 1 node",
+                         declarations={"write_bw": declared("Write bandwidth", "MiB/s",
+                                                            headline=lead),
+                                       "open_share": declared("Share of time in open", "%",
+                                                              "lower")})
+                failing = target == "slowfs" and night == RUNS - 1
+                figures = {} if failing else {
+                    "create_rate": (float(rng.normal(create, create * 0.15)), "ops/s", [])}
+                if night >= RUNS - 3 and not failing:
+                    figures["delete_rate"] = (float(rng.normal(3000, 100)), "deletions/s", [])
+                case("SynthMetadata", {"layout": "shared-dir"}, environ, target, figures,
+                     title="Metadata (made up)", variant="one shared directory",
+                     workload_words="2,048 files per rank, 4 ranks on 1 node",
+                     result="fail" if failing else "pass",
+                     fail_phase="sanity" if failing else None,
+                     fail_reason="kernel exited 3: No space left on device" if failing
+                     else None,
+                     declarations={
+                         "create_rate": declared("File creations per second", "ops/s",
+                                                 headline="Create empty files"),
+                         "delete_rate": declared("Deletions per second", "deletions/s",
+                                                 headline="Delete files")})
+                case("SynthTool", {"shape": "easy"}, environ, target, {},
+                     title="Tool (made up)", variant="easy", result="skip",
+                     skip_reason="the tool is not installed on this system")
+                for nodes in (1, 2, 4):
+                    case("SynthSweep", {"node_count": nodes}, environ, target,
+                         {"write_bw": (float(rng.normal(write * nodes ** 0.8, 20)), "MiB/s", [])},
+                         title="Node-count sweep (made up)", variant=f"{nodes} nodes",
+                         scaling_parameter="node_count", nodes=nodes,
+                         declarations={"write_bw": declared("Write bandwidth", "MiB/s")})
+            case("SynthStaging", {}, "builtin", target,
+                 {"stage_s": (float(rng.normal(stage, stage * 0.03)), "s", [])},
+                 title="Staging (made up)", workload_words="64 files of 1 MiB",
+                 declarations={"stage_s": declared("Time to stage in", "s", "lower",
+                                                   headline="Stage a data set into scratch")})
+        # Charts declared by one case on fastfs: lines (queue depth) and a surface.
+        charted, declarations = {}, {}
+        for block, scale in (("4 KiB blocks", 40), ("64 KiB blocks", 400)):
+            for depth in (1, 2, 4, 8, 16, 32):
+                name = f"read_bw_{block.split()[0]}k_qd{depth}"
+                charted[name] = (float(scale * depth ** 0.5 * rng.normal(1, 0.03)), "MiB/s", [])
+                declarations[name] = declared(f"Read bandwidth, {block}, queue depth {depth}",
+                                              "MiB/s", chart={
+                                                  "title": "Read bandwidth against queue depth",
+                                                  "kind": "lines", "x": ["queue depth", depth],
+                                                  "line": block})
+        for file_kib in (64, 256, 1024, 4096):
+            for record_kib in (4, 16, 64, 256):
+                if record_kib > file_kib or (file_kib >= 4096 and record_kib < 16):
+                    continue     # as IOzone skips them: holes in the surface
+                name = f"reread_{file_kib}k_{record_kib}k"
+                charted[name] = (float(300 + record_kib + 2000 / file_kib * 50), "MiB/s", [])
+                declarations[name] = declared(f"Re-read, {file_kib} KiB file, {record_kib} "
+                                              "KiB records", "MiB/s", chart={
+                                                  "title": "Re-read throughput", "kind": "surface",
+                                                  "x": ["file size (KiB)", file_kib],
+                                                  "y": ["record size (KiB)", record_kib],
+                                                  "line": "re-read"})
+        case("SynthPatterns", {}, "gnu-openmpi", "fastfs", charted, title="Patterns (made up)",
+             workload_words="one 4 MiB file", declarations=declarations)
+        report = make_report(run_id, START + night * DAY, cases, tag="nightly")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "report.json").write_text(json.dumps(report))
+        (run_dir / "run.json").write_text(json.dumps({
+            "run_id": run_id, "tag": "nightly", "note": f"night {night}",
+            "site": "made-up site", "system": "synth"}))
+    conn = store.connect(home / "history.sqlite")
+    runs, _ = store.ingest_all(conn, runs_dir)
+    conn.close()
+    assert runs == RUNS
+
+
+@pytest.fixture(scope="module")
+def made_up_site(tmp_path_factory):
+    home = tmp_path_factory.mktemp("made-up-home")
+    made_up_history(home)
+    db = home / "history.sqlite"
+    _, verdicts, _ = commands.nightly(db=db, out=home / "results" / "verdicts" /
+                                      f"nightly-night{RUNS - 1:02d}.json")
+    out = home / "pages"
+    pages.build(out, db_path=db, nightly_verdicts=verdicts)
+    return {"home": home, "out": out, "verdicts": verdicts, "db": db}
+
+
+def text_of(page):
+    """The visible words of a page: tags removed, entities decoded."""
+    text = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return re.sub(r"\s+", " ", text)
+
+
+def headline_row(page, name):
+    row = re.search(rf'<tr data-headline="{re.escape(name)}">(.*?)</tr>', page, re.S)
+    assert row, f"no headline row {name!r} on the index"
+    return text_of(row.group(1))
+
+
+# ---- the made-up history: known answers ------------------------------------------------------
+def test_index_names_the_right_winners(made_up_site):
+    index = (made_up_site["out"] / "index.html").read_text()
+    write = headline_row(index, "Large sequential write")
+    assert re.search(r"fastfs: 2\.[4-6]\dx higher than slowfs \(every one of the last 10 runs\)",
+                     write), write
+    assert "1 MiB transfers, 64 MiB per rank, 4 ranks on 1 node" in write
+    assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d UTC", write), "each figure shows its date"
+    stage = headline_row(index, "Stage a data set into scratch")
+    assert re.search(r"fastfs: [23]\.\d+x lower than slowfs", stage), stage
+    create = headline_row(index, "Create empty files")
+    assert "no clear winner" in create, create
+    delete = headline_row(index, "Delete files")
+    # slowfs has it in only 2 runs: its latest run failed
+    assert "not decided yet: 3 more runs needed" in delete, delete
+
+
+def test_banner_states_what_could_not_be_decided(made_up_site):
+    verdicts = made_up_site["verdicts"]
+    unjudged = [f for f in verdicts["figures"] if f["verdict"] in pages.UNDECIDED
+                or pages.nights_needed(f)]
+    new_check = [f for f in unjudged if f["metric"] == "delete_rate"]
+    assert len(new_check) == 2 and all(pages.nights_needed(f) == 5 for f in new_check)
+    text = text_of((made_up_site["out"] / "index.html").read_text())
+    banner = re.search(r"Nightly verdict for the latest run, night11.*?(?=Headline figures)",
+                       text).group(0)
+    assert f"{len(verdicts['figures'])} figures judged" in banner
+    assert f"Could not be decided: {len(unjudged)} of {len(verdicts['figures'])} figures" \
+        in banner, banner
+    assert "5 more nightly runs needed" in banner
+
+
+def test_banner_is_for_the_latest_run_only(made_up_site, tmp_path):
+    older = dict(made_up_site["verdicts"], run_id="night10")
+    out = tmp_path / "pages"
+    pages.build(out, db_path=made_up_site["db"], nightly_verdicts=older)
+    text = text_of((out / "index.html").read_text())
+    assert "No verdict for run night11 yet: run `scratchbench verdict nightly`." in text
+    assert "figures judged" not in text
+
+
+def test_report_takes_the_verdict_of_the_latest_run(made_up_site, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCRATCHBENCH_HOME", str(tmp_path))
+    verdict_dir = tmp_path / "results" / "verdicts"
+    verdict_dir.mkdir(parents=True)
+    older = dict(made_up_site["verdicts"], run_id="night10")
+    (verdict_dir / "nightly-night10.json").write_text(json.dumps(older))
+    commands.report(tmp_path / "pages", db=made_up_site["db"])
+    assert "No verdict for run night11 yet" in (tmp_path / "pages" / "index.html").read_text()
+    (verdict_dir / "nightly-night11.json").write_text(json.dumps(made_up_site["verdicts"]))
+    commands.report(tmp_path / "pages", db=made_up_site["db"])
+    index = text_of((tmp_path / "pages" / "index.html").read_text())
+    assert "Nightly verdict for the latest run, night11" in index
+
+
+def test_failures_and_skips_show_their_cause(made_up_site):
+    index = text_of((made_up_site["out"] / "index.html").read_text())
+    problems = re.search(r"slowfs: what did not run.*?(?=fastfs: what|Latest runs)", index)
+    assert problems, index[:2000]
+    assert "2 failed — failed in sanity: kernel exited 3: No space left on device" \
+        in problems.group(0)
+    assert "2 skipped — the tool is not installed on this system" in problems.group(0)
+    fs = text_of((made_up_site["out"] / "fs-slowfs.html").read_text())
+    assert "failed in sanity: kernel exited 3: No space left on device" in fs
+    assert "Metadata (made up): one shared directory [gnu-mpich]" in fs
+    run = text_of((made_up_site["out"] / "run-night11.html").read_text())
+    assert re.search(r"fail in sanity: kernel exited 3: No space left on device", run)
+
+
+def test_advice_agrees_with_the_index(made_up_site):
+    index = (made_up_site["out"] / "index.html").read_text()
+    margin = re.search(r"fastfs: (\S+x) higher than slowfs",
+                       headline_row(index, "Large sequential write")).group(1)
+    fast = text_of((made_up_site["out"] / "fs-fastfs.html").read_text())
+    advice = re.search(r"Advice for users(.*?)Headline figures", fast).group(1)
+    assert re.search(rf"Best file system here for Large sequential write \(file per process, "
+                     rf"POSIX\): {re.escape(margin)} higher than slowfs", advice), advice
+    assert "Rests on the last 10 runs (2027-01-" in advice or "Rests on the last 10 runs (20" \
+        in advice
+    assert "1 MiB transfers, 64 MiB per rank, 4 ranks on 1 node" in advice
+    # Within one check: file per process against one shared file, 10x apart.
+    assert re.search(r"Bandwidth \(made up\): write bandwidth is (9|10|11)\.?\d*x higher with "
+                     r"file per process, POSIX", advice), advice
+    # Where the spread does not support a claim, the advice does not make one.
+    assert "Create empty files" not in advice.split("No clear difference")[0]
+    assert re.search(r"No clear difference .* for: Create empty files", advice)
+    assert re.search(r"Not enough data yet .* Delete files .*\(3 more runs needed\)", advice)
+    slow = text_of((made_up_site["out"] / "fs-slowfs.html").read_text())
+    slow_advice = re.search(r"Advice for users(.*?)Headline figures", slow).group(1)
+    assert "For Large sequential write (file per process, POSIX), prefer fastfs" in slow_advice
+    assert "Best file system here" not in slow_advice
+
+
+def test_pages_name_no_check_and_no_metric():
+    """Everything a page says comes from the declarations: the page code names no check
+    class and no metric of the suite."""
+    code = (REPO / "reports" / "pages.py").read_text()
+    for template in (REPO / "reports" / "templates").iterdir():
+        code += template.read_text()
+    names = set(re.findall(r"^class (\w+)\(", "\n".join(
+        p.read_text() for p in (REPO / "reframe_checks").rglob("*.py")), re.M))
+    names |= set(re.findall(r"@figure\(.*?\)\n\s+def (\w+)", "\n".join(
+        p.read_text() for p in (REPO / "reframe_checks").rglob("*.py")), re.S))
+    assert {"write_bw", "delete_rate", "stage_in_bw"} <= names
+    assert names, "found no checks and no figures to look for"
+    named = sorted(n for n in names if re.search(rf"\b{n}\b", code))
+    assert named == [], f"page code names {named}"
+
+
+def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
+    out = tmp_path / "pages"
+    first, _, _ = pages.build(out, db_path=made_up_site["db"])
+    again, _, _ = pages.build(out, db_path=made_up_site["db"])
+    fs_pages = len(list(out.glob("fs-*.html")))
+    # index, compare, runs and the file-system pages; no run page
+    assert first == again + RUNS and again == 3 + fs_pages
+    (out / "run-night03.html").unlink()
+    assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
+
+
+def test_history_plots_with_one_run_and_with_many():
+    one = [(START, 100.0, "r0")]
+    spec, notes = pages.history_plot([("gnu", one)], "MiB/s", higher=True)
+    assert [t["type"] for t in spec["data"]] == ["scatter", "scatter"], "no box of one value"
+    low, high = spec["layout"]["xaxis"]["range"]
+    assert high - low >= 2 * 3600 * 1000, "a date axis hours wide, not milliseconds"
+    assert notes == [("gnu", 100.0, None)]
+    many = [(START + i * DAY, v, f"r{i}") for i, v in enumerate([100, 110, 90, 105, 60])]
+    spec, notes = pages.history_plot([("gnu", many)], "MiB/s", higher=True)
+    box = [t for t in spec["data"] if t["type"] == "box"]
+    assert len(box) == 1 and box[0]["median"] == [102.5], "the box holds the earlier runs only"
+    assert notes == [("gnu", 60, "worst quarter")]
+    _, notes = pages.history_plot([("gnu", many)], "s", higher=False)
+    assert notes == [("gnu", 60, "best quarter")]
+
+
+def test_compare_bars_use_a_log_axis_when_values_differ_by_orders():
+    def standing(median):
+        return SimpleNamespace(median=median, low=median * 0.9, high=median * 1.1)
+
+    spec, log = pages.bars_plot(["a"], [("fs1", {"a": standing(260_000)}),
+                                        ("fs2", {"a": standing(5_000)})], "ops/s")
+    assert log and spec["layout"]["yaxis"]["type"] == "log"
+    assert "log scale" in spec["layout"]["yaxis"]["title"]["text"]
+    error = spec["data"][0]["error_y"]
+    assert error["array"] == [pytest.approx(26_000)], "the whisker spans the recent range"
+    _, log = pages.bars_plot(["a"], [("fs1", {"a": standing(900)}),
+                                     ("fs2", {"a": standing(600)})], "MiB/s")
+    assert not log
+
+
+def test_a_history_written_by_the_previous_code_renders(tmp_path):
+    """Schema version 1 stored no declarations: the pages still show every figure (by its
+    metric's name, as stored) and say that no headline figure is declared."""
+    db = tmp_path / "h.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript((REPO / "tests" / "fixtures" / "history-v1.sql").read_text())
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    written, figures, _ = pages.build(tmp_path / "pages", db_path=db)
+    assert figures == 216 and written == 6
+    index = text_of((tmp_path / "pages" / "index.html").read_text())
+    assert "No headline figures yet" in index
+    assert "34 checks: 26 passed, 8 skipped" in index
+    fs = (tmp_path / "pages" / "fs-sanscratch.html").read_text()
+    assert fs.count('data-plot="') >= 50
+
+
+def test_report_of_an_empty_store_says_so(tmp_path):
+    with pytest.raises(Exception, match="holds no figures yet"):
+        commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
+    assert not (tmp_path / "pages").exists()
+
+
+# ---- a real browser -------------------------------------------------------------------------
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve(directory):
+    server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                 partial(QuietHandler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+RENDERED = ("() => [...document.querySelectorAll('[data-plot]')].every(el => "
+            "el.dataset.rendered === '1' && (el.querySelector('.plot-container') || "
+            "el.classList.contains('no-webgl')))")
+SCROLL = """async () => {
+    for (let y = 0; y < document.body.scrollHeight; y += 500) {
+        window.scrollTo(0, y); await new Promise(r => setTimeout(r, 25)); } }"""
+
+
+def browse(home, shots, unfolded=()):
+    """Open every page of home/pages, open every fold, scroll until every plot has
+    rendered, follow every link; save screenshots {page: png name} as a visitor first
+    sees the page, and of the pages in `unfolded` with every fold open.  Returns the
+    problems seen (console errors and warnings, failed requests, dialogs) and the links."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    server, root = serve(home)
+    site = f"{root}/pages"
+    problems, links = [], set()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                      "--disable-component-update", "--disable-sync", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("console", lambda m: problems.append(f"{page.url}: {m.type}: {m.text}")
+                    if m.type in ("error", "warning") and
+                    not any(note in m.text for note in BROWSER_NOTES) else None)
+            page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
+            page.on("dialog", lambda d: (problems.append(f"dialog {d.message}"), d.dismiss()))
+            names = sorted(p.name for p in (home / "pages").glob("*.html"))
+            for name in names:
+                response = page.goto(f"{site}/{name}")
+                assert response.status == 200, name
+                if name in shots:
+                    # As a visitor first sees it: folds closed, plots in view rendered.
+                    page.evaluate(SCROLL)
+                    page.wait_for_timeout(300)
+                    page.evaluate("window.scrollTo(0, 0)")
+                    page.screenshot(path=str(ARTIFACTS / shots[name]), full_page=True)
+                page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+                page.evaluate(SCROLL)
+                if page.locator("[data-plot]").count():
+                    page.wait_for_function(RENDERED, timeout=120000)
+                if name in unfolded:
+                    page.evaluate("window.scrollTo(0, 0)")
+                    page.screenshot(path=str(ARTIFACTS / unfolded[name]), full_page=True)
+                links |= set(page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"))
+            for link in sorted(links):
+                assert link.startswith(root), f"a link leaves the site: {link}"
+                assert page.request.get(link).status == 200, link
+            browser.close()
+    finally:
+        server.shutdown()
+    for name in shots.values():
+        assert (ARTIFACTS / name).stat().st_size > 10000, name
+    return problems, links
+
+
+def test_made_up_pages_render_in_chromium(made_up_site):
+    shots = {"index.html": "pages-made-up-index.png", "fs-fastfs.html": "pages-made-up-fs.png",
+             "compare.html": "pages-made-up-compare.png",
+             "run-night11.html": "pages-made-up-run.png"}
+    problems, links = browse(made_up_site["home"], shots,
+                             unfolded={"fs-fastfs.html": "pages-made-up-fs-unfolded.png"})
+    assert problems == []
+    assert any("/results/runs/night11/output/" in link for link in links), \
+        "run pages link each check's output directory"
+    print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")
+
+
+# ---- after two real quick runs --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def quick_site(quick_runs, sb_home):
+    # A check may fail on this noisy machine; the pages must show that, not hide it.
+    for run in quick_runs:
+        assert run["run_dir"] is not None, run["result"].stdout + run["result"].stderr
+    verdict = scratchbench("verdict", "nightly")
+    assert verdict.returncode == 0, verdict.stderr
+    out = sb_home / "pages"
+    result = scratchbench("report", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_note_with_markup_is_escaped(quick_site, quick_runs):
+    run_page = (quick_site / f"run-{quick_runs[1]['run_dir'].name}.html").read_text()
+    assert "&lt;script&gt;alert(" in run_page
+    assert "<script>alert(" not in run_page
+    assert "<script>alert(" not in (quick_site / "index.html").read_text()
+
+
+def test_quick_run_pages_render_in_chromium(quick_site, quick_runs, sb_home):
+    latest = quick_runs[1]["run_dir"].name
+    index = text_of((quick_site / "index.html").read_text())
+    figures = sqlite3.connect(sb_home / "history.sqlite").execute(
+        "SELECT COUNT(*) FROM figures f JOIN cases c USING (case_id) WHERE c.run_id = ? "
+        "AND f.value IS NOT NULL", (latest,)).fetchone()[0]
+    # Two runs: nothing can be judged yet, and the banner says so instead of "all good".
+    assert f"Nightly verdict for the latest run, {latest}" in index
+    assert f"Could not be decided: {figures} of {figures} figures" in index
+    assert "6 more nightly runs needed" in index
+    assert "not decided yet: 3 more runs needed" in index
+    for line in failures_of(quick_runs[1]).splitlines():
+        # "FAILED:  <case in words> (<phase>): <reason>" -> shown on the index with its cause
+        reason = line.split("): ", 1)[1].strip()
+        assert reason[:40] in index, line
+    shots = {"index.html": "pages-quick-index.png", "fs-sanscratch.html": "pages-quick-fs.png",
+             "compare.html": "pages-quick-compare.png",
+             f"run-{latest}.html": "pages-quick-run.png"}
+    problems, links = browse(sb_home, shots)
+    assert problems == []
+    assert any(f"/results/runs/{latest}/output/" in link for link in links)
+    print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")
