@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -95,38 +95,54 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         run_id = row["run_id"]
     elif not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
-    figures = []
+    histories, names, undeclared = [], [], []
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
         if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
             continue   # not measured in the judged run: its case is judged as failed
-        values = [r["value"] for r in rows if r["value"] is not None]
-        v = verdicts.nightly(series, metric, rows[-1]["unit"], values,
-                             [r["run_id"] for r in rows if r["value"] is not None])
-        figures.append(dict(verdicts.as_dict(v), name=naming.figure_name(rows[-1])))
+        if rows[-1]["better"] not in verdicts.BETTER:
+            undeclared.append({"series": series, "metric": metric, "verdict": "undeclared",
+                               "notify": False, "name": naming.figure_name(rows[-1]),
+                               "detail": "not judged: the check does not declare whether "
+                                         "higher or lower is better"})
+            continue
+        judged = [r for r in rows if r["value"] is not None]
+        histories.append(verdicts.History([r["value"] for r in judged],
+                                          [r["run_id"] for r in judged], rows[-1]["better"],
+                                          series=series, metric=metric,
+                                          unit=rows[-1]["unit"] or ""))
+        names.append(naming.figure_name(rows[-1]))
+    figures = [dict(verdicts.as_dict(v), name=name)
+               for v, name in zip(verdicts.nightly_many(histories), names)] + undeclared
     failed = _failed_cases(conn, run_id)
     conn.close()
     if not figures and not failed:
         raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "
                                 "skipped; see its run report", exit_code=4)
+    counts = Counter(f["verdict"] for f in figures)
     result = {
         "kind": "nightly", "run_id": run_id,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": "E-divisive change point, permutation test (scipy.stats.permutation_test, "
-                  f"{verdicts.PERMUTATIONS} re-pairings); regression = significant change, "
-                  f"latest run after it, median worse by >= {verdicts.MIN_EFFECT:.0%}",
-        "alpha": verdicts.NIGHTLY_ALPHA,
-        "false_alarm_rate": f"at most {verdicts.NIGHTLY_ALPHA:.0%} of figures per night when "
-                            "nothing changed",
-        "regressions": sum(f["verdict"] == "regression" for f in figures),
-        "suspects": sum(f["verdict"] == "suspect" for f in figures),
-        "improvements": sum(f["verdict"] == "improvement" for f in figures),
+        "method": verdicts.NIGHTLY_METHOD,
+        "alpha": verdicts.ALPHA,
+        "false_alarm_rate": verdicts.NIGHTLY_FALSE_ALARMS,
+        "labels": verdicts.NIGHTLY_LABELS,
+        "regressions": counts["regression"],
+        "ongoing_regressions": counts["ongoing-regression"],
+        "recovered": counts["recovered"],
+        "suspects": counts["suspect"],
+        "improvements": counts["improvement"],
+        "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
+        "nights_needed": max([verdicts.MIN_HISTORY - f["history"] for f in figures
+                              if f["verdict"] == "insufficient-history"], default=0),
         "failed": len(failed),
         "figures": figures + failed,
     }
     path = Path(out) if out else verdict_dir() / f"nightly-{run_id}.json"
     _write_json(path, result)
-    code = 1 if result["regressions"] else 4 if failed else 0
-    if code:
+    # A regression keeps the night red while it lasts; notifiers hear only what is news
+    # (a new regression, a recovery) and every failed check.
+    code = 1 if result["regressions"] or result["ongoing_regressions"] else 4 if failed else 0
+    if failed or any(f.get("notify") for f in figures):
         result["notified"] = notify_all(notify, result, path)
         if result["notified"]:
             _write_json(path, result)
@@ -158,11 +174,13 @@ def notify_all(targets, result, path):
 
 
 def _notification(result, path):
-    bad = [f for f in result["figures"] if f["verdict"] in ("regression", "failed")]
-    text = (f"scratchbench nightly run {result['run_id']}: {result['regressions']} "
-            f"regression(s), {result['failed']} failed check(s)")
+    bad = [f for f in result["figures"] if f.get("notify") or f["verdict"] == "failed"]
+    text = (f"scratchbench nightly run {result['run_id']}: {result['regressions']} new "
+            f"regression(s), {result['recovered']} recovered, {result['failed']} failed "
+            "check(s)")
     return {"text": text, "run_id": result["run_id"], "verdict_file": str(path),
-            "regressions": result["regressions"], "failed": result["failed"],
+            "regressions": result["regressions"], "recovered": result["recovered"],
+            "failed": result["failed"],
             "figures": [{"name": f["name"], "verdict": f["verdict"], "detail": f["detail"]}
                         for f in bad]}
 
@@ -180,7 +198,7 @@ def format_nightly(result, path):
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
     for f in result["figures"]:
-        if f["verdict"] in ("regression", "suspect", "improvement", "failed"):
+        if f["verdict"] not in ("ok", "insufficient-history"):
             lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
     for f in result["figures"]:
@@ -231,19 +249,19 @@ def _select(conn, spec, option):
     return ids
 
 
-def _samples(conn, run_ids):
+def _runs_of(conn, run_ids):
+    """{(series, metric): {"runs": [[repetitions of a run], ...], ...}}: the run is the
+    unit of independence, its repetitions only summarise it."""
     marks = ",".join("?" * len(run_ids))
     rows = store.figure_rows(conn, f"WHERE r.run_id IN ({marks})", run_ids)
     extra = store.samples_of(conn, [r["figure_id"] for r in rows])
-    grouped = defaultdict(lambda: {"values": [], "runs": set(), "unit": None})
+    grouped = defaultdict(lambda: {"runs": []})
     for row in rows:
-        key = (row["series"], row["metric"])
-        g = grouped[key]
-        g["unit"] = row["unit"]
-        g["name"] = naming.figure_name(row)
-        g["runs"].add(row["run_id"])
-        # Repetitions inside a run are the samples when the check recorded them.
-        g["values"].extend(extra.get(row["figure_id"]) or [row["value"]])
+        if row["value"] is None:
+            continue
+        g = grouped[(row["series"], row["metric"])]
+        g.update(unit=row["unit"], better=row["better"], name=naming.figure_name(row))
+        g["runs"].append(extra.get(row["figure_id"]) or [row["value"]])
     return grouped
 
 
@@ -254,15 +272,15 @@ def acceptance(before, after, out=None, db=None):
     overlap = set(before_ids) & set(after_ids)
     if overlap:
         raise ConfigError(f"--before and --after both select run(s) {', '.join(sorted(overlap))}")
-    b, a = _samples(conn, before_ids), _samples(conn, after_ids)
+    b, a = _runs_of(conn, before_ids), _runs_of(conn, after_ids)
     conn.close()
     figures = []
     for key in sorted(set(b) & set(a)):
         series, metric = key
-        per_run = (max(1, len(b[key]["values"]) // max(1, len(b[key]["runs"]))),
-                   max(1, len(a[key]["values"]) // max(1, len(a[key]["runs"]))))
-        v = verdicts.acceptance(series, metric, b[key]["unit"], b[key]["values"],
-                                a[key]["values"], samples_per_run=per_run)
+        if b[key]["better"] not in verdicts.BETTER:
+            continue   # the check does not say which way is better: nothing to decide
+        v = verdicts.acceptance(b[key]["runs"], a[key]["runs"], b[key]["better"],
+                                series=series, metric=metric, unit=b[key]["unit"] or "")
         figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
     if not figures:
         raise ScratchbenchError("the runs before and after share no figure: select runs of "
@@ -270,10 +288,9 @@ def acceptance(before, after, out=None, db=None):
     result = {"kind": "acceptance", "before": {"selection": before, "runs": before_ids},
               "after": {"selection": after, "runs": after_ids},
               "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "method": "Mann-Whitney U (two-sided) and a bootstrap 95% CI of the relative "
-                        "change of the median (scipy.stats)",
+              "method": verdicts.ACCEPTANCE_METHOD,
               "alpha": verdicts.ACCEPTANCE_ALPHA, "figures": figures}
-    for label in ("better", "worse", "no significant change", "insufficient"):
+    for label in verdicts.ACCEPTANCE_LABELS:
         result[label.replace(" ", "_")] = sum(f["verdict"] == label for f in figures)
     path = Path(out) if out else verdict_dir() / \
         f"acceptance-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
@@ -282,7 +299,7 @@ def acceptance(before, after, out=None, db=None):
         need_b = max(f["runs_needed_before"] for f in figures)
         need_a = max(f["runs_needed_after"] for f in figures)
         raise ScratchbenchError(
-            f"too few samples to decide any figure: {need_b} more run(s) before and {need_a} "
+            f"too few runs to decide any figure: {need_b} more run(s) before and {need_a} "
             f"more run(s) after are needed (details in {path})", exit_code=3)
     return (1 if result["worse"] else 0), result, path
 
@@ -295,7 +312,7 @@ def format_acceptance(result, path):
         lines.append(f"  {f['verdict']:<22} {f['name']}: {f['detail']}")
     lines.append(f"  {result['better']} better, {result['worse']} worse, "
                  f"{result['no_significant_change']} no significant change, "
-                 f"{result['insufficient']} undecided (too few samples)")
+                 f"{result['insufficient']} undecided (too few runs)")
     lines.append(f"verdict file: {path}")
     return "\n".join(lines)
 

@@ -580,9 +580,16 @@ def _judge_block(prepared, min_effect):
                 continue
             j = int(np.argmax(np.where(sig, np.abs(z), -np.inf)))
             k = int(ks[j])
+            # The scan's window may reach back over a run of the old level: the change
+            # starts at the first of the newest k runs past the midpoint of the levels.
+            newest = raw[i, n - k:]
+            mid = (reference[i, j] + level[j]) / 2
+            past = newest < mid if direction == "down" else newest > mid
+            first = int(np.argmax(past)) if past.any() else 0
+            after = float(newest[first:].mean()) if first else float(level[j])
             candidate = _State("regression" if direction == "down" else "improvement",
-                               change=n - k, since=int(x.reference_start[i, j]),
-                               before=float(reference[i, j]), after=float(level[j]),
+                               change=n - k + first, since=int(x.reference_start[i, j]),
+                               before=float(reference[i, j]), after=after,
                                z=float(z[j]), threshold=float(crit[j]), source="recent",
                                left_out=bool(drop[j]))
             if state is None or abs(candidate.z) > abs(state.z):

@@ -143,23 +143,33 @@ def synthetic_store(tmp_path):
 
 
 def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
+    """The drop at run020 is news on run021 (two nights show it) and is notified then;
+    on run023 it is an ongoing regression: still exit 1, no new notification."""
     flag = tmp_path / "notified"
-    code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
+    code, result, path = commands.nightly(run_id="run021", db=synthetic_store,
+                                          out=tmp_path / "v.json",
                                           notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
     assert code == 1 and result["regressions"] == 1
-    assert json.loads(flag.read_text())["run_id"] == "run023"
+    assert json.loads(flag.read_text())["run_id"] == "run021"
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
     text = commands.format_nightly(result, path)
     assert re.search(r"REGRESSION +write bw, KernelIOTest on fsA \[gnu\]", text), text
+    flag.unlink()
+    code, later, _ = commands.nightly(db=synthetic_store, out=tmp_path / "v2.json",
+                                      notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
+    assert later["run_id"] == "run023" and code == 1
+    assert later["regressions"] == 0 and later["ongoing_regressions"] == 1
+    assert not flag.exists(), "an ongoing regression is not notified again"
 
 
-def test_acceptance_command_uses_repetition_samples(synthetic_store, tmp_path):
+def test_acceptance_command_counts_runs_not_repetitions(synthetic_store, tmp_path):
     code, result, _ = commands.acceptance("note:before,since:2027-01-01", "note:after",
                                           db=synthetic_store, out=tmp_path / "a.json")
     assert code == 1
     write = [f for f in result["figures"] if f["metric"] == "write_bw"][0]
-    assert write["verdict"] == "worse" and write["n_after"] == 12
+    assert write["verdict"] == "worse"
+    assert write["runs_after"] == 4 and write["repetitions_after"] == 12
     with pytest.raises(Exception, match="matches no stored run"):
         commands.acceptance("note:nothing-like-this", "note:after", db=synthetic_store)
     with pytest.raises(Exception, match="unknown key 'ticket'"):
@@ -287,24 +297,25 @@ def webhook():
 def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path, webhook):
     url, received = webhook
     flag = tmp_path / "notified"
-    code, result, path = commands.nightly(db=synthetic_store, out=tmp_path / "v.json",
+    code, result, path = commands.nightly(run_id="run021", db=synthetic_store,
+                                          out=tmp_path / "v.json",
                                           notify=[f"{url}/hook",
                                                   f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
     assert code == 1
     assert len(received) == 1
     where, kind, payload = received[0]
     assert where == "/hook" and kind == "application/json"
-    assert payload["run_id"] == "run023" and payload["regressions"] == 1
+    assert payload["run_id"] == "run021" and payload["regressions"] == 1
     assert payload["figures"][0]["verdict"] == "regression"
     assert "write bw" in payload["figures"][0]["name"]
-    assert json.loads(flag.read_text())["run_id"] == "run023"
+    assert json.loads(flag.read_text())["run_id"] == "run021"
     assert [n["ok"] for n in result["notified"]] == [True, True]
 
 
 def test_a_failing_notifier_never_hides_the_verdict(synthetic_store, tmp_path, webhook):
     url, _ = webhook
     code, result, path = commands.nightly(
-        db=synthetic_store, out=tmp_path / "v.json",
+        run_id="run021", db=synthetic_store, out=tmp_path / "v.json",
         notify=[f"{url}/fail", "exit 3", "http://127.0.0.1:9/nobody-listens"])
     assert code == 1 and result["regressions"] == 1, "the verdict stands"
     assert [n["ok"] for n in result["notified"]] == [False, False, False]
