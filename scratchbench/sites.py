@@ -158,6 +158,15 @@ def results_logging(results_dir):
     }]}]
 
 
+def polling(rate_min=2.0, rate_max=10.0):
+    """ReFrame's `general` poll settings: how often job states are asked for.
+
+    ReFrame's defaults slow down to one poll every 10 s, which adds seconds to every
+    check; twice a second (one sacct or bjobs call for all the run's jobs) keeps a
+    check's overhead near a second.  A site whose scheduler is busy may poll less."""
+    return {"poll_rate_min": rate_min, "poll_rate_max": rate_max, "poll_rate_decay": 0.1}
+
+
 def results_storage(results_dir):
     """ReFrame's results DB (off by default in ReFrame) in results_dir/results.db."""
     return [{"enable": True, "sqlite_db_file": str(Path(results_dir) / "results.db")}]

@@ -11,7 +11,7 @@ ReFrame's own 'lsf' backend writes the CSM-only -nnodes.
 
 import scratchbench.lsf  # noqa: F401  (registers the 'lsf_std' scheduler)
 from scratchbench import paths
-from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
+from scratchbench.sites import (ScratchTarget, polling, results_logging, results_storage,
                                 with_scratch_targets)
 
 RESULTS = paths.results_dir()
@@ -58,6 +58,7 @@ site_configuration = with_scratch_targets({
     ],
     "logging": results_logging(RESULTS),
     "storage": results_storage(RESULTS),
+    "general": [polling()],
 }, system="greentail", targets=[
     ScratchTarget(name="sanscratch", path="$MYSANSCRATCH", kind="nfs",
                   partitions=["hp12", "ehwfd"], per_job=True, cleanup="scheduler",

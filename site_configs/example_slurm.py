@@ -5,7 +5,7 @@ are data: add one here and every check runs on it.
 """
 
 from scratchbench import paths
-from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
+from scratchbench.sites import (ScratchTarget, polling, results_logging, results_storage,
                                 with_scratch_targets)
 
 RESULTS = paths.results_dir()
@@ -45,6 +45,7 @@ site_configuration = with_scratch_targets({
     ],
     "logging": results_logging(RESULTS),
     "storage": results_storage(RESULTS),
+    "general": [polling()],
 }, system="example", targets=[
     ScratchTarget(name="scratch", path="/scratch/$USER", kind="parallel",
                   partitions=["compute"], description="Lustre, 8 OSS, 1 MiB stripes"),

@@ -14,7 +14,7 @@ import json
 import os
 
 from scratchbench import paths
-from scratchbench.sites import (ScratchTarget, results_logging, results_storage,
+from scratchbench.sites import (ScratchTarget, polling, results_logging, results_storage,
                                 with_scratch_targets)
 
 MODULEPATH = str(paths.SITE_CONFIGS_DIR / "modulefiles")
@@ -101,7 +101,7 @@ site_configuration = with_scratch_targets(with_scratch_targets({
     ],
     "logging": results_logging(RESULTS),
     "storage": results_storage(RESULTS),
-    "general": [{"check_search_path": [str(paths.CHECKS_DIR)]}],
+    "general": [{"check_search_path": [str(paths.CHECKS_DIR)], **polling()}],
 }, system="embedded", targets=[
     ScratchTarget(
         name="sanscratch", path="$MYSANSCRATCH", kind="san", partitions=["batch"],
