@@ -346,9 +346,10 @@ static int parse_list(const sbk_option *o, const char *value, sbk_list *list)
     for (const char *c = value; *c; c++)
         cap += *c == ',';
     list->v = calloc(cap, sizeof *list->v);
-    char *copy = strdup(value), *save = NULL;
+    char *copy = strdup(value), *rest = copy, *tok;
     int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+    /* strsep, not strtok: an empty element ("4,,8") is an error, not skipped */
+    while (!rc && (tok = strsep(&rest, ",")) != NULL) {
         long long v;
         uint64_t size;
         if (o->kind == SBK_OPT_SIZES) {

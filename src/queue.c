@@ -111,10 +111,13 @@ static void io_failed(sbk_ctx *ctx, const sbk_stream *s, int file, uint64_t offs
     else if (err)
         sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, bytes, "%s %s at byte %llu: %s",
                  what, s->path[file], (unsigned long long)offset, strerror(err));
+    else if (s->write)
+        sbk_fail(ctx, SBK_EIO, EIO, s->phase, bytes, "write %s at byte %llu: the system wrote "
+                 "nothing and gave no error", s->path[file], (unsigned long long)offset);
     else
-        sbk_fail(ctx, SBK_EIO, s->write ? EIO : ENODATA, s->phase, bytes,
-                 "%s %s at byte %llu: %zu of %zu bytes (short %s: the file is shorter than "
-                 "expected)", what, s->path[file], (unsigned long long)offset, got, s->block, what);
+        sbk_fail(ctx, SBK_EIO, ENODATA, s->phase, bytes, "read %s at byte %llu: %zu of %zu bytes "
+                 "(the file is shorter than expected)", s->path[file], (unsigned long long)offset,
+                 got, s->block);
 }
 
 void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_result *r)
@@ -125,16 +128,18 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
     int nfiles = s->ndirs * s->nowners;
     char *bufs = NULL;
     uint64_t *slot_block = NULL;
+    size_t *slot_done = NULL;      /* bytes of the slot's block already moved (short I/O) */
     unsigned *free_slots = NULL;
     sbk_done *done = NULL;
     sbk_io *batch = NULL;
     if (depth > 0) {
         bufs = sbk_alloc_aligned(s->align, (size_t)depth * s->block);
         slot_block = calloc(depth, sizeof *slot_block);
+        slot_done = calloc(depth, sizeof *slot_done);
         free_slots = calloc(depth, sizeof *free_slots);
         done = calloc(depth > (unsigned)nfiles ? depth : (unsigned)nfiles, sizeof *done);
         batch = calloc(depth > (unsigned)nfiles ? depth : (unsigned)nfiles, sizeof *batch);
-        if (!bufs || !slot_block || !free_slots || !done || !batch) {
+        if (!bufs || !slot_block || !slot_done || !free_slots || !done || !batch) {
             sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, s->phase, 0,
                      "cannot allocate %u buffers of %zu bytes", depth, s->block);
             depth = 0;
@@ -172,6 +177,7 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
             if (s->write)
                 sbk_pattern_fill(s->pat, buf, words, s->file_id[file], s->gen, offset / 8, 1);
             slot_block[slot] = next;
+            slot_done[slot] = 0;
             batch[n++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ, .fd = s->fd[file],
                                   .buf = buf, .len = s->block, .offset = offset, .tag = slot};
             next++;
@@ -200,16 +206,30 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
             break;
         }
         double now = sbk_now();
+        unsigned nretry = 0;
         for (unsigned i = 0; i < got; i++) {
             unsigned slot = (unsigned)done[i].tag;
             int file;
             uint64_t offset;
             locate(s, slot_block[slot], &file, &offset);
             inflight--;
+            if (!done[i].err && done[i].bytes > 0 && slot_done[slot] + done[i].bytes < s->block
+                && !failed) {
+                /* Short transfer: move the rest (a full disk answers the retry with
+                 * ENOSPC, the end of a file with 0 bytes). */
+                slot_done[slot] += done[i].bytes;
+                char *buf = bufs + (size_t)slot * s->block;
+                batch[nretry++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ,
+                                           .fd = s->fd[file], .buf = buf + slot_done[slot],
+                                           .len = s->block - slot_done[slot],
+                                           .offset = offset + slot_done[slot], .tag = slot};
+                continue;
+            }
             free_slots[nfree++] = slot;
-            if (done[i].err || done[i].bytes != s->block) {
+            if (done[i].err || slot_done[slot] + done[i].bytes != s->block) {
                 if (!failed)
-                    io_failed(ctx, s, file, offset, done[i].err, done[i].bytes, r->bytes);
+                    io_failed(ctx, s, file, offset + slot_done[slot], done[i].err,
+                              slot_done[slot] + done[i].bytes, r->bytes + slot_done[slot]);
                 failed = 1;
                 continue;
             }
@@ -225,6 +245,19 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
                     s->file_id[file], s->gen, offset / 8);
                 sbk_rec_verify(s->rec, &vr);
                 r->verify += sbk_now() - v0;
+            }
+        }
+        if (nretry > 0) {
+            int serr = sbk_queue_submit(q, batch, nretry);
+            if (serr) {
+                sbk_fail(ctx, sbk_code_for_errno(serr), serr, s->phase, r->bytes,
+                         "submitting %u requests to %s: %s", nretry, q->engine->name,
+                         strerror(serr));
+                failed = 1;
+                for (unsigned i = 0; i < nretry; i++)
+                    free_slots[nfree++] = (unsigned)batch[i].tag;
+            } else {
+                inflight += nretry;
             }
         }
     }
@@ -266,6 +299,7 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
     ctx->phase_bytes = r->bytes;
     free(bufs);
     free(slot_block);
+    free(slot_done);
     free(free_slots);
     free(done);
     free(batch);

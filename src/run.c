@@ -414,13 +414,13 @@ static void print_table(const sbk_ctx *ctx, const struct sbk_run_state *rs)
         ctx->mode->describe(ctx, what, sizeof what);
     printf("scratchbench-kernel %s: %d ranks on %d node(s), %s\n", ctx->mode->name, ctx->size,
            ctx->nnodes, what);
-    printf("%-22s %-24s %-6s %5s %12s %12s %12s %12s %7s\n", "phase", "figure", "unit", "reps",
+    printf("%-22s %-26s %-6s %5s %11s %11s %11s %11s %7s\n", "phase", "figure", "unit", "reps",
            "min", "max", "trimmed", "stddev", "cv");
     for (int i = 0; i < rs->nseries; i++) {
         const series *s = &rs->series[i];
         sbk_summary sum = sbk_summarize(s->v, s->n);
         double k = units[s->unit].scale;
-        printf("%-22s %-24s %-6s %5zu %12.1f %12.1f %12.1f %12.1f %6.1f%%\n", s->phase, s->figure,
+        printf("%-22s %-26s %-6s %5zu %11.5g %11.5g %11.5g %11.5g %6.1f%%\n", s->phase, s->figure,
                units[s->unit].name, sum.n, sum.min * k, sum.max * k, sum.trimmed_mean * k,
                sum.stddev * k, 100.0 * (isfinite(sum.cv) ? sum.cv : 0.0));
     }
