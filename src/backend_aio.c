@@ -38,8 +38,9 @@ static int aio_init_engine(sbk_queue *q, unsigned entries)
     return 0;
 }
 
-static int aio_submit_engine(sbk_queue *q, const sbk_io *ios, unsigned n)
+static int aio_submit_engine(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
 {
+    (void)wait; /* aio_suspend in reap does the waiting */
     aio_impl *a = q->impl;
     unsigned slot = 0;
     for (unsigned i = 0; i < n; i++) {

@@ -401,7 +401,9 @@ typedef struct sbk_queue sbk_queue;
 typedef struct sbk_engine {
     const char *name;
     int (*init)(sbk_queue *q, unsigned entries);            /* errno */
-    int (*submit)(sbk_queue *q, const sbk_io *ios, unsigned n); /* errno; all n in flight */
+    /* errno; all n in flight after; wait: the caller reaps next, so the engine may wait
+     * for one completion in the same system call */
+    int (*submit)(sbk_queue *q, const sbk_io *ios, unsigned n, int wait);
     /* Waits for at least min completions (0: none), returns up to max in *got. */
     int (*reap)(sbk_queue *q, sbk_done *out, unsigned max, unsigned min, unsigned *got);
     void (*fini)(sbk_queue *q);
@@ -421,7 +423,7 @@ const char *sbk_engine_name(int id);
 /* Opens a queue of the configured engine; on refusal fails with SBK_ENOURING and a
  * message that names the cause and the fallback.  Returns 0 or the error code. */
 int sbk_queue_open(sbk_ctx *ctx, sbk_queue *q, unsigned entries);
-int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n);
+int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait);
 int sbk_queue_reap(sbk_queue *q, sbk_done *out, unsigned max, unsigned min, unsigned *got);
 void sbk_queue_reset_counters(sbk_queue *q);
 void sbk_queue_close(sbk_queue *q);

@@ -55,10 +55,10 @@ static void account(sbk_queue *q)
     q->last_change = now;
 }
 
-int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n)
+int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
 {
     account(q);
-    int err = q->engine->submit(q, ios, n);
+    int err = q->engine->submit(q, ios, n, wait);
     if (err)
         return err;
     for (unsigned i = 0; i < n; i++)
@@ -183,7 +183,7 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
             next++;
         }
         if (n > 0) {
-            int err = sbk_queue_submit(q, batch, n);
+            int err = sbk_queue_submit(q, batch, n, 1);
             if (err) {
                 sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, r->bytes,
                          "submitting %u requests to %s: %s", n, q->engine->name, strerror(err));
@@ -248,7 +248,7 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
             }
         }
         if (nretry > 0) {
-            int serr = sbk_queue_submit(q, batch, nretry);
+            int serr = sbk_queue_submit(q, batch, nretry, 1);
             if (serr) {
                 sbk_fail(ctx, sbk_code_for_errno(serr), serr, s->phase, r->bytes,
                          "submitting %u requests to %s: %s", nretry, q->engine->name,
@@ -269,7 +269,7 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
         int n = 0;
         for (int f = 0; f < nfiles; f++)
             batch[n++] = (sbk_io){.op = SBK_IO_FSYNC, .fd = s->fd[f], .tag = (uint64_t)f};
-        int err = sbk_queue_submit(q, batch, (unsigned)n);
+        int err = sbk_queue_submit(q, batch, (unsigned)n, 1);
         int left = err ? 0 : n;
         if (err)
             sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, r->bytes,
