@@ -21,10 +21,11 @@ static int errno_of(int mpi_rc)
     return EIO;
 }
 
-static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int shared, sbk_file *f)
+static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int shared, int collective,
+                      sbk_file *f)
 {
     char path[4352];
-    int rc = sbk_path(ctx, path, sizeof path, name);
+    int rc = sbk_path(ctx, 0, path, sizeof path, name);
     if (rc)
         return rc;
     int amode = (flags & SBK_OPEN_WRITE) ? ((flags & SBK_OPEN_READ) ? MPI_MODE_RDWR
@@ -32,7 +33,7 @@ static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int share
                                          : MPI_MODE_RDONLY;
     if (flags & SBK_OPEN_CREATE)
         amode |= MPI_MODE_CREATE;
-    f->collective = ctx->cfg->collective;
+    f->collective = collective;
     return errno_of(MPI_File_open(shared ? MPI_COMM_WORLD : MPI_COMM_SELF, path, amode,
                                   MPI_INFO_NULL, &f->fh));
 }
@@ -66,11 +67,4 @@ static int mpiio_sync(sbk_file *f) { return errno_of(MPI_File_sync(f->fh)); }
 
 static int mpiio_close(sbk_file *f) { return errno_of(MPI_File_close(&f->fh)); }
 
-static int mpiio_fd(sbk_file *f)
-{
-    (void)f;
-    return -1;
-}
-
-const sbk_backend sbk_backend_mpiio = {"mpiio", mpiio_open, mpiio_xfer, mpiio_sync, mpiio_close,
-                                       mpiio_fd};
+const sbk_backend sbk_backend_mpiio = {"mpiio", mpiio_open, mpiio_xfer, mpiio_sync, mpiio_close};

@@ -5,16 +5,18 @@
 
 #include "kernel.h"
 
-static int posix_open(const sbk_ctx *ctx, const char *name, int flags, int shared, sbk_file *f)
+static int posix_open(const sbk_ctx *ctx, const char *name, int flags, int shared, int collective,
+                      sbk_file *f)
 {
     (void)shared;
+    (void)collective;
     int oflags = O_NOFOLLOW | O_CLOEXEC;
     oflags |= (flags & SBK_OPEN_WRITE) ? ((flags & SBK_OPEN_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
     if (flags & SBK_OPEN_CREATE)
         oflags |= O_CREAT;
     if (ctx->cfg->direct)
         oflags |= O_DIRECT;
-    f->fd = openat(ctx->rundir_fd, name, oflags, 0644);
+    f->fd = openat(ctx->targets[0].fd, name, oflags, 0644);
     return f->fd < 0 ? errno : 0;
 }
 
@@ -46,7 +48,4 @@ static int posix_close(sbk_file *f)
     return rc;
 }
 
-static int posix_fd(sbk_file *f) { return f->fd; }
-
-const sbk_backend sbk_backend_posix = {"posix", posix_open, posix_xfer, posix_sync, posix_close,
-                                       posix_fd};
+const sbk_backend sbk_backend_posix = {"posix", posix_open, posix_xfer, posix_sync, posix_close};

@@ -1,12 +1,21 @@
-/* Errors that every rank agrees on, host names, and the JSON header and trailer. */
+/* Errors that every rank agrees on, node identity, and the JSON header and trailer. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernel.h"
 
 double sbk_now(void) { return MPI_Wtime(); }
+
+void *sbk_alloc_aligned(size_t align, size_t bytes)
+{
+    void *p = NULL;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    return posix_memalign(&p, align, bytes ? bytes : align) == 0 ? p : NULL;
+}
 
 int sbk_code_for_errno(int err)
 {
@@ -47,92 +56,104 @@ int sbk_agree(sbk_ctx *ctx)
     return global;
 }
 
-char **sbk_gather_hosts(const sbk_ctx *ctx)
+/* Node identity: the scheduler's node name when there is one, since several Slurm
+ * nodes can share one host.  Every rank learns every rank's node, so modes can place
+ * readers relative to writers by node (jovian) and the core can name nodes. */
+void sbk_identify_node(sbk_ctx *ctx)
 {
-    char *all = NULL;
-    if (ctx->rank == 0)
-        all = malloc((size_t)ctx->size * 128);
-    char mine[128];
+    gethostname(ctx->host, sizeof ctx->host - 1);
+    const char *node = getenv("SLURMD_NODENAME");
+    snprintf(ctx->node, sizeof ctx->node, "%s", node && *node ? node : ctx->host);
+    ctx->node_names = calloc((size_t)ctx->size, sizeof *ctx->node_names);
+    ctx->node_of = calloc((size_t)ctx->size, sizeof *ctx->node_of);
+    char mine[64];
     memset(mine, 0, sizeof mine);
     memcpy(mine, ctx->node, strnlen(ctx->node, 63));
-    memcpy(mine + 64, ctx->host, strnlen(ctx->host, 63));
-    MPI_Gather(mine, 128, MPI_CHAR, all, 128, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (ctx->rank != 0)
-        return NULL;
-    char **hosts = malloc((size_t)ctx->size * 2 * sizeof(char *));
+    MPI_Allgather(mine, 64, MPI_CHAR, ctx->node_names, 64, MPI_CHAR, MPI_COMM_WORLD);
+    ctx->nnodes = 0;
+    ctx->node_rank = 0;
+    ctx->ranks_per_node = 0;
+    ctx->node_index = -1;
     for (int r = 0; r < ctx->size; r++) {
-        hosts[2 * r] = strndup(all + 128 * r, 63);
-        hosts[2 * r + 1] = strndup(all + 128 * r + 64, 63);
+        int first = r;
+        for (int q = 0; q < r; q++)
+            if (!strncmp(ctx->node_names[q], ctx->node_names[r], 64)) {
+                first = q;
+                break;
+            }
+        ctx->node_of[r] = first == r ? ctx->nnodes++ : ctx->node_of[first];
+        if (!strncmp(ctx->node_names[r], mine, 64)) {
+            if (r < ctx->rank)
+                ctx->node_rank++;
+            ctx->ranks_per_node++;
+        }
     }
-    free(all);
-    return hosts;
+    ctx->node_index = ctx->node_of[ctx->rank];
 }
 
-void sbk_free_hosts(const sbk_ctx *ctx, char **hosts)
+/* Host names of every rank, gathered to rank 0 (NULL elsewhere). */
+static char (*gather_hosts(const sbk_ctx *ctx))[64]
 {
-    if (!hosts)
-        return;
-    for (int r = 0; r < 2 * ctx->size; r++)
-        free(hosts[r]);
-    free(hosts);
+    char (*all)[64] = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
+    char mine[64];
+    memset(mine, 0, sizeof mine);
+    memcpy(mine, ctx->host, strnlen(ctx->host, 63));
+    MPI_Gather(mine, 64, MPI_CHAR, all, 64, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return all;
 }
 
-static const char *api_name(sbk_api a) { return a == API_MPIIO ? "mpiio" : "posix"; }
-static const char *fsync_name(sbk_fsync f)
+static void write_target(sbk_json *j, const char *key, const sbk_target *t, const char *dir)
 {
-    return f == FSYNC_INSIDE ? "inside" : f == FSYNC_OUTSIDE ? "outside" : "none";
+    jw_obj(j, key);
+    jw_str(j, "target", t && t->path[0] ? t->path : dir);
+    jw_str(j, "run_dir", t && t->rundir[0] ? t->rundir : NULL);
+    jw_str(j, "type", t ? t->fstype : "unknown");
+    jw_int(j, "dio_alignment", t ? (long long)t->dio_align : 0);
+    if (t && t->rundir[0])
+        jw_bool(j, "shared", t->shared);
+    jw_end_obj(j);
 }
 
-void sbk_write_header(sbk_json *j, const sbk_ctx *ctx, const char *const *hosts)
+void sbk_write_header(sbk_json *j, const sbk_ctx *ctx)
 {
     const sbk_config *c = ctx->cfg;
+    const sbk_mode *m = ctx->mode;
+    char (*hosts)[64] = gather_hosts(ctx);
+    if (ctx->rank != 0)
+        return;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(lib, &len);
-    char *nl = strchr(lib, '\n');
-    if (nl)
-        *nl = '\0';
-    nl = strchr(lib, ',');
-    if (nl)
-        *nl = '\0';
+    lib[strcspn(lib, "\n,")] = '\0';
+    const char *first_dir = c->dirs.n ? c->dirs.v[0] : NULL;
 
     jw_str(j, "schema_version", SBK_SCHEMA_VERSION);
     jw_obj(j, "tool");
     jw_str(j, "name", "scratchbench-kernel");
     jw_str(j, "version", SBK_VERSION);
     jw_end_obj(j);
-    jw_str(j, "mode", c->mode);
+    jw_str(j, "mode", m->name);
 
     jw_obj(j, "config");
-    jw_str(j, "dir", c->dir);
+    jw_str(j, "dir", first_dir);
+    if (m->features & SBK_F_MULTI_DIR) {
+        jw_arr(j, "dirs");
+        for (int i = 0; i < c->dirs.n; i++)
+            jw_str(j, NULL, c->dirs.v[i]);
+        jw_end_arr(j);
+    }
     jw_int(j, "reps", c->reps);
     jw_num(j, "stonewall_s", c->stonewall);
     jw_bool(j, "keep", c->keep);
     jw_int(j, "seed", (long long)c->seed);
-    if (strcmp(c->mode, "iotest") == 0) {
-        jw_int(j, "nr", c->nr);
-        jw_int(j, "nc", c->nc);
-        jw_int(j, "niter", c->niter);
-        jw_int(j, "iread", c->iread);
-        jw_int(j, "transfer_bytes", c->nr * 8);
-        jw_int(j, "bytes_per_rank", (long long)c->nr * 8 * c->nc);
-        jw_str(j, "layout", c->layout == LAYOUT_FPP ? "fpp" : "shared");
-        jw_str(j, "api", api_name(c->api));
-        jw_bool(j, "collective", c->collective);
+    if (m->config_json)
+        m->config_json(ctx, j);
+    if (m->features & SBK_F_READS)
         jw_bool(j, "verify", c->verify);
+    if (m->features & SBK_F_EXISTING)
         jw_str(j, "existing", c->existing);
-    } else {
-        jw_int(j, "files_per_rank", c->files);
-        jw_str(j, "dir_layout", c->dir_per_rank ? "dir-per-rank" : "shared-dir");
-        jw_arr(j, "phases");
-        static const char *names[] = {"create", "open", "stat", "remove"};
-        for (int i = 0; i < 4; i++)
-            if (c->phases & (1 << i))
-                jw_str(j, NULL, names[i]);
-        jw_end_arr(j);
-        jw_int(j, "removers", c->removers);
-        jw_int(j, "file_size", c->file_size);
-    }
+    if (m->features & SBK_F_ENGINE)
+        jw_str(j, "engine", sbk_engine_name(c->engine));
     jw_end_obj(j);
 
     jw_obj(j, "cache_defeat");
@@ -148,7 +169,7 @@ void sbk_write_header(sbk_json *j, const sbk_ctx *ctx, const char *const *hosts)
     jw_end_arr(j);
     jw_int(j, "shift", ctx->shift);
     jw_str(j, "scan_file", c->scan_file);
-    jw_str(j, "fsync", fsync_name(c->fsync));
+    jw_str(j, "fsync", sbk_fsync_name(c->fsync));
     jw_end_obj(j);
 
     jw_obj(j, "mpi");
@@ -159,21 +180,22 @@ void sbk_write_header(sbk_json *j, const sbk_ctx *ctx, const char *const *hosts)
     jw_end_obj(j);
 
     jw_arr(j, "ranks");
-    for (int r = 0; hosts && r < ctx->size; r++) {
+    for (int r = 0; r < ctx->size; r++) {
         jw_obj(j, NULL);
         jw_int(j, "rank", r);
-        jw_str(j, "node", hosts[2 * r]);
-        jw_str(j, "host", hosts[2 * r + 1]);
+        jw_str(j, "node", ctx->node_names[r]);
+        jw_str(j, "host", hosts[r]);
         jw_end_obj(j);
     }
     jw_end_arr(j);
+    free(hosts);
 
-    jw_obj(j, "filesystem");
-    jw_str(j, "target", ctx->target[0] ? ctx->target : c->dir);
-    jw_str(j, "run_dir", ctx->rundir[0] ? ctx->rundir : NULL);
-    jw_str(j, "type", ctx->fstype);
-    jw_int(j, "dio_alignment", (long long)ctx->dio_align);
-    jw_end_obj(j);
+    write_target(j, "filesystem", ctx->ntargets ? &ctx->targets[0] : NULL,
+                 first_dir ? first_dir : c->existing);
+    jw_arr(j, "targets");
+    for (int t = 0; t < ctx->ntargets; t++)
+        write_target(j, NULL, &ctx->targets[t], NULL);
+    jw_end_arr(j);
 }
 
 static const char *reason_name(int code)
@@ -187,6 +209,7 @@ static const char *reason_name(int code)
     case SBK_EVERIFY: return "verification-failed";
     case SBK_EIO: return "io-error";
     case SBK_ENODIRECT: return "direct-io-refused";
+    case SBK_ENOURING: return "io-uring-refused";
     default: return "internal-error";
     }
 }
@@ -222,12 +245,12 @@ void sbk_write_errors(sbk_json *j, sbk_ctx *ctx, int code)
         jw_int(j, "errno", all[r].err);
         jw_str(j, "reason", reason_name(all[r].code));
         jw_str(j, "message", all[r].message);
-        jw_int(j, "bytes_done", (long long)all[r].bytes_done);
+        jw_uint(j, "bytes_done", all[r].bytes_done);
         jw_end_obj(j);
     }
     jw_end_arr(j);
     if (first >= 0) {
-        jw_int(j, "bytes_before_failure", (long long)bytes_before);
+        jw_uint(j, "bytes_before_failure", bytes_before);
         /* One line for the person at the terminal; the JSON has every rank's. */
         if (all[first].code == SBK_ENOSPACE)
             fprintf(stderr, "scratchbench-kernel: error: %s (%llu bytes written by all ranks "

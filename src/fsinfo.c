@@ -99,3 +99,9 @@ int sbk_scan_file(const char *path, uint64_t *bytes)
     close(fd);
     return 0;
 }
+
+uint64_t sbk_node_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}

@@ -1,4 +1,5 @@
 /* A small streaming JSON writer: the kernel has no dependencies beyond MPI. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -105,6 +106,14 @@ void jw_int(sbk_json *j, const char *key, long long value)
     fprintf(j->f, "%lld", value);
 }
 
+void jw_uint(sbk_json *j, const char *key, uint64_t value)
+{
+    if (!j->f)
+        return; /* ranks other than 0 write nothing */
+    sep(j, key);
+    fprintf(j->f, "%" PRIu64, value);
+}
+
 void jw_bool(sbk_json *j, const char *key, int value)
 {
     if (!j->f)
@@ -126,7 +135,7 @@ void jw_summary(sbk_json *j, const char *key, sbk_summary s)
     if (!j->f)
         return; /* ranks other than 0 write nothing */
     jw_obj(j, key);
-    jw_int(j, "n", (long long)s.n);
+    jw_uint(j, "n", s.n);
     jw_num(j, "min", s.min);
     jw_num(j, "max", s.max);
     jw_num(j, "mean", s.mean);
@@ -150,6 +159,17 @@ void jw_doubles(sbk_json *j, const char *key, const double *v, size_t n)
         else
             fputs("null", j->f);
     }
+    fputc(']', j->f);
+}
+
+void jw_uints(sbk_json *j, const char *key, const uint64_t *v, size_t n)
+{
+    if (!j->f)
+        return; /* ranks other than 0 write nothing */
+    sep(j, key);
+    fputc('[', j->f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(j->f, "%s%" PRIu64, i ? ", " : "", v[i]);
     fputc(']', j->f);
 }
 

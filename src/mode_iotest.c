@@ -8,7 +8,6 @@
  * the pattern; verification time is kept out of the I/O timers.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,51 +15,159 @@
 
 #include "kernel.h"
 
-/* Per-rank figures of one phase; all doubles so one MPI_Gather moves them. */
-typedef struct {
-    double open, access, sync, close, total, verify;
-    double bytes, xfers, bad_words, stale_words, first_bad_byte, stonewall_hit;
-} rank_rec;
-#define REC_N (sizeof(rank_rec) / sizeof(double))
-
-enum { PH_WRITE, PH_READ, PH_N };
-static const char *phase_names[PH_N] = {"write", "read"};
+enum { LAYOUT_FPP, LAYOUT_SHARED };
+enum { API_POSIX, API_MPIIO };
+static const char *const layouts[] = {"fpp", "shared", NULL};
+static const char *const apis[] = {"posix", "mpiio", NULL};
 
 typedef struct {
-    sbk_ctx *ctx;
-    const sbk_config *cfg;
+    long nr, nc, niter, iread;
+    int layout, api, collective;
+} iotest_opts;
+
+#define OPT(f) offsetof(iotest_opts, f)
+static const sbk_option iotest_options[] = {
+    {.name = "nr", .kind = SBK_OPT_LONG, .offset = OPT(nr), .arg = "N",
+     .help = "64-bit values per transfer [131072 = 1 MiB]", .lo = 1, .hi = 1L << 27},
+    {.name = "nc", .kind = SBK_OPT_LONG, .offset = OPT(nc), .arg = "N",
+     .help = "transfers per rank and iteration [16]", .lo = 1, .hi = 1L << 40},
+    {.name = "niter", .kind = SBK_OPT_LONG, .offset = OPT(niter), .arg = "N",
+     .help = "iterations, timers accumulate [1]", .lo = 1, .hi = 1000000},
+    {.name = "iread", .kind = SBK_OPT_LONG, .offset = OPT(iread), .arg = "0|1|2",
+     .help = "0 write, 1 read (written untimed first), 2 write then read [2]", .hi = 2},
+    {.name = "layout", .kind = SBK_OPT_CHOICE, .offset = OPT(layout), .arg = "fpp|shared",
+     .help = "file per process or one shared file [fpp]", .choices = layouts},
+    {.name = "api", .kind = SBK_OPT_CHOICE, .offset = OPT(api), .arg = "posix|mpiio",
+     .help = "I/O interface [posix]", .choices = apis},
+    {.name = "collective", .kind = SBK_OPT_FLAG, .offset = OPT(collective),
+     .help = "collective MPI-IO transfers (with --api mpiio)"},
+    {0},
+};
+
+static void iotest_defaults(void *p)
+{
+    *(iotest_opts *)p = (iotest_opts){.nr = 131072, .nc = 16, .niter = 1, .iread = 2};
+}
+
+static int iotest_check(const sbk_config *c, const void *p, char *err, size_t len)
+{
+    const iotest_opts *o = p;
+    if (o->collective && o->api != API_MPIIO)
+        snprintf(err, len, "--collective needs --api mpiio");
+    else if (c->direct && o->api != API_POSIX)
+        snprintf(err, len, "--direct works with --api posix only (MPI-IO has no portable "
+                 "O_DIRECT)");
+    else if (c->existing && o->iread != 1)
+        snprintf(err, len, "--existing needs --iread 1: it reads data an earlier run wrote");
+    return err[0] != '\0';
+}
+
+enum { F_OPEN, F_ACCESS, F_SYNC, F_CLOSE, F_TOTAL, F_VERIFY, F_BYTES, F_XFERS, F_N };
+static const sbk_field iotest_fields[F_N] = {
+    {"open", SBK_TIMER},  {"access", SBK_TIMER}, {"sync", SBK_TIMER}, {"close", SBK_TIMER},
+    {"total", SBK_TIMER}, {"verify", SBK_TIMER}, {"bytes", SBK_TOTAL}, {"xfers", SBK_TOTAL},
+};
+enum { PH_WRITE, PH_READ };
+
+typedef struct {
+    const iotest_opts *o;
     const sbk_backend *be;
     sbk_pattern pat;
     size_t xfer_bytes;
     uint64_t *buf;
-    uint64_t *expect;
     long *written;        /* transfers each rank wrote in the last write (stonewall) */
 } iotest;
 
-static int owner_of(const iotest *t, int write)
+static int owner_of(const sbk_ctx *ctx, int write)
 {
-    return write ? t->ctx->rank : (t->ctx->rank + t->ctx->shift) % t->ctx->size;
+    return write ? ctx->rank : (ctx->rank + ctx->shift) % ctx->size;
 }
 
 static void file_name(const iotest *t, int owner, char *out, size_t len)
 {
-    if (t->cfg->layout == LAYOUT_SHARED)
+    if (t->o->layout == LAYOUT_SHARED)
         snprintf(out, len, "iotest.shared");
     else
         snprintf(out, len, "iotest.%d", owner);
 }
 
-/* One write or read pass over this rank's transfers; accumulates into rec. */
-static void xfer_pass(iotest *t, int write, uint64_t gen, int timed, rank_rec *rec)
+static void iotest_config_json(const sbk_ctx *ctx, sbk_json *j)
 {
-    sbk_ctx *ctx = t->ctx;
-    const sbk_config *c = t->cfg;
-    const char *phase = timed ? phase_names[write ? PH_WRITE : PH_READ] : "prepare";
-    int owner = owner_of(t, write);
-    int shared = c->layout == LAYOUT_SHARED;
+    const iotest_opts *o = ctx->opts;
+    jw_int(j, "nr", o->nr);
+    jw_int(j, "nc", o->nc);
+    jw_int(j, "niter", o->niter);
+    jw_int(j, "iread", o->iread);
+    jw_int(j, "transfer_bytes", o->nr * 8);
+    jw_int(j, "bytes_per_rank", (long long)o->nr * 8 * o->nc);
+    jw_str(j, "layout", layouts[o->layout]);
+    jw_str(j, "api", apis[o->api]);
+    jw_bool(j, "collective", o->collective);
+}
+
+static void iotest_describe(const sbk_ctx *ctx, char *buf, size_t len)
+{
+    const iotest_opts *o = ctx->opts;
+    snprintf(buf, len, "%s, %s%s, NR=%ld NC=%ld NITER=%ld, %s (%s)",
+             o->layout == LAYOUT_FPP ? "file per process" : "shared file",
+             o->api == API_MPIIO ? "MPI-IO" : "POSIX", o->collective ? " collective" : "", o->nr,
+             o->nc, o->niter, ctx->targets[0].path, ctx->targets[0].fstype);
+}
+
+static int iotest_setup(sbk_ctx *ctx)
+{
+    const iotest_opts *o = ctx->opts;
+    iotest *t = calloc(1, sizeof *t);
+    ctx->state = t;
+    t->o = o;
+    t->be = o->api == API_MPIIO ? &sbk_backend_mpiio : &sbk_backend_posix;
+    t->xfer_bytes = (size_t)o->nr * 8;
+    size_t align = ctx->targets[0].dio_align;
+    if (ctx->cfg->direct && t->xfer_bytes % align != 0) {
+        if (ctx->rank == 0)
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--direct needs a transfer size (NR*8 = %zu bytes) that is a multiple of "
+                     "%zu bytes, the direct-I/O alignment of %s", t->xfer_bytes, align,
+                     ctx->targets[0].path);
+        return sbk_agree(ctx);
+    }
+    t->buf = sbk_alloc_aligned(align, t->xfer_bytes);
+    if (!t->buf)
+        sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, "setup", 0, "cannot allocate a %zu-byte buffer",
+                 t->xfer_bytes);
+    t->written = calloc((size_t)ctx->size, sizeof *t->written);
+    sbk_pattern_init(&t->pat, (uint64_t)ctx->cfg->seed, (uint64_t)o->nr);
+    ctx->iterations = o->niter;
+
+    sbk_phase write = {.name = "write", .kind = PH_WRITE, .fields = iotest_fields, .nfields = F_N,
+                       .flags = SBK_PH_REPORT | SBK_PH_STONEWALL | SBK_PH_DATA};
+    sbk_phase read = write;
+    snprintf(read.name, sizeof read.name, "read");
+    read.kind = PH_READ;
+    read.flags |= SBK_PH_DEFEAT_CACHE;
+    if (o->iread == 1)
+        write.flags = 0; /* written untimed, only so that there is something to read */
+    if (!ctx->cfg->existing)
+        sbk_plan_add(ctx, &write);
+    if (o->iread != 0)
+        sbk_plan_add(ctx, &read);
+    return sbk_agree(ctx);
+}
+
+/* One write or read pass over this rank's transfers; accumulates into rec. */
+static void iotest_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+{
+    iotest *t = ctx->state;
+    const iotest_opts *o = t->o;
+    const sbk_config *c = ctx->cfg;
+    int write = ph->kind == PH_WRITE, timed = ph->flags & SBK_PH_REPORT;
+    const char *phase = timed ? ph->name : "prepare";
+    int owner = owner_of(ctx, write);
+    int shared = o->layout == LAYOUT_SHARED;
     uint64_t file_id = shared ? 0 : (uint64_t)owner;
-    uint64_t base_word = shared ? (uint64_t)owner * (uint64_t)c->nc * (uint64_t)c->nr : 0;
-    long count = write ? c->nc : t->written[owner];
+    uint64_t base_word = shared ? (uint64_t)owner * (uint64_t)o->nc * (uint64_t)o->nr : 0;
+    uint64_t gen = ctx->generation;
+    long count = write ? o->nc : t->written[owner];
     char name[64];
     file_name(t, owner, name, sizeof name);
 
@@ -69,31 +176,28 @@ static void xfer_pass(iotest *t, int write, uint64_t gen, int timed, rank_rec *r
     uint64_t bytes = 0;
     long done = 0;
     int stop = 0, err = 0, opened = 0;
-
-    MPI_Barrier(MPI_COMM_WORLD);
     double start = sbk_now();
 
     double t0 = start;
-    err = t->be->open(ctx, name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE : SBK_OPEN_READ,
-                      shared, &f);
-    rec->open += sbk_now() - t0;
-    if (err == EINVAL && c->direct) {
+    err = t->be->open(ctx, name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE : SBK_OPEN_READ, shared,
+                      o->collective, &f);
+    rec->time[F_OPEN] += sbk_now() - t0;
+    if (err == EINVAL && c->direct)
         sbk_fail(ctx, SBK_ENODIRECT, err, phase, 0,
                  "the file system at %s refuses O_DIRECT (EINVAL); defeat the cache with "
-                 "--fadvise or --scan-file instead", ctx->target);
-    } else if (err) {
-        sbk_fail(ctx, sbk_code_for_errno(err), err, phase, 0, "open %s/%s: %s", ctx->rundir,
-                 name, strerror(err));
-    } else {
+                 "--fadvise or --scan-file instead", ctx->targets[0].path);
+    else if (err)
+        sbk_fail(ctx, sbk_code_for_errno(err), err, phase, 0, "open %s/%s: %s",
+                 ctx->targets[0].rundir, name, strerror(err));
+    else
         opened = 1;
-    }
 
     t0 = sbk_now();
-    for (long j = 0; j < count || c->collective; j++) {
+    for (long k = 0; k < count || o->collective; k++) {
         /* Collective transfers need every rank in every call: agree on stopping. */
-        if (c->collective) {
-            int mine[2] = {ctx->error.code != 0 || j >= count, 0}, all[2];
-            if (write && timed && c->stonewall > 0 && sbk_now() - start >= c->stonewall)
+        if (o->collective) {
+            int mine[2] = {ctx->error.code != 0 || k >= count, 0}, all[2];
+            if (write && timed && sbk_stonewall_reached(ctx, start))
                 mine[1] = 1;
             MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             if (all[0] || all[1]) {
@@ -103,15 +207,15 @@ static void xfer_pass(iotest *t, int write, uint64_t gen, int timed, rank_rec *r
         } else {
             if (!opened)
                 break;
-            if (write && timed && c->stonewall > 0 && sbk_now() - start >= c->stonewall) {
+            if (write && timed && sbk_stonewall_reached(ctx, start)) {
                 stop = 1;
                 break;
             }
         }
-        uint64_t first_word = base_word + (uint64_t)j * (uint64_t)c->nr;
+        uint64_t first_word = base_word + (uint64_t)k * (uint64_t)o->nr;
         if (write)
-            sbk_pattern_fill(&t->pat, t->buf, (uint64_t)c->nr, file_id, gen, first_word,
-                             j > 0 && (uint64_t)c->nr % t->pat.interval == 0);
+            sbk_pattern_fill(&t->pat, t->buf, (uint64_t)o->nr, file_id, gen, first_word,
+                             k > 0 && (uint64_t)o->nr % t->pat.interval == 0);
         size_t moved = 0;
         err = t->be->xfer(&f, write, t->buf, t->xfer_bytes, first_word * 8, &moved);
         bytes += moved;
@@ -119,55 +223,51 @@ static void xfer_pass(iotest *t, int write, uint64_t gen, int timed, rank_rec *r
             if (err == EINVAL && c->direct)
                 sbk_fail(ctx, SBK_ENODIRECT, err, phase, bytes,
                          "the file system at %s refuses O_DIRECT transfers (EINVAL)",
-                         ctx->target);
+                         ctx->targets[0].path);
             else
                 sbk_fail(ctx, sbk_code_for_errno(err), err, phase, bytes,
-                         "%s %s/%s at byte %llu: %s", write ? "write" : "read", ctx->rundir,
-                         name, (unsigned long long)(first_word * 8), strerror(err));
-            if (!c->collective)
+                         "%s %s/%s at byte %llu: %s", write ? "write" : "read",
+                         ctx->targets[0].rundir, name, (unsigned long long)(first_word * 8),
+                         strerror(err));
+            if (!o->collective)
                 break;
             continue;
         }
         done++;
         if (!write && c->verify) {
             double v0 = sbk_now();
-            sbk_verify_result r = sbk_pattern_check(&t->pat, t->buf, (uint64_t)c->nr, file_id,
+            sbk_verify_result r = sbk_pattern_check(&t->pat, t->buf, (uint64_t)o->nr, file_id,
                                                     gen, first_word);
-            if (r.bad_words) {
-                if (rec->bad_words == 0)
-                    rec->first_bad_byte = (double)r.first_bad_word * 8.0;
-                rec->bad_words += (double)r.bad_words;
-                rec->stale_words += (double)r.stale_words;
-            }
+            sbk_rec_verify(rec, &r);
             verify += sbk_now() - v0;
         }
     }
-    rec->access += sbk_now() - t0 - verify;
+    rec->time[F_ACCESS] += sbk_now() - t0 - verify;
 
     if (opened && write && c->fsync != FSYNC_NONE) {
         t0 = sbk_now();
         err = t->be->sync(&f);
         sync_time = sbk_now() - t0;
-        rec->sync += sync_time;
+        rec->time[F_SYNC] += sync_time;
         if (err)
             sbk_fail(ctx, sbk_code_for_errno(err), err, phase, bytes, "fsync %s/%s: %s",
-                     ctx->rundir, name, strerror(err));
+                     ctx->targets[0].rundir, name, strerror(err));
     }
     if (opened) {
         t0 = sbk_now();
         err = t->be->close(&f);
-        rec->close += sbk_now() - t0;
+        rec->time[F_CLOSE] += sbk_now() - t0;
         if (err)
             sbk_fail(ctx, sbk_code_for_errno(err), err, phase, bytes, "close %s/%s: %s",
-                     ctx->rundir, name, strerror(err));
+                     ctx->targets[0].rundir, name, strerror(err));
     }
     double total = sbk_now() - start - verify;
     if (c->fsync == FSYNC_OUTSIDE)
         total -= sync_time;
-    rec->total += total;
-    rec->verify += verify;
-    rec->bytes += (double)bytes;
-    rec->xfers += (double)done;
+    rec->time[F_TOTAL] += total;
+    rec->time[F_VERIFY] += verify;
+    rec->count[F_BYTES] += bytes;
+    rec->count[F_XFERS] += (uint64_t)done;
     ctx->phase_bytes = bytes;
     if (stop)
         rec->stonewall_hit = 1;
@@ -178,326 +278,103 @@ static void xfer_pass(iotest *t, int write, uint64_t gen, int timed, rank_rec *r
     }
 }
 
-/* Between write and read: push the data out of the page cache as configured. */
-static void defeat_cache(iotest *t, double *resident, double *scan_s)
+static void iotest_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
+                                sbk_json *j)
 {
-    sbk_ctx *ctx = t->ctx;
-    const sbk_config *c = t->cfg;
-    if (c->fadvise && ctx->error.code == 0) {
-        char name[64];
-        file_name(t, owner_of(t, 0), name, sizeof name);
-        int fd = openat(ctx->rundir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            fsync(fd);
-            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-            double r = sbk_resident_fraction(fd);
-            if (r > *resident)
-                *resident = r;
-            close(fd);
+    double bytes = (double)sbk_col_sum(g, F_BYTES);
+    double max_total = sbk_col_max(g, F_TOTAL), min_total = sbk_col_min(g, F_TOTAL);
+    double max_frac = 0;
+    for (int r = 0; r < g->nranks; r++)
+        if (g->time[F_TOTAL][r] > 0) {
+            double frac = (g->time[F_OPEN][r] + g->time[F_CLOSE][r]) / g->time[F_TOTAL][r];
+            if (frac > max_frac)
+                max_frac = frac;
         }
-    }
-    if (c->scan_file) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = sbk_now();
-        if (ctx->node_rank == 0 && ctx->error.code == 0) {
-            uint64_t bytes = 0;
-            int err = sbk_scan_file(c->scan_file, &bytes);
-            if (err)
-                sbk_fail(ctx, SBK_EIO, err, "scan", 0, "--scan-file %s: %s", c->scan_file,
-                         strerror(err));
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-        *scan_s += sbk_now() - t0;
-    }
+    sbk_figure(ctx, j, ph, "bandwidth_min_Bps", max_total > 0 ? bytes / max_total : NAN,
+               SBK_UNIT_BPS);
+    sbk_figure(ctx, j, ph, "bandwidth_max_Bps",
+               min_total > 0 && isfinite(min_total) ? bytes / min_total : NAN, SBK_UNIT_BPS);
+    sbk_figure(ctx, j, ph, "open_close_fraction_max", max_frac, SBK_UNIT_FRACTION);
 }
 
-/* Rank 0: write one phase of one repetition and return its headline figures. */
-static void write_phase(sbk_json *j, const sbk_ctx *ctx, const char *name, const rank_rec *all,
-                        double *bw_min, double *bw_max, double *oc_frac, double *bad)
+static int iotest_written_file(const sbk_ctx *ctx, int index, int *target, char *name, size_t len)
 {
-    int n = ctx->size;
-    double *col = malloc((size_t)n * sizeof *col);
-    static const char *timers[] = {"open", "access", "sync", "close", "total", "verify"};
-    double bytes = 0, max_total = 0, min_total = INFINITY, max_frac = 0, bad_words = 0;
-    double stale = 0, hit = 0, xfers = 0;
-    for (int r = 0; r < n; r++) {
-        bytes += all[r].bytes;
-        xfers += all[r].xfers;
-        bad_words += all[r].bad_words;
-        stale += all[r].stale_words;
-        hit += all[r].stonewall_hit;
-        if (all[r].total > max_total) max_total = all[r].total;
-        if (all[r].total < min_total) min_total = all[r].total;
-        if (all[r].total > 0) {
-            double frac = (all[r].open + all[r].close) / all[r].total;
-            if (frac > max_frac) max_frac = frac;
-        }
-    }
-    jw_obj(j, name);
-    jw_obj(j, "per_rank");
-    for (int k = 0; k < 6; k++) {
-        for (int r = 0; r < n; r++)
-            col[r] = ((const double *)&all[r])[k];
-        jw_doubles(j, timers[k], col, (size_t)n);
-    }
-    for (int r = 0; r < n; r++)
-        col[r] = all[r].bytes;
-    jw_doubles(j, "bytes", col, (size_t)n);
-    for (int r = 0; r < n; r++)
-        col[r] = all[r].xfers;
-    jw_doubles(j, "xfers", col, (size_t)n);
-    jw_end_obj(j);
-    jw_obj(j, "time_s");
-    for (int k = 0; k < 6; k++) {
-        for (int r = 0; r < n; r++)
-            col[r] = ((const double *)&all[r])[k];
-        jw_summary(j, timers[k], sbk_summarize(col, (size_t)n));
-    }
-    jw_end_obj(j);
-    jw_num(j, "bytes", bytes);
-    jw_num(j, "xfers", xfers);
-    *bw_min = max_total > 0 ? bytes / max_total : NAN;
-    *bw_max = min_total > 0 && isfinite(min_total) ? bytes / min_total : NAN;
-    *oc_frac = max_frac;
-    *bad = bad_words;
-    jw_num(j, "bandwidth_min_Bps", *bw_min);
-    jw_num(j, "bandwidth_max_Bps", *bw_max);
-    jw_num(j, "open_close_fraction_max", max_frac);
-    jw_int(j, "stonewall_hit_ranks", (long long)hit);
-    jw_obj(j, "verify");
-    jw_num(j, "bad_words", bad_words);
-    jw_num(j, "stale_words", stale);
-    jw_arr(j, "first_bad_byte");
-    for (int r = 0; r < n; r++)
-        if (all[r].bad_words > 0) {
-            jw_obj(j, NULL);
-            jw_int(j, "rank", r);
-            jw_num(j, "byte", all[r].first_bad_byte);
-            jw_end_obj(j);
-        }
-    jw_end_arr(j);
-    jw_end_obj(j);
-    jw_end_obj(j);
-    free(col);
-}
-
-static void print_table(const sbk_ctx *ctx, double series[PH_N][3][4096], int reps,
-                        const int active[PH_N])
-{
-    const sbk_config *c = ctx->cfg;
-    printf("scratchbench-kernel iotest: %d ranks on %d node(s), %s, %s%s, NR=%ld NC=%ld NITER=%ld, "
-           "%s (%s)\n", ctx->size, ctx->nnodes, c->layout == LAYOUT_FPP ? "file per process"
-           : "shared file", c->api == API_MPIIO ? "MPI-IO" : "POSIX",
-           c->collective ? " collective" : "", c->nr, c->nc, c->niter, ctx->target, ctx->fstype);
-    printf("%-6s %8s %14s %14s %14s %14s %10s\n", "phase", "reps", "min-rate MiB/s",
-           "max-rate MiB/s", "trimmed MiB/s", "stddev MiB/s", "open+close");
-    for (int p = 0; p < PH_N; p++) {
-        if (!active[p])
-            continue;
-        sbk_summary lo = sbk_summarize(series[p][0], (size_t)reps);
-        sbk_summary hi = sbk_summarize(series[p][1], (size_t)reps);
-        sbk_summary oc = sbk_summarize(series[p][2], (size_t)reps);
-        printf("%-6s %8d %14.1f %14.1f %14.1f %14.1f %9.1f%%\n", phase_names[p], reps,
-               lo.min / 1048576.0, hi.max / 1048576.0, lo.trimmed_mean / 1048576.0,
-               lo.stddev / 1048576.0, 100.0 * oc.max);
-    }
+    if (index > 0)
+        return -1;
+    *target = 0;
+    file_name(ctx->state, ctx->rank, name, len);
+    return 0;
 }
 
 /* A kept run directory records what was written, so a later run (--existing) can
  * read and verify it: the classic way to defeat the cache is another job. */
-static void write_manifest(const iotest *t, uint64_t generation)
+static void iotest_manifest_write(const sbk_ctx *ctx, FILE *f)
 {
-    const sbk_config *c = t->cfg;
-    int fd = openat(t->ctx->rundir_fd, SBK_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-                    0644);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "scratchbench-kernel: warning: cannot write %s/%s: %s\n",
-                t->ctx->rundir, SBK_MANIFEST, strerror(errno));
-        return;
-    }
-    fprintf(f, "scratchbench-kernel-manifest 1\nlayout %s\nnr %ld\nnc %ld\nnranks %d\n"
-            "seed %llu\ngeneration %llu\nwritten", c->layout == LAYOUT_FPP ? "fpp" : "shared",
-            c->nr, c->nc, t->ctx->size, (unsigned long long)c->seed,
-            (unsigned long long)generation);
-    for (int r = 0; r < t->ctx->size; r++)
+    const iotest *t = ctx->state;
+    fprintf(f, "layout %s\nnr %ld\nnc %ld\nwritten", layouts[t->o->layout], t->o->nr, t->o->nc);
+    for (int r = 0; r < ctx->size; r++)
         fprintf(f, " %ld", t->written[r]);
     fputc('\n', f);
-    fclose(f);
 }
 
-/* Rank 0 reads the manifest of --existing and checks it fits this run. */
-static int read_manifest(iotest *t, uint64_t *generation)
+static int iotest_manifest_read(sbk_ctx *ctx, const sbk_manifest *m, char *msg, size_t len)
 {
-    sbk_ctx *ctx = t->ctx;
-    const sbk_config *c = t->cfg;
-    char layout[16] = "", msg[200] = "";
-    long nr = -1, nc = -1;
-    int nranks = -1;
-    unsigned long long seed = 0, gen = 0;
-    if (ctx->rank == 0) {
-        int fd = openat(ctx->rundir_fd, SBK_MANIFEST, O_RDONLY | O_NOFOLLOW);
-        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-        if (!f || fscanf(f, "scratchbench-kernel-manifest 1 layout %15s nr %ld nc %ld "
-                         "nranks %d seed %llu generation %llu written", layout, &nr, &nc,
-                         &nranks, &seed, &gen) != 6)
-            snprintf(msg, sizeof msg, "unreadable");
-        else if (strcmp(layout, c->layout == LAYOUT_FPP ? "fpp" : "shared"))
-            snprintf(msg, sizeof msg, "written with --layout %s", layout);
-        else if (nr != c->nr || nc != c->nc)
-            snprintf(msg, sizeof msg, "written with --nr %ld --nc %ld", nr, nc);
-        else if (nranks != ctx->size)
-            snprintf(msg, sizeof msg, "written by %d ranks, read by %d", nranks, ctx->size);
-        else if (seed != c->seed)
-            snprintf(msg, sizeof msg, "written with --seed %llu", seed);
-        for (int r = 0; !msg[0] && r < ctx->size; r++)
-            if (fscanf(f, "%ld", &t->written[r]) != 1)
-                snprintf(msg, sizeof msg, "its written counts are incomplete");
-        if (f)
-            fclose(f);
-        if (msg[0])
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--existing %.120s: %s/" SBK_MANIFEST
-                     " does not fit this run: %s", c->existing, ctx->rundir, msg);
+    iotest *t = ctx->state;
+    const char *layout = sbk_manifest_get(m, "layout"), *nr = sbk_manifest_get(m, "nr");
+    const char *nc = sbk_manifest_get(m, "nc"), *written = sbk_manifest_get(m, "written");
+    if (!layout || !nr || !nc || !written)
+        snprintf(msg, len, "unreadable");
+    else if (strcmp(layout, layouts[t->o->layout]))
+        snprintf(msg, len, "written with --layout %s", layout);
+    else if (atol(nr) != t->o->nr || atol(nc) != t->o->nc)
+        snprintf(msg, len, "written with --nr %s --nc %s", nr, nc);
+    for (int r = 0; !msg[0] && r < ctx->size; r++) {
+        char *end = NULL;
+        t->written[r] = strtol(written, &end, 10);
+        if (end == written)
+            snprintf(msg, len, "its written counts are incomplete");
+        written = end;
     }
-    MPI_Bcast(&gen, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    MPI_Bcast(t->written, ctx->size, MPI_LONG, 0, MPI_COMM_WORLD);
-    *generation = gen;
-    return sbk_agree(ctx);
+    return msg[0] != '\0';
 }
 
-int sbk_mode_iotest(sbk_ctx *ctx, sbk_json *j)
+static void iotest_teardown(sbk_ctx *ctx, int code)
 {
-    const sbk_config *c = ctx->cfg;
-    iotest t = {.ctx = ctx, .cfg = c};
-    t.be = c->api == API_MPIIO ? &sbk_backend_mpiio : &sbk_backend_posix;
-    t.xfer_bytes = (size_t)c->nr * 8;
-    if (c->direct && t.xfer_bytes % ctx->dio_align != 0) {
-        if (ctx->rank == 0)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
-                     "--direct needs a transfer size (NR*8 = %zu bytes) that is a multiple of "
-                     "%zu bytes, the direct-I/O alignment of %s", t.xfer_bytes, ctx->dio_align,
-                     ctx->target);
-        return sbk_agree(ctx);
-    }
-    size_t align = ctx->dio_align > 4096 ? ctx->dio_align : 4096;
-    if (posix_memalign((void **)&t.buf, align, t.xfer_bytes) != 0) {
-        sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, "setup", 0, "cannot allocate a %zu-byte buffer",
-                 t.xfer_bytes);
-        return sbk_agree(ctx);
-    }
-    t.written = calloc((size_t)ctx->size, sizeof *t.written);
-    sbk_pattern_init(&t.pat, c->seed, (uint64_t)c->nr);
-
-    int active[PH_N] = {c->iread != 1, c->iread != 0};
-    uint64_t existing_gen = 0;
-    if (c->existing && read_manifest(&t, &existing_gen) != 0) {
-        free(t.written);
-        free(t.buf);
-        return SBK_EUSAGE;
-    }
-    static double series[PH_N][3][4096]; /* per rep: min rate, max rate, open+close share */
-    double bad_total = 0;
-    rank_rec *all = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
-    int code = 0;
-    int reps_done = 0;
-
-    jw_arr(j, "repetitions");
-    for (int rep = 0; rep < c->reps && code == 0; rep++) {
-        rank_rec rec[PH_N];
-        memset(rec, 0, sizeof rec);
-        double resident = -1.0, scan_s = 0.0;
-        for (long it = 0; it < c->niter && code == 0; it++) {
-            uint64_t gen = c->existing ? existing_gen : (uint64_t)(rep * c->niter + it + 1);
-            if (c->existing) {
-                /* the data is already there */
-            } else if (c->iread == 1) {
-                /* Read-only runs read data written untimed just before. */
-                rank_rec scratch;
-                memset(&scratch, 0, sizeof scratch);
-                xfer_pass(&t, 1, gen, 0, &scratch);
-            } else {
-                xfer_pass(&t, 1, gen, 1, &rec[PH_WRITE]);
-            }
-            code = sbk_agree(ctx);
-            if (code == 0 && c->iread != 0) {
-                defeat_cache(&t, &resident, &scan_s);
-                code = sbk_agree(ctx);
-                if (code == 0)
-                    xfer_pass(&t, 0, gen, 1, &rec[PH_READ]);
-                code = sbk_agree(ctx);
-            }
-        }
-        double max_resident = -1.0;
-        MPI_Reduce(&resident, &max_resident, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        if (ctx->rank == 0) {
-            jw_obj(j, NULL);
-            jw_int(j, "rep", rep);
-            jw_bool(j, "complete", code == 0);
-            jw_obj(j, "cache");
-            if (c->fadvise)
-                jw_num(j, "resident_fraction_after_drop", max_resident);
-            if (c->scan_file)
-                jw_num(j, "scan_s", scan_s);
-            jw_end_obj(j);
-            jw_obj(j, "phases");
-        }
-        for (int p = 0; p < PH_N; p++) {
-            if (!active[p])
-                continue;
-            MPI_Gather(&rec[p], REC_N, MPI_DOUBLE, all, REC_N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-            if (ctx->rank == 0) {
-                double bad = 0;
-                write_phase(j, ctx, phase_names[p], all, &series[p][0][rep], &series[p][1][rep],
-                            &series[p][2][rep], &bad);
-                bad_total += bad;
-            }
-        }
-        if (ctx->rank == 0) {
-            jw_end_obj(j);
-            jw_end_obj(j);
-        }
-        reps_done = rep + 1;
-    }
-    if (ctx->rank == 0) {
-        jw_end_arr(j);
-        jw_obj(j, "summary");
-        for (int p = 0; p < PH_N; p++) {
-            if (!active[p])
-                continue;
-            jw_obj(j, phase_names[p]);
-            jw_summary(j, "bandwidth_min_Bps", sbk_summarize(series[p][0], (size_t)reps_done));
-            jw_summary(j, "bandwidth_max_Bps", sbk_summarize(series[p][1], (size_t)reps_done));
-            jw_summary(j, "open_close_fraction_max",
-                       sbk_summarize(series[p][2], (size_t)reps_done));
-            jw_end_obj(j);
-        }
-        jw_num(j, "verify_bad_words", bad_total);
-        jw_end_obj(j);
-        if (c->table)
-            print_table(ctx, series, reps_done, active);
-    }
-    int bad_any = ctx->rank == 0 && bad_total > 0;
-    MPI_Bcast(&bad_any, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (code == 0 && bad_any) {
-        if (ctx->rank == 0)
-            sbk_fail(ctx, SBK_EVERIFY, 0, "read", 0,
-                     "data verification failed: %.0f of the 64-bit words read back differ from "
-                     "those written (see verify in the JSON)", bad_total);
-        code = SBK_EVERIFY;
-    }
-
-    /* Clean up only the files this run created, once nobody reads them any more. */
+    (void)code;
+    iotest *t = ctx->state;
+    if (!t)
+        return;
+    /* Remove only the files this run created, once nobody reads them any more. */
     MPI_Barrier(MPI_COMM_WORLD);
-    if (c->keep && !c->existing && ctx->rank == 0 && code == 0)
-        write_manifest(&t, (uint64_t)(c->reps * c->niter));
-    if (!c->keep && !c->existing && ctx->rundir_fd >= 0 &&
-        (c->layout == LAYOUT_FPP || ctx->rank == 0)) {
+    if (!ctx->cfg->keep && !ctx->cfg->existing && ctx->targets[0].fd >= 0 &&
+        (t->o->layout == LAYOUT_FPP || ctx->rank == 0)) {
         char name[64];
-        file_name(&t, ctx->rank, name, sizeof name);
-        unlinkat(ctx->rundir_fd, name, 0);
+        file_name(t, ctx->rank, name, sizeof name);
+        unlinkat(ctx->targets[0].fd, name, 0);
     }
-    free(all);
-    free(t.written);
-    free(t.buf);
-    return code;
+    free(t->written);
+    free(t->buf);
+    free(t);
+    ctx->state = NULL;
 }
+
+static const sbk_mode iotest_mode = {
+    .name = "iotest",
+    .about = "seed 002's IOTest: NR 64-bit values per transfer, NC transfers, NITER\n"
+             "iterations; write, read or both; open/access/sync/close timed apart",
+    .features = SBK_F_READS | SBK_F_SHIFT | SBK_F_STONEWALL | SBK_F_EXISTING,
+    .options = iotest_options,
+    .opts_size = sizeof(iotest_opts),
+    .defaults = iotest_defaults,
+    .check = iotest_check,
+    .config_json = iotest_config_json,
+    .describe = iotest_describe,
+    .setup = iotest_setup,
+    .run_phase = iotest_run_phase,
+    .report_phase = iotest_report_phase,
+    .written_file = iotest_written_file,
+    .teardown = iotest_teardown,
+    .manifest_write = iotest_manifest_write,
+    .manifest_read = iotest_manifest_read,
+};
+SBK_REGISTER_MODE(iotest_mode)

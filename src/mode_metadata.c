@@ -1,10 +1,14 @@
 /* metadata mode: seed 002's open/close-at-scale and clean-up findings.
  *
- * N files per rank, in one shared directory or one directory per rank.  Phases, each
- * between barriers: create (open O_CREAT|O_EXCL, optional write, close), open (open
- * and close an existing file), stat, remove (unlink, by k threads per rank, since
- * seed 002 watched 4 parallel rm reach about 3 deletions/s).  Per phase: each rank's
- * time, the rate of the slowest rank times the number of ranks (as mdtest reports
+ * N files per rank, in one shared directory or one directory per rank, PATH_DEPTH
+ * directories below the run directory.  Phases, each between barriers: create (open
+ * O_CREAT|O_EXCL, optional write, close), open (open and close an existing file), stat,
+ * remove (unlink, by k threads per rank, since seed 002 watched 4 parallel rm reach
+ * about 3 deletions/s).  Lookup "path" passes each call the file's full path, as
+ * applications and mdtest do, so every call walks PATH_DEPTH + the target's depth
+ * components; lookup "handle" calls openat/fstatat/unlinkat on the directory's
+ * descriptor, which measures the file system without the path walk.  Per phase: each
+ * rank's time, the rate of the slowest rank times the number of ranks (as mdtest reports
  * it), and min/max/mean over ranks.
  */
 #include <errno.h>
@@ -19,36 +23,253 @@
 #include "kernel.h"
 
 enum { P_CREATE, P_OPEN, P_STAT, P_REMOVE, P_N };
-static const char *phase_names[P_N] = {"create", "open", "stat", "remove"};
+static const char *const phase_names[P_N] = {"create", "open", "stat", "remove"};
+enum { LOOKUP_PATH, LOOKUP_HANDLE };
+static const char *const lookups[] = {"path", "handle", NULL};
 
 typedef struct {
-    sbk_ctx *ctx;
-    int dirfd;            /* the directory holding this rank's files */
-    char dirname[64];     /* its name inside the run directory, "" for the run directory */
+    long files, removers, file_size, path_depth;
+    int dir_per_rank, phases, lookup;
+} md_opts;
+
+static int parse_phases(const char *value, void *field, char *err, size_t len)
+{
+    int mask = 0;
+    char *copy = strdup(value), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int p = 0; p < P_N; p++)
+            if (!strcmp(tok, phase_names[p])) {
+                mask |= 1 << p;
+                found = 1;
+            }
+        if (!found) {
+            snprintf(err, len, "unknown phase '%s': expected a comma list of create,open,stat,"
+                     "remove", tok);
+            free(copy);
+            return -1;
+        }
+    }
+    free(copy);
+    *(int *)field = mask;
+    return 0;
+}
+
+#define OPT(f) offsetof(md_opts, f)
+static const sbk_option md_options[] = {
+    {.name = "files", .kind = SBK_OPT_LONG, .offset = OPT(files), .arg = "N",
+     .help = "files per rank [1000]", .lo = 1, .hi = 1L << 32},
+    {.name = "dir-per-rank", .kind = SBK_OPT_FLAG, .offset = OPT(dir_per_rank),
+     .help = "one directory per rank instead of one shared directory"},
+    {.name = "lookup", .kind = SBK_OPT_CHOICE, .offset = OPT(lookup), .arg = "path|handle",
+     .help = "path: every call gets the file's full path (open, stat, unlink),\n"
+             "as applications and mdtest do; handle: openat/fstatat/unlinkat\n"
+             "on the directory's descriptor, no path walk [path]", .choices = lookups},
+    {.name = "path-depth", .kind = SBK_OPT_LONG, .offset = OPT(path_depth), .arg = "N",
+     .help = "directories between the run directory and each file (with\n"
+             "--dir-per-rank the last is the rank's own) [2]", .hi = 64},
+    {.name = "phases", .kind = SBK_OPT_CUSTOM, .offset = OPT(phases), .arg = "LIST",
+     .help = "comma list of create,open,stat,remove [all]", .parse = parse_phases},
+    {.name = "removers", .kind = SBK_OPT_LONG, .offset = OPT(removers), .arg = "K",
+     .help = "threads per rank that unlink in parallel [1]", .lo = 1, .hi = 256},
+    {.name = "file-size", .kind = SBK_OPT_LONG, .offset = OPT(file_size), .arg = "BYTES",
+     .help = "bytes written into each created file [0]", .hi = 1L << 30},
+    {0},
+};
+
+static void md_defaults(void *p)
+{
+    *(md_opts *)p = (md_opts){.files = 1000, .phases = (1 << P_N) - 1, .removers = 1,
+                              .path_depth = 2, .lookup = LOOKUP_PATH};
+}
+
+static int md_check(const sbk_config *c, const void *p, char *err, size_t len)
+{
+    (void)c;
+    const md_opts *o = p;
+    if (!o->phases)
+        snprintf(err, len, "--phases: expected at least one phase");
+    else if (!(o->phases & (1 << P_CREATE)))
+        snprintf(err, len, "--phases: 'create' is required, the other phases work on the files "
+                 "it makes");
+    else if (o->dir_per_rank && o->path_depth < 1)
+        snprintf(err, len, "--path-depth 0 leaves no room for --dir-per-rank's directories: "
+                 "expected at least 1");
+    return err[0] != '\0';
+}
+
+enum { F_TIME, F_ITEMS, F_N };
+static const sbk_field md_fields[F_N] = {{"time", SBK_TIMER}, {"items", SBK_TOTAL}};
+
+typedef struct {
+    const md_opts *o;
+    char rel[4096];       /* this rank's directory relative to the run directory, "" = itself */
+    char prefix[8200];     /* full path of this rank's directory, with a trailing '/' */
+    char peer_prefix[8200]; /* the same for the rank whose files open and stat visit */
+    int dirfd, peer_dirfd;  /* lookup handle */
+    int made_chain;       /* shared directories made (rank 0) */
+    int made_own;         /* this rank's directory made */
     long created;         /* files of this rank that exist now */
+    long *created_all;    /* created, every rank's, after the create phase */
     char *data;           /* file contents for --file-size */
 } md;
 
-static void file_name(const md *m, long i, char *out, size_t len)
+static void item_name(int rank, long i, char *out, size_t len)
 {
-    snprintf(out, len, "f.%d.%ld", m->ctx->rank, i);
+    snprintf(out, len, "f.%d.%ld", rank, i);
+}
+
+/* The shared directories p1/.../pK (K = depth, or depth-1 with a directory per rank). */
+static int shared_levels(const md_opts *o)
+{
+    return o->dir_per_rank ? (int)o->path_depth - 1 : (int)o->path_depth;
+}
+
+static void rank_dir(const md *m, int rank, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int l = 1; l <= shared_levels(m->o); l++)
+        used += (size_t)snprintf(out + used, len - used, "%sp%d", l > 1 ? "/" : "", l);
+    if (m->o->dir_per_rank)
+        snprintf(out + used, len - used, "%sd.%d", used ? "/" : "", rank);
+}
+
+static void md_config_json(const sbk_ctx *ctx, sbk_json *j)
+{
+    const md_opts *o = ctx->opts;
+    jw_int(j, "files_per_rank", o->files);
+    jw_str(j, "dir_layout", o->dir_per_rank ? "dir-per-rank" : "shared-dir");
+    jw_str(j, "lookup", lookups[o->lookup]);
+    jw_int(j, "path_depth", o->path_depth);
+    if (ctx->targets && ctx->targets[0].rundir[0]) {
+        /* What a lookup walks: rank 0's first file, as every call names it. */
+        char dir[4096], path[8500];
+        md tmp = {.o = o};
+        rank_dir(&tmp, 0, dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/%s%sf.0.0", ctx->targets[0].rundir, dir, dir[0] ? "/" : "");
+        jw_str(j, "example_path", path);
+        int components = 0;
+        for (const char *c = path; *c; c++)
+            components += *c == '/';
+        jw_int(j, "path_components", components);
+    }
+    jw_arr(j, "phases");
+    for (int i = 0; i < P_N; i++)
+        if (o->phases & (1 << i))
+            jw_str(j, NULL, phase_names[i]);
+    jw_end_arr(j);
+    jw_int(j, "removers", o->removers);
+    jw_int(j, "file_size", o->file_size);
+}
+
+static void md_describe(const sbk_ctx *ctx, char *buf, size_t len)
+{
+    const md_opts *o = ctx->opts;
+    snprintf(buf, len, "%ld files per rank, %s, %s lookup at depth %ld, %s (%s)", o->files,
+             o->dir_per_rank ? "directory per rank" : "one shared directory",
+             lookups[o->lookup], o->path_depth, ctx->targets[0].path, ctx->targets[0].fstype);
+}
+
+static int md_setup(sbk_ctx *ctx)
+{
+    const md_opts *o = ctx->opts;
+    md *m = calloc(1, sizeof *m);
+    ctx->state = m;
+    m->o = o;
+    m->dirfd = m->peer_dirfd = -1;
+    m->created_all = calloc((size_t)ctx->size, sizeof *m->created_all);
+    if (o->file_size > 0) {
+        m->data = malloc((size_t)o->file_size);
+        memset(m->data, 0x5a, (size_t)o->file_size);
+    }
+    const sbk_target *t = &ctx->targets[0];
+    /* Rank 0 makes the shared levels, then each rank its own directory (untimed). */
+    if (ctx->rank == 0) {
+        char dir[4096] = "";
+        for (int l = 1; l <= shared_levels(o) && ctx->error.code == 0; l++) {
+            size_t used = strlen(dir);
+            snprintf(dir + used, sizeof dir - used, "%sp%d", l > 1 ? "/" : "", l);
+            if (mkdirat(t->fd, dir, 0755) != 0)
+                sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "mkdir %s/%s: %s",
+                         t->rundir, dir, strerror(errno));
+            else
+                m->made_chain = l;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    rank_dir(m, ctx->rank, m->rel, sizeof m->rel);
+    if (o->dir_per_rank && ctx->error.code == 0) {
+        if (mkdirat(t->fd, m->rel, 0755) != 0)
+            sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "mkdir %s/%s: %s",
+                     t->rundir, m->rel, strerror(errno));
+        else
+            m->made_own = 1;
+    }
+    int code = sbk_agree(ctx);
+    if (code)
+        return code;
+    int peer = (ctx->rank + ctx->shift) % ctx->size;
+    char peer_rel[4096];
+    rank_dir(m, peer, peer_rel, sizeof peer_rel);
+    snprintf(m->prefix, sizeof m->prefix, "%s/%s%s", t->rundir, m->rel, m->rel[0] ? "/" : "");
+    snprintf(m->peer_prefix, sizeof m->peer_prefix, "%s/%s%s", t->rundir, peer_rel,
+             peer_rel[0] ? "/" : "");
+    if (o->lookup == LOOKUP_HANDLE) {
+        m->dirfd = m->rel[0] ? openat(t->fd, m->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) : t->fd;
+        m->peer_dirfd = peer_rel[0] ? openat(t->fd, peer_rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+                                    : t->fd;
+        if (m->dirfd < 0 || m->peer_dirfd < 0)
+            sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "open %s: %s", m->prefix,
+                     strerror(errno));
+    }
+    for (int p = 0; p < P_N; p++)
+        if (o->phases & (1 << p)) {
+            sbk_phase ph = {.kind = p, .fields = md_fields, .nfields = F_N,
+                            .flags = SBK_PH_REPORT | (p == P_CREATE ? SBK_PH_STONEWALL : 0u)};
+            snprintf(ph.name, sizeof ph.name, "%s", phase_names[p]);
+            sbk_plan_add(ctx, &ph);
+        }
+    return sbk_agree(ctx);
+}
+
+/* The name a call passes: a full path, or a name relative to a directory handle. */
+static const char *lookup_name(const md *m, int peer, int rank, long i, char *buf, size_t len)
+{
+    if (m->o->lookup == LOOKUP_HANDLE) {
+        item_name(rank, i, buf, len);
+    } else {
+        const char *prefix = peer ? m->peer_prefix : m->prefix;
+        size_t n = strlen(prefix);
+        memcpy(buf, prefix, n);
+        item_name(rank, i, buf + n, len - n);
+    }
+    return buf;
+}
+
+static int lookup_dir(const md *m, int peer)
+{
+    return m->o->lookup == LOOKUP_HANDLE ? (peer ? m->peer_dirfd : m->dirfd) : AT_FDCWD;
 }
 
 typedef struct {
-    md *m;
-    long first, step;
+    const md *m;
+    int rank;
+    long first, step, count;
     long removed;
     int err;
+    char where[8300];
 } remover;
 
 static void *remove_some(void *arg)
 {
     remover *r = arg;
-    char name[64];
-    for (long i = r->first; i < r->m->created; i += r->step) {
-        file_name(r->m, i, name, sizeof name);
-        if (unlinkat(r->m->dirfd, name, 0) != 0) {
+    char name[8300];
+    int dir = lookup_dir(r->m, 0);
+    for (long i = r->first; i < r->count; i += r->step) {
+        if (unlinkat(dir, lookup_name(r->m, 0, r->rank, i, name, sizeof name), 0) != 0) {
             r->err = errno;
+            snprintf(r->where, sizeof r->where, "%s", name);
             break;
         }
         r->removed++;
@@ -56,39 +277,41 @@ static void *remove_some(void *arg)
     return NULL;
 }
 
-/* Runs one phase on this rank; returns items done, sets *seconds. */
-static long run_phase(md *m, int phase, double *seconds)
+static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
 {
-    sbk_ctx *ctx = m->ctx;
-    const sbk_config *c = ctx->cfg;
-    const char *pname = phase_names[phase];
-    char name[64];
+    md *m = ctx->state;
+    const md_opts *o = m->o;
+    const char *pname = ph->name;
+    int peer = (ctx->rank + ctx->shift) % ctx->size;
+    long peer_files = m->created_all[peer];
+    char name[8300];
     long done = 0;
-    MPI_Barrier(MPI_COMM_WORLD);
     double start = sbk_now();
     if (ctx->error.code == 0) {
-        switch (phase) {
-        case P_CREATE:
-            for (long i = 0; i < c->files; i++) {
-                if (c->stonewall > 0 && sbk_now() - start >= c->stonewall)
+        switch (ph->kind) {
+        case P_CREATE: {
+            int dir = lookup_dir(m, 0);
+            for (long i = 0; i < o->files; i++) {
+                if (sbk_stonewall_reached(ctx, start)) {
+                    rec->stonewall_hit = 1;
                     break;
-                file_name(m, i, name, sizeof name);
-                int fd = openat(m->dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW |
-                                O_CLOEXEC, 0644);
+                }
+                lookup_name(m, 0, ctx->rank, i, name, sizeof name);
+                int fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                                0644);
                 if (fd < 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0,
-                             "create %s/%s%s%s: %s", ctx->rundir, m->dirname,
-                             m->dirname[0] ? "/" : "", name, strerror(errno));
+                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "create %s%s: %s",
+                             o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(errno));
                     break;
                 }
                 m->created++;
-                if (c->file_size > 0) {
-                    ssize_t n = write(fd, m->data, (size_t)c->file_size);
-                    if (n != (ssize_t)c->file_size) {
+                if (o->file_size > 0) {
+                    ssize_t n = write(fd, m->data, (size_t)o->file_size);
+                    if (n != (ssize_t)o->file_size) {
                         int e = n < 0 ? errno : ENOSPC;
                         sbk_fail(ctx, sbk_code_for_errno(e), e, pname,
-                                 (uint64_t)done * (uint64_t)c->file_size, "write %s/%s: %s",
-                                 ctx->rundir, name, strerror(e));
+                                 (uint64_t)done * (uint64_t)o->file_size, "write %s%s: %s",
+                                 o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(e));
                         close(fd);
                         break;
                     }
@@ -101,10 +324,12 @@ static long run_phase(md *m, int phase, double *seconds)
                 done++;
             }
             break;
-        case P_OPEN:
-            for (long i = 0; i < m->created; i++) {
-                file_name(m, i, name, sizeof name);
-                int fd = openat(m->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        case P_OPEN: {
+            int dir = lookup_dir(m, 1);
+            for (long i = 0; i < peer_files; i++) {
+                lookup_name(m, 1, peer, i, name, sizeof name);
+                int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 || close(fd) != 0) {
                     sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "open %s: %s",
                              name, strerror(errno));
@@ -113,11 +338,13 @@ static long run_phase(md *m, int phase, double *seconds)
                 done++;
             }
             break;
-        case P_STAT:
-            for (long i = 0; i < m->created; i++) {
+        }
+        case P_STAT: {
+            int dir = lookup_dir(m, 1);
+            for (long i = 0; i < peer_files; i++) {
                 struct stat st;
-                file_name(m, i, name, sizeof name);
-                if (fstatat(m->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                lookup_name(m, 1, peer, i, name, sizeof name);
+                if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
                     sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "stat %s: %s",
                              name, strerror(errno));
                     break;
@@ -125,12 +352,14 @@ static long run_phase(md *m, int phase, double *seconds)
                 done++;
             }
             break;
+        }
         case P_REMOVE: {
-            int k = c->removers;
+            int k = (int)o->removers;
             remover *rs = calloc((size_t)k, sizeof *rs);
             pthread_t *th = calloc((size_t)k, sizeof *th);
             for (int i = 0; i < k; i++) {
-                rs[i] = (remover){.m = m, .first = i, .step = k};
+                rs[i] = (remover){.m = m, .rank = ctx->rank, .first = i, .step = k,
+                                  .count = m->created};
                 if (k > 1)
                     pthread_create(&th[i], NULL, remove_some, &rs[i]);
                 else
@@ -142,7 +371,7 @@ static long run_phase(md *m, int phase, double *seconds)
                 done += rs[i].removed;
                 if (rs[i].err)
                     sbk_fail(ctx, sbk_code_for_errno(rs[i].err), rs[i].err, pname, 0,
-                             "remove in %s: %s", ctx->rundir, strerror(rs[i].err));
+                             "remove %s: %s", rs[i].where, strerror(rs[i].err));
             }
             /* Files not removed stay counted so the final clean-up finds them. */
             if (done == m->created)
@@ -153,132 +382,96 @@ static long run_phase(md *m, int phase, double *seconds)
         }
         }
     }
-    *seconds = sbk_now() - start;
-    if (phase == P_CREATE)
-        ctx->phase_bytes = (uint64_t)done * (uint64_t)c->file_size;
-    return done;
+    rec->time[F_TIME] += sbk_now() - start;
+    rec->count[F_ITEMS] += (uint64_t)done;
+    if (ph->kind == P_CREATE) {
+        ctx->phase_bytes = (uint64_t)done * (uint64_t)o->file_size;
+        /* open and stat may visit another rank's files: they need its count. */
+        MPI_Allgather(&m->created, 1, MPI_LONG, m->created_all, 1, MPI_LONG, MPI_COMM_WORLD);
+    }
+}
+
+static void md_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
+                            sbk_json *j)
+{
+    const md_opts *o = ctx->opts;
+    int n = g->nranks;
+    double *rates = calloc((size_t)n, sizeof *rates);
+    for (int r = 0; r < n; r++)
+        rates[r] = g->time[F_TIME][r] > 0 ? (double)g->count[F_ITEMS][r] / g->time[F_TIME][r]
+                                          : NAN;
+    jw_summary(j, "rate_per_rank_ops", sbk_summarize(rates, (size_t)n));
+    free(rates);
+    double slowest = sbk_col_max(g, F_TIME);
+    sbk_figure(ctx, j, ph, "rate_ops", slowest > 0 ? (double)sbk_col_sum(g, F_ITEMS) / slowest
+                                                   : NAN, SBK_UNIT_OPS);
+    if (ph->kind == P_REMOVE)
+        jw_int(j, "removers", o->removers);
 }
 
 /* Untimed clean-up between repetitions and at the end. */
-static void remove_created(md *m)
+static void remove_created(sbk_ctx *ctx)
 {
-    char name[64];
-    for (long i = 0; i < m->created; i++) {
-        file_name(m, i, name, sizeof name);
-        unlinkat(m->dirfd, name, 0);
-    }
+    md *m = ctx->state;
+    char name[8300];
+    int dir = lookup_dir(m, 0);
+    for (long i = 0; i < m->created; i++)
+        unlinkat(dir, lookup_name(m, 0, ctx->rank, i, name, sizeof name), 0);
     m->created = 0;
 }
 
-int sbk_mode_metadata(sbk_ctx *ctx, sbk_json *j)
+static void md_end_rep(sbk_ctx *ctx, int last)
 {
-    const sbk_config *c = ctx->cfg;
-    md m = {.ctx = ctx, .dirfd = ctx->rundir_fd};
-    if (c->file_size > 0) {
-        m.data = malloc((size_t)c->file_size);
-        memset(m.data, 0x5a, (size_t)c->file_size);
-    }
-    if (c->dir_per_rank) {
-        snprintf(m.dirname, sizeof m.dirname, "d.%d", ctx->rank);
-        if (mkdirat(ctx->rundir_fd, m.dirname, 0755) != 0)
-            sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "mkdir %s/%s: %s",
-                     ctx->rundir, m.dirname, strerror(errno));
-        else
-            m.dirfd = openat(ctx->rundir_fd, m.dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-    }
-    int code = sbk_agree(ctx);
-    double *times = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof(double)) : NULL;
-    double *items = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof(double)) : NULL;
-    double *rates = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof(double)) : NULL;
-    static double series[P_N][4096];
-    int reps_done = 0;
-
-    if (ctx->rank == 0)
-        jw_arr(j, "repetitions");
-    for (int rep = 0; rep < c->reps && code == 0; rep++) {
-        if (ctx->rank == 0) {
-            jw_obj(j, NULL);
-            jw_int(j, "rep", rep);
-            jw_obj(j, "phases");
-        }
-        for (int p = 0; p < P_N; p++) {
-            if (!(c->phases & (1 << p)))
-                continue;
-            double secs = 0;
-            double n = (double)run_phase(&m, p, &secs);
-            MPI_Gather(&secs, 1, MPI_DOUBLE, times, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-            MPI_Gather(&n, 1, MPI_DOUBLE, items, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-            if (ctx->rank == 0) {
-                double total = 0, slowest = 0;
-                for (int r = 0; r < ctx->size; r++) {
-                    total += items[r];
-                    if (times[r] > slowest)
-                        slowest = times[r];
-                    rates[r] = times[r] > 0 ? items[r] / times[r] : NAN;
-                }
-                double rate = slowest > 0 ? total / slowest : NAN;
-                series[p][rep] = rate;
-                jw_obj(j, phase_names[p]);
-                jw_obj(j, "per_rank");
-                jw_doubles(j, "time", times, (size_t)ctx->size);
-                jw_doubles(j, "items", items, (size_t)ctx->size);
-                jw_end_obj(j);
-                jw_summary(j, "time_s", sbk_summarize(times, (size_t)ctx->size));
-                jw_summary(j, "rate_per_rank_ops", sbk_summarize(rates, (size_t)ctx->size));
-                jw_num(j, "items", total);
-                jw_num(j, "rate_ops", rate);
-                if (p == P_REMOVE)
-                    jw_int(j, "removers", c->removers);
-                jw_end_obj(j);
-            }
-            code = sbk_agree(ctx);
-            if (code)
-                break;
-        }
-        if (ctx->rank == 0) {
-            jw_end_obj(j);
-            jw_bool(j, "complete", code == 0);
-            jw_end_obj(j);
-        }
-        if (rep + 1 < c->reps || !c->keep)
-            remove_created(&m);
-        reps_done = rep + 1;
-    }
-    if (ctx->rank == 0) {
-        jw_end_arr(j);
-        jw_obj(j, "summary");
-        for (int p = 0; p < P_N; p++)
-            if (c->phases & (1 << p)) {
-                jw_obj(j, phase_names[p]);
-                jw_summary(j, "rate_ops", sbk_summarize(series[p], (size_t)reps_done));
-                jw_end_obj(j);
-            }
-        jw_end_obj(j);
-        if (c->table) {
-            printf("scratchbench-kernel metadata: %d ranks on %d node(s), %ld files per rank, %s, "
-                   "%s (%s)\n", ctx->size, ctx->nnodes, c->files,
-                   c->dir_per_rank ? "directory per rank" : "one shared directory", ctx->target,
-                   ctx->fstype);
-            printf("%-8s %6s %14s %14s %14s %10s\n", "phase", "reps", "min ops/s", "max ops/s",
-                   "trimmed ops/s", "cv");
-            for (int p = 0; p < P_N; p++)
-                if (c->phases & (1 << p)) {
-                    sbk_summary s = sbk_summarize(series[p], (size_t)reps_done);
-                    printf("%-8s %6d %14.1f %14.1f %14.1f %9.1f%%\n", phase_names[p], reps_done,
-                           s.min, s.max, s.trimmed_mean, 100.0 * (isfinite(s.cv) ? s.cv : 0));
-                }
-        }
-    }
-    if (code != 0 && !c->keep)
-        remove_created(&m);
-    if (c->dir_per_rank && m.dirfd >= 0 && m.dirfd != ctx->rundir_fd) {
-        close(m.dirfd);
-        if (!c->keep)
-            unlinkat(ctx->rundir_fd, m.dirname, AT_REMOVEDIR);
-    }
-    free(times);
-    free(items);
-    free(rates);
-    free(m.data);
-    return code;
+    if (!last || !ctx->cfg->keep)
+        remove_created(ctx);
 }
+
+static void md_teardown(sbk_ctx *ctx, int code)
+{
+    (void)code;
+    md *m = ctx->state;
+    if (!m)
+        return;
+    const sbk_target *t = &ctx->targets[0];
+    if (!ctx->cfg->keep)
+        remove_created(ctx);
+    if (m->dirfd >= 0 && m->dirfd != t->fd)
+        close(m->dirfd);
+    if (m->peer_dirfd >= 0 && m->peer_dirfd != t->fd)
+        close(m->peer_dirfd);
+    if (!ctx->cfg->keep && m->made_own)
+        unlinkat(t->fd, m->rel, AT_REMOVEDIR);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!ctx->cfg->keep && ctx->rank == 0)
+        for (int l = m->made_chain; l >= 1; l--) {
+            char dir[4096] = "";
+            for (int k = 1; k <= l; k++) {
+                size_t used = strlen(dir);
+                snprintf(dir + used, sizeof dir - used, "%sp%d", k > 1 ? "/" : "", k);
+            }
+            unlinkat(t->fd, dir, AT_REMOVEDIR);
+        }
+    free(m->created_all);
+    free(m->data);
+    free(m);
+    ctx->state = NULL;
+}
+
+static const sbk_mode metadata_mode = {
+    .name = "metadata",
+    .about = "open/close at scale, stat, and deletion cost with parallel removers,\n"
+             "by full paths of a set depth (as applications do) or directory handles",
+    .features = SBK_F_STONEWALL | SBK_F_SHIFT,
+    .options = md_options,
+    .opts_size = sizeof(md_opts),
+    .defaults = md_defaults,
+    .check = md_check,
+    .config_json = md_config_json,
+    .describe = md_describe,
+    .setup = md_setup,
+    .run_phase = md_run_phase,
+    .report_phase = md_report_phase,
+    .end_rep = md_end_rep,
+    .teardown = md_teardown,
+};
+SBK_REGISTER_MODE(metadata_mode)

@@ -83,10 +83,17 @@ def test_metadata_runs(kernels, tmp_path, build, np, layout):
 
 
 def test_table_output(kernels, tmp_path):
+    """The core's --table: one row per summarised figure, over repetitions, no JSON."""
     result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "1024",
-                                            "--nc", "2", "--table"])
+                                            "--nc", "2", "--reps", "3", "--table"])
     assert result.returncode == 0
-    assert "min-rate MiB/s" in result.stdout and "write" in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("scratchbench-kernel iotest: 2 ranks on 1 node(s), file per")
+    assert lines[1].split()[:4] == ["phase", "figure", "unit", "reps"]
+    rows = {(r[0], r[1]): r for r in (ln.split() for ln in lines[2:])}
+    assert set(rows) == {(p, f) for p in ("write", "read") for f in (
+        "bandwidth_min_Bps", "bandwidth_max_Bps", "open_close_fraction_max")}
+    assert rows[("write", "bandwidth_min_Bps")][2:4] == ["MiB/s", "3"]
     assert not result.stdout.lstrip().startswith("{")
 
 

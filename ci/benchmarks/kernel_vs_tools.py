@@ -1,21 +1,36 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): scratchbench-kernel side by side with fio, IOR and mdtest.
+"""Benchmark (not a test): scratchbench-kernel against fio, IOR and mdtest on the same work.
 
-Same directory, same sizes, interleaved rounds (so drift hits every tool alike), the
-median of each tool, and the ratios BRIEF section 8 asks for:
-  * streaming, direct I/O, 1 MiB transfers, file per process, 1 and 2 ranks:
-    kernel >= 0.9 x fio's direct-I/O bandwidth and >= 0.95 x IOR's;
-  * metadata (create, open/close, stat, remove; a directory per rank):
-    kernel >= 0.95 x mdtest.
-IOR and mdtest are used when found (--ior-bin DIR or on PATH); this repository never
-builds them.  Prints the figures; exits 0 whatever they are.
+Streaming (BRIEF section 8: kernel >= 0.95 x fio direct I/O, >= 1.0 x IOR): file per
+process, 1 MiB transfers, O_DIRECT, GIB per rank, no data verification (fio and IOR do not
+check what they read).  Every tool runs the same two jobs: a write job (fresh file, no
+preallocation: fio --fallocate=none; fsync at the end, inside the timing), then, after the
+page cache is dropped (as root: sync; echo 3 > /proc/sys/vm/drop_caches), a separate read
+job of the file the write job left.  The kernel reads with --iread 1 --existing, IOR with
+-r on the -k kept file, fio with a second job.  Bandwidth includes open and close for the
+kernel and IOR (IOTest's and IOR's definition) and excludes them for fio.
 
-    .venv/bin/python ci/benchmarks/kernel_vs_tools.py --dir /var/tmp/sb-bench [--ior-bin DIR]
+Metadata (kernel >= 1.0 x mdtest): the kernel's default path lookup (every call gets the
+full path) against mdtest -F -u: the same files per rank, one directory per rank, the same
+number of path components (asserted), the same ranks, phases create, open (mdtest's "File
+read": open and close), stat, remove; no neighbour shift on either side.  Files per rank
+are chosen so phases last about a second or more (printed).
+
+Rounds are interleaved (the tools' order rotates), so drift hits every tool alike; a round
+gives one pair kernel/tool per figure.  Printed: each tool's min/median/max, the ratio as
+the geometric mean of the pairs' ratios with its 95% bootstrap interval, and a check that
+bytes and operations moved are equal.  IOR and mdtest come from --ior-bin or PATH; this
+repository never builds them.  Exits 0 whatever the figures are.
+
+    .venv/bin/python ci/benchmarks/kernel_vs_tools.py --dir /var/tmp/sb-bench \\
+        [--ior-bin /work/tools/ior/bin] [--rounds 5]
 """
 
 import argparse
 import json
+import math
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -32,12 +47,11 @@ OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"
             "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
-def sh(cmd, **kw):
-    env = dict(os.environ, **OMPI_ENV)
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env,
-                            **kw)
+def sh(cmd):
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                            env=dict(os.environ, **OMPI_ENV))
     if result.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-500:]}")
+        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
     return result.stdout
 
 
@@ -45,27 +59,48 @@ def mpirun(np):
     return ["mpirun.openmpi", "--oversubscribe", "-np", str(np)]
 
 
+def drop_caches():
+    """As root: write back and drop the page cache; otherwise rely on O_DIRECT."""
+    if os.geteuid() != 0:
+        return False
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+    return True
+
+
+# ---- streaming: each returns {"write": MiB/s, "read": MiB/s, "bytes": {...}} ----
 def kernel_stream(kernel, directory, np, mib):
-    # fio and IOR (without -R) do not check the data they read: neither does the kernel
-    # here, so all three do the same work.
-    out = json.loads(sh(mpirun(np) + [kernel, "iotest", "--dir", directory, "--nr", "131072",
-                                      "--nc", str(mib), "--direct", "--iread", "2",
-                                      "--no-verify"]))
-    s = out["summary"]
-    return {"write": s["write"]["bandwidth_min_Bps"]["mean"] / MIB,
-            "read": s["read"]["bandwidth_min_Bps"]["mean"] / MIB}
+    common = ["--nr", "131072", "--nc", str(mib), "--direct", "--no-verify"]
+    work = Path(tempfile.mkdtemp(dir=directory, prefix="kernel."))
+    try:
+        drop_caches()
+        w = json.loads(sh(mpirun(np) + [kernel, "iotest", "--dir", work, *common,
+                                        "--iread", "0", "--keep"]))
+        drop_caches()
+        r = json.loads(sh(mpirun(np) + [kernel, "iotest", *common, "--iread", "1",
+                                        "--existing", w["filesystem"]["run_dir"]]))
+        wp, rp = w["repetitions"][0]["phases"]["write"], r["repetitions"][0]["phases"]["read"]
+        return {"write": wp["bandwidth_min_Bps"] / MIB, "read": rp["bandwidth_min_Bps"] / MIB,
+                "bytes": {"write": wp["bytes"], "read": rp["bytes"]}}
+    finally:
+        shutil.rmtree(work)
 
 
 def fio_stream(directory, np, mib):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
-        result = {}
+        result = {"bytes": {}}
         for rw in ("write", "read"):
+            drop_caches()
+            extra = ["--end_fsync=1"] if rw == "write" else []
             out = json.loads(sh(["fio", "--name=bench", f"--directory={work}", f"--rw={rw}",
                                  "--bs=1m", f"--size={mib}m", f"--numjobs={np}", "--direct=1",
-                                 "--ioengine=psync", "--end_fsync=1", "--group_reporting",
-                                 "--output-format=json"]))
-            result[rw] = out["jobs"][0][rw]["bw_bytes"] / MIB
+                                 "--ioengine=psync", "--fallocate=none", *extra,
+                                 "--group_reporting", "--output-format=json"]))
+            job = out["jobs"][0][rw]
+            result[rw] = job["bw_bytes"] / MIB
+            result["bytes"][rw] = job["io_bytes"]
         return result
     finally:
         shutil.rmtree(work)
@@ -73,35 +108,62 @@ def fio_stream(directory, np, mib):
 
 def ior_stream(ior, directory, np, mib):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="ior."))
-    summary = work / "summary.json"
     try:
-        sh(mpirun(np) + [ior, "-a", "POSIX", "--posix.odirect", "-F", "-t", "1m", "-b",
-                         f"{mib}m", "-w", "-r", "-e", "-i", "1", "-o", work / "file",
-                         "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary}"])
-        ops = parse_ior_json(summary.read_text())["operations"]
-        return {"write": ops["write"]["bw_mean"], "read": ops["read"]["bw_mean"]}
+        result = {"bytes": {}}
+        for op, flags in (("write", ["-w", "-e", "-k"]), ("read", ["-r"])):
+            summary = work / f"{op}.json"
+            drop_caches()
+            sh(mpirun(np) + [ior, "-a", "POSIX", "--posix.odirect", "-F", "-t", "1m", "-b",
+                             f"{mib}m", *flags, "-i", "1", "-o", work / "file", "-O",
+                             "summaryFormat=JSON", "-O", f"summaryFile={summary}"])
+            fig = parse_ior_json(summary.read_text())["operations"][op]
+            result[op] = fig["bw_mean"]
+            result["bytes"][op] = round(fig["aggregate_MiB"] * MIB)
+        return result
     finally:
         shutil.rmtree(work)
 
 
-def kernel_metadata(kernel, directory, np, files):
-    out = json.loads(sh(mpirun(np) + [kernel, "metadata", "--dir", directory, "--files",
-                                      str(files), "--dir-per-rank"]))
-    s = out["summary"]
-    return {p: s[p]["rate_ops"]["mean"] for p in ("create", "open", "stat", "remove")}
+# ---- metadata: each returns {phase: ops/s, "items": {...}, "components": n, "seconds": {...}} ----
+PHASES = ("create", "open", "stat", "remove")
+
+
+def kernel_metadata(kernel, directory, np, files, lookup="path"):
+    work = Path(tempfile.mkdtemp(dir=directory, prefix="kernel."))
+    try:
+        out = json.loads(sh(mpirun(np) + [kernel, "metadata", "--dir", work, "--files",
+                                          str(files), "--dir-per-rank", "--path-depth", "2",
+                                          "--lookup", lookup]))
+        phases = out["repetitions"][0]["phases"]
+        result = {p: phases[p]["rate_ops"] for p in PHASES}
+        result["items"] = {p: phases[p]["items"] for p in PHASES}
+        result["seconds"] = {p: phases[p]["time_s"]["time"]["max"] for p in PHASES}
+        # Components below the benchmark's own directory, as mdtest's are counted.
+        result["components"] = out["config"]["example_path"][len(str(work)):].count("/")
+        return result
+    finally:
+        shutil.rmtree(work)
 
 
 def mdtest_metadata(mdtest, directory, np, files):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="mdtest."))
     try:
-        rates = parse_mdtest(sh(mpirun(np) + [mdtest, "-n", str(files), "-F", "-u", "-N", "1",
-                                              "-d", work / "md"]))["rate"]
-        return {"create": rates["file_creation"]["mean"], "open": rates["file_read"]["mean"],
-                "stat": rates["file_stat"]["mean"], "remove": rates["file_removal"]["mean"]}
+        # mdtest -u puts files at -d/test-dir.0-0/mdtest_tree.<rank>.0/file.mdtest.<rank>.<i>;
+        # -d one level below, as the kernel's run directory is below its --dir.
+        parsed = parse_mdtest(sh(mpirun(np) + [mdtest, "-n", str(files), "-F", "-u", "-d",
+                                               work / "md"]))
+        names = {"create": "file_creation", "open": "file_read", "stat": "file_stat",
+                 "remove": "file_removal"}
+        result = {p: parsed["rate"][names[p]]["mean"] for p in PHASES}
+        result["items"] = {p: parsed["items"] for p in PHASES}
+        result["seconds"] = {p: parsed["items"] / result[p] for p in PHASES}
+        result["components"] = len(("md", "test-dir.0-0", "mdtest_tree.0.0", "file.mdtest.0.0"))
+        return result
     finally:
         shutil.rmtree(work)
 
 
+# ---- rounds and statistics ----
 def rounds(n, tools):
     """Interleave: round r runs every tool once, in an order that rotates."""
     samples = {name: [] for name in tools}
@@ -109,52 +171,97 @@ def rounds(n, tools):
     for r in range(n):
         for name in names[r % len(names):] + names[:r % len(names)]:
             samples[name].append(tools[name]())
-    return {name: {k: statistics.median(s[k] for s in runs) for k in runs[0]}
-            for name, runs in samples.items()}
+        print(f"  round {r + 1}/{n} done", file=sys.stderr)
+    return samples
+
+
+def ratio_interval(pairs, resamples=10000, seed=1):
+    """Geometric mean of a/b over the pairs and its 95% percentile bootstrap interval."""
+    logs = [math.log(a / b) for a, b in pairs]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
+    return (math.exp(statistics.fmean(logs)), math.exp(means[int(0.025 * resamples)]),
+            math.exp(means[int(0.975 * resamples) - 1]))
+
+
+def spread(values):
+    return f"{min(values):9.0f} {statistics.median(values):9.0f} {max(values):9.0f}"
+
+
+def compare(label, unit, op, samples, base, others, targets):
+    k = [s[op] for s in samples[base]]
+    line = f"{label:<10} {op:<7} {base} {spread(k)} {unit}"
+    for other in others:
+        o = [s[op] for s in samples[other]]
+        ratio, lo, hi = ratio_interval(list(zip(k, o)))
+        line += (f" | {other} {spread(o)} | {base}/{other} {ratio:4.2f} [{lo:4.2f}, {hi:4.2f}]"
+                 f" (target >= {targets[other]})")
+    print(line)
+
+
+def same_work(samples, key):
+    """Every run of every tool moved the same bytes / items: else the ratio is void."""
+    seen = {}
+    for tool, runs in samples.items():
+        for run in runs:
+            for op, n in run[key].items():
+                seen.setdefault(op, set()).add(n)
+    unequal = {op: sorted(v) for op, v in seen.items() if len(v) > 1}
+    return "equal" if not unequal else f"NOT EQUAL: {unequal}"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/var/tmp/sb-bench", help="directory on the file "
                         "system to measure (created if missing)")
-    parser.add_argument("--mib", type=int, default=512, help="MiB per rank (default 512)")
-    parser.add_argument("--files", type=int, default=2048, help="files per rank (default 2048)")
+    parser.add_argument("--mib", type=int, default=1024, help="MiB per rank (default 1024)")
+    parser.add_argument("--files", type=int, default=100000,
+                        help="files per rank for metadata (default 100000)")
+    parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
+    parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
     sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
     kernel = build / "scratchbench-kernel"
-    ior = shutil.which("ior", path=args.ior_bin) if args.ior_bin else shutil.which("ior")
-    mdtest = shutil.which("mdtest", path=args.ior_bin) if args.ior_bin else shutil.which("mdtest")
-    print(f"directory {args.dir}; {args.mib} MiB per rank, 1 MiB direct I/O; {args.files} "
-          f"files per rank; median of {args.rounds} interleaved rounds")
+    path = args.ior_bin or os.environ.get("PATH")
+    ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
+    dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"
+    print(f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}")
     if not ior:
         print("IOR/mdtest not found (give --ior-bin DIR): their ratios are not measured")
-    for np in (1, 2):
-        tools = {"kernel": lambda np=np: kernel_stream(kernel, args.dir, np, args.mib),
-                 "fio": lambda np=np: fio_stream(args.dir, np, args.mib)}
-        if ior:
-            tools["ior"] = lambda np=np: ior_stream(ior, args.dir, np, args.mib)
-        med = rounds(args.rounds, tools)
-        for op in ("write", "read"):
-            line = (f"{np} rank(s) {op:<5}: kernel {med['kernel'][op]:8.0f} MiB/s, "
-                    f"fio {med['fio'][op]:8.0f} MiB/s, kernel/fio {med['kernel'][op] / med['fio'][op]:.2f} "
-                    "(target >= 0.9)")
+    ranks = [int(n) for n in args.ranks.split(",")]
+    if "streaming" not in args.skip:
+        print(f"\nstreaming: {args.mib} MiB per rank, 1 MiB transfers, O_DIRECT, file per "
+              "process; MiB/s min median max")
+        for np in ranks:
+            tools = {"kernel": lambda np=np: kernel_stream(kernel, args.dir, np, args.mib),
+                     "fio": lambda np=np: fio_stream(args.dir, np, args.mib)}
             if ior:
-                line += (f"; IOR {med['ior'][op]:8.0f} MiB/s, kernel/IOR "
-                         f"{med['kernel'][op] / med['ior'][op]:.2f} (target >= 0.95)")
-            print(line)
-    if mdtest:
-        for np in (1, 2):
-            med = rounds(args.rounds, {
+                tools["ior"] = lambda np=np: ior_stream(ior, args.dir, np, args.mib)
+            samples = rounds(args.rounds, tools)
+            others = [t for t in tools if t != "kernel"]
+            for op in ("write", "read"):
+                compare(f"{np} rank(s)", "MiB/s", op, samples, "kernel", others,
+                        {"fio": 0.95, "ior": 1.0})
+            print(f"{np} rank(s) bytes moved: {same_work(samples, 'bytes')}")
+    if mdtest and "metadata" not in args.skip:
+        print(f"\nmetadata: {args.files} files per rank, a directory per rank, full paths; "
+              "ops/s min median max")
+        for np in ranks:
+            samples = rounds(args.rounds, {
                 "kernel": lambda np=np: kernel_metadata(kernel, args.dir, np, args.files),
                 "mdtest": lambda np=np: mdtest_metadata(mdtest, args.dir, np, args.files)})
-            for phase in ("create", "open", "stat", "remove"):
-                print(f"{np} rank(s) {phase:<6}: kernel {med['kernel'][phase]:10.0f} ops/s, "
-                      f"mdtest {med['mdtest'][phase]:10.0f} ops/s, kernel/mdtest "
-                      f"{med['kernel'][phase] / med['mdtest'][phase]:.2f} (target >= 0.95)")
+            for phase in PHASES:
+                compare(f"{np} rank(s)", "ops/s", phase, samples, "kernel", ["mdtest"],
+                        {"mdtest": 1.0})
+            comps = {t: {s["components"] for s in runs} for t, runs in samples.items()}
+            seconds = {t: {p: round(statistics.median(s["seconds"][p] for s in runs), 2)
+                           for p in PHASES} for t, runs in samples.items()}
+            print(f"{np} rank(s) items: {same_work(samples, 'items')}; path components below "
+                  f"--dir/-d: {comps}; median phase seconds: {seconds}")
     shutil.rmtree(build)
     return 0
 

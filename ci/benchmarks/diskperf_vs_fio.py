@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): the kernel's diskperf mode against fio with the same engine.
+
+Same work on both sides, per point (block size x queue depth): one rank, one file in the
+same directory, io_uring, O_DIRECT, the same number of requests in flight, a fresh file
+written sequentially then read back, an fsync at the end of the write (diskperf
+`--fsync inside`, fio `--end_fsync=1`), no preallocation (fio `--fallocate=none`; the
+kernel truncates and writes), no verification (fio does not check what it reads, so the
+kernel runs `--no-verify`).  Rounds are interleaved, the order of the two tools
+alternating, so drift hits both alike; each round gives one pair per point and phase.
+Printed per point: each tool's min/median/max, the ratio kernel/fio as the geometric mean
+of the pairs' ratios with a 95% bootstrap interval over the pairs, and the goal (0.95x).
+Exits 0 whatever the figures are.
+
+    .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MIB = 2**20
+OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl": "self,vader"}
+
+
+def sh(cmd):
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                            env=dict(os.environ, **OMPI_ENV))
+    if result.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
+    return result.stdout
+
+
+def kernel_point(kernel, directory, bs, qd, size):
+    """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
+    report = json.loads(sh([kernel, "diskperf", "--dir", directory, "--block-sizes", str(bs),
+                            "--queue-depths", str(qd), "--file-size", str(size), "--direct",
+                            "--no-verify", "--engine", "io_uring"]))
+    phases = report["repetitions"][0]["phases"]
+    w, r = phases[f"write_bs{bs}_qd{qd}"], phases[f"read_bs{bs}_qd{qd}"]
+    for p in (w, r):
+        if p["bytes"] != size or p["queue_depth_reached"] != qd:
+            raise RuntimeError(f"diskperf moved {p['bytes']} bytes at depth "
+                               f"{p['queue_depth_reached']}, expected {size} at {qd}")
+    return {"write": w["bandwidth_Bps"] / MIB, "read": r["bandwidth_Bps"] / MIB}
+
+
+def fio_point(directory, bs, qd, size):
+    work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
+    try:
+        common = ["fio", "--name=dp", f"--filename={work / 'file'}", f"--bs={bs}",
+                  f"--size={size}", f"--iodepth={qd}", "--ioengine=io_uring", "--direct=1",
+                  "--fallocate=none", "--output-format=json"]
+        out = {}
+        for rw in ("write", "read"):
+            extra = ["--end_fsync=1"] if rw == "write" else []
+            job = json.loads(sh(common + [f"--rw={rw}", *extra]))["jobs"][0][rw]
+            if job["io_bytes"] != size:
+                raise RuntimeError(f"fio {rw} moved {job['io_bytes']} bytes, expected {size}")
+            out[rw] = job["bw_bytes"] / MIB
+        return out
+    finally:
+        shutil.rmtree(work)
+
+
+def ratio_interval(pairs, resamples=10000, seed=1):
+    """Geometric mean of kernel/fio over the pairs and its 95% percentile bootstrap."""
+    logs = [math.log(k / f) for k, f in pairs]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
+    lo, hi = means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+    return math.exp(statistics.fmean(logs)), math.exp(lo), math.exp(hi)
+
+
+def spread(values):
+    return f"{min(values):7.0f} {statistics.median(values):7.0f} {max(values):7.0f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="/var/tmp/sb-bench",
+                        help="directory on the file system to measure (created if missing)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--depths", default="1,4,16,32")
+    parser.add_argument("--block-sizes", default="4096,1048576")
+    parser.add_argument("--mib-small", type=int, default=128,
+                        help="file size in MiB for blocks under 64 KiB (default 128)")
+    parser.add_argument("--mib-large", type=int, default=1024,
+                        help="file size in MiB for larger blocks (default 1024)")
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
+    sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
+    kernel = build / "scratchbench-kernel"
+    depths = [int(d) for d in args.depths.split(",")]
+    sizes = [int(b) for b in args.block_sizes.split(",")]
+    points = [(bs, qd) for bs in sizes for qd in depths]
+    size_of = {bs: (args.mib_small if bs < 65536 else args.mib_large) * MIB for bs in sizes}
+    print(f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, fresh file, fsync at the end "
+          f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}")
+    samples = {p: {"kernel": [], "fio": []} for p in points}
+    for r in range(args.rounds):
+        for i, (bs, qd) in enumerate(points):
+            order = ["kernel", "fio"] if (r + i) % 2 == 0 else ["fio", "kernel"]
+            for tool in order:
+                if tool == "kernel":
+                    samples[(bs, qd)]["kernel"].append(
+                        kernel_point(kernel, args.dir, bs, qd, size_of[bs]))
+                else:
+                    samples[(bs, qd)]["fio"].append(fio_point(args.dir, bs, qd, size_of[bs]))
+        print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"{'point':<16} {'op':<5} {'kernel MiB/s min med max':>25} {'fio MiB/s min med max':>25}"
+          f"   kernel/fio [95% bootstrap]   goal >= 0.95")
+    for bs, qd in points:
+        for op in ("write", "read"):
+            k = [s[op] for s in samples[(bs, qd)]["kernel"]]
+            f = [s[op] for s in samples[(bs, qd)]["fio"]]
+            ratio, lo, hi = ratio_interval(list(zip(k, f)))
+            verdict = "met" if lo >= 0.95 else "not shown" if hi >= 0.95 else "missed"
+            label = f"{bs // 1024} KiB qd {qd}"
+            print(f"{label:<16} {op:<5} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
+                  f"[{lo:4.2f}, {hi:4.2f}]   {verdict}")
+    shutil.rmtree(build)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
