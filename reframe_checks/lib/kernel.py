@@ -259,6 +259,14 @@ def size_bytes(text):
     return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
+def size_token(size):
+    """1048576 -> '1m', 65536 -> '64k', 1000 -> '1000': short, for figure names."""
+    for unit, scale in (("g", 2**30), ("m", 2**20), ("k", 2**10)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
 def size_list(text):
     return [size_bytes(part) for part in str(text).split(",") if part.strip()]
 
@@ -300,7 +308,7 @@ class DiskperfCheckBase(KernelCheck):
                     headline = (f"Asynchronous {op}s, {words(block)} blocks, {depth} in flight"
                                 if (block, depth) == (largest, deepest) else "")
                     self.add_figure(
-                        f"{op}_bw_{block}_qd{depth}",
+                        f"{op}_bw_{size_token(block)}_qd{depth}",
                         FigureDeclaration(
                             unit="MiB/s", better="higher", headline=headline,
                             label=f"{op.capitalize()} bandwidth, {words(block)} blocks, "
@@ -327,8 +335,8 @@ class DiskperfCheckBase(KernelCheck):
         return problems[:3]
 
     def samples_from(self, report):
-        return {f"{op}_bw_{b}_qd{q}": self.per_rep(report, f"{op}_bs{b}_qd{q}",
-                                                    "bandwidth_Bps", 1 / MIB)
+        return {f"{op}_bw_{size_token(b)}_qd{q}": self.per_rep(
+                    report, f"{op}_bs{b}_qd{q}", "bandwidth_Bps", 1 / MIB)
                 for b in self.block_sizes for q in self.queue_depths for op in ("write", "read")}
 
 
