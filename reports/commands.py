@@ -111,7 +111,9 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                           series=series, metric=metric,
                                           unit=rows[-1]["unit"] or ""))
         names.append(naming.figure_name(rows[-1]))
-    figures = [dict(verdicts.as_dict(v), name=name)
+    figures = [dict(verdicts.as_dict(v), name=name,
+                    nights_needed=max(0, verdicts.MIN_HISTORY - v.history)
+                    if v.verdict == "insufficient-history" else 0)
                for v, name in zip(verdicts.nightly_many(histories), names)] + undeclared
     failed = _failed_cases(conn, run_id)
     conn.close()
@@ -132,8 +134,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         "suspects": counts["suspect"],
         "improvements": counts["improvement"],
         "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
-        "nights_needed": max([verdicts.MIN_HISTORY - f["history"] for f in figures
-                              if f["verdict"] == "insufficient-history"], default=0),
+        "nights_needed": max([f.get("nights_needed", 0) for f in figures], default=0),
         "failed": len(failed),
         "figures": figures + failed,
     }
