@@ -84,6 +84,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     regressed), 0 otherwise.  ``notify``: commands or http(s) URLs told about a
     regression or a failed run; a failing notifier is reported and changes nothing."""
     conn = store.connect(db)
+    store.check_integrity(conn)
     query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
         "ORDER BY started DESC, run_id DESC LIMIT 1"
     if run_id is None:
@@ -268,6 +269,7 @@ def _runs_of(conn, run_ids):
 
 def acceptance(before, after, out=None, db=None):
     conn = store.connect(db)
+    store.check_integrity(conn)
     before_ids = _select(conn, before, "--before")
     after_ids = _select(conn, after, "--after")
     overlap = set(before_ids) & set(after_ids)
@@ -322,6 +324,7 @@ def report(out_dir, db=None):
     """Build the pages; the verdict banner uses the nightly verdict of the latest run
     (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none."""
     conn = store.connect(db)
+    store.check_integrity(conn)
     stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
                           "LIMIT 1").fetchone()
