@@ -236,7 +236,7 @@ void sbk_print_help(FILE *f)
     }
     fputs("\nExit codes: 0 ok, 1 internal, 2 invalid arguments, 3 missing directory, 4 permission\n"
           "denied, 5 no space, 6 verification failed, 7 other I/O error, 8 O_DIRECT refused,\n"
-          "9 io_uring refused.\n", f);
+          "9 io_uring refused, 10 stopped by SIGTERM/SIGINT (what it made is removed).\n", f);
 }
 
 /* ---- parsing ---- */
