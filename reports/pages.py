@@ -109,6 +109,8 @@ def slug(text):
 def fmt(value):
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
+    if not isinstance(value, (int, float)):
+        return str(value)     # a chart's x may be a name (a placement, say)
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
@@ -408,7 +410,9 @@ def nights_needed(entry):
     for name in ("nights_needed", "runs_needed", "more_runs_needed"):
         if isinstance(entry.get(name), int):
             return entry[name]
-    found = re.search(r"(\d+) runs?, (\d+) needed", entry.get("detail") or "")
+    # the verdict's detail: "3 run(s) with a value, 8 needed" (older: "3 runs, 8 needed")
+    found = re.search(r"(\d+) runs?(?:\(s\))?(?: with a value)?, (\d+) needed",
+                      entry.get("detail") or "")
     return max(0, int(found.group(2)) - int(found.group(1))) if found else 0
 
 
