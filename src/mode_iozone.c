@@ -717,9 +717,18 @@ static void flush_log(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, uint6
     z->log_n = 0;
 }
 
-static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int truncate,
+static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fresh,
                      sbk_file *f)
 {
+    /* IOzone's write test writes a new file: it truncates and unlinks the old one and
+     * creates the file again before it opens it, untimed.  The file is this rank's own,
+     * in the run directory the kernel made. */
+    if (fresh && unlinkat(ctx->targets[0].fd, z->name, 0) != 0 && errno != ENOENT) {
+        int err = errno;
+        sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, 0, "unlink %s: %s", z->path,
+                 strerror(err));
+        return err;
+    }
     int err = sbk_backend_posix.open(ctx, z->name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE
                                                          : SBK_OPEN_READ, 0, 0, f);
     if (err == EINVAL && ctx->cfg->direct)
@@ -729,12 +738,6 @@ static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int tr
     else if (err)
         sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, 0, "open %s: %s", z->path,
                  strerror(err));
-    /* IOzone's write test makes a new file: the old one's blocks are freed, untimed. */
-    if (!err && truncate && ftruncate(f->fd, 0) != 0) {
-        err = errno;
-        sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, 0, "truncate %s: %s", z->path,
-                 strerror(err));
-    }
     return err;
 }
 
