@@ -335,7 +335,8 @@ def test_a_file_damaged_between_write_and_read_fails_verification(kernels, tmp_p
     (["--file-sizes", "100k:1m"],
      "--file-sizes: 100 KiB is not a power of two: the matrix doubles from the smallest size, "
      "as IOzone -a does"),
-    (["--file-sizes", "1m:64k"], "--file-sizes: the largest size 64 KiB is below the smallest 1 MiB"),
+    (["--file-sizes", "1m:64k"],
+     "--file-sizes: the largest size 64 KiB is below the smallest 1 MiB"),
     (["--file-sizes", "64m", "--record-sizes", "4k:32k"],
      "--record-sizes: every record is below 64 KiB and every file over 16 MiB, which IOzone "
      "skips: no point of the matrix is left (--all-records keeps them)"),
