@@ -84,6 +84,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     regressed), 0 otherwise.  ``notify``: commands or http(s) URLs told about a
     regression or a failed run; a failing notifier is reported and changes nothing."""
     conn = store.connect(db)
+    store.check_integrity(conn)
     query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
         "ORDER BY started DESC, run_id DESC LIMIT 1"
     if run_id is None:
@@ -111,7 +112,9 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                           series=series, metric=metric,
                                           unit=rows[-1]["unit"] or ""))
         names.append(naming.figure_name(rows[-1]))
-    figures = [dict(verdicts.as_dict(v), name=name)
+    figures = [dict(verdicts.as_dict(v), name=name,
+                    nights_needed=max(0, verdicts.MIN_HISTORY - v.history)
+                    if v.verdict == "insufficient-history" else 0)
                for v, name in zip(verdicts.nightly_many(histories), names)] + undeclared
     failed = _failed_cases(conn, run_id)
     conn.close()
@@ -132,8 +135,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         "suspects": counts["suspect"],
         "improvements": counts["improvement"],
         "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
-        "nights_needed": max([verdicts.MIN_HISTORY - f["history"] for f in figures
-                              if f["verdict"] == "insufficient-history"], default=0),
+        "nights_needed": max([f.get("nights_needed", 0) for f in figures], default=0),
         "failed": len(failed),
         "figures": figures + failed,
     }
@@ -267,6 +269,7 @@ def _runs_of(conn, run_ids):
 
 def acceptance(before, after, out=None, db=None):
     conn = store.connect(db)
+    store.check_integrity(conn)
     before_ids = _select(conn, before, "--before")
     after_ids = _select(conn, after, "--after")
     overlap = set(before_ids) & set(after_ids)
@@ -321,6 +324,7 @@ def report(out_dir, db=None):
     """Build the pages; the verdict banner uses the nightly verdict of the latest run
     (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none."""
     conn = store.connect(db)
+    store.check_integrity(conn)
     stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
                           "LIMIT 1").fetchone()

@@ -244,7 +244,8 @@ def check_integrity(conn):
     except sqlite3.DatabaseError as exc:
         problems = [str(exc)]
     if problems != ["ok"]:
-        raise StoreError(f"{_db_name(conn)} is damaged ({problems[0]}): restore it from a "
+        first = " ".join(" ".join(problems).split())[:200]
+        raise StoreError(f"{_db_name(conn)} is damaged ({first}): restore it from a "
                          "backup, or save what is readable with `sqlite3 FILE .recover`")
 
 

@@ -1,6 +1,8 @@
 /* MPI-IO backend: independent (_at) or collective (_at_all) transfers.  A shared
  * file is opened on MPI_COMM_WORLD, a file per process on MPI_COMM_SELF. */
 #include <errno.h>
+#include <string.h>
+#include <sys/statvfs.h>
 
 #include "kernel.h"
 
@@ -18,7 +20,26 @@ static int errno_of(int mpi_rc)
         return EACCES;
     if (cls == MPI_ERR_NO_SUCH_FILE)
         return ENOENT;
+    /* Implementations report a full file system as a generic I/O error class (Open MPI
+     * answers MPI_ERR_IO): its message still names the cause. */
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(mpi_rc, text, &len);
+    if (strstr(text, "No space left") || strstr(text, "no space"))
+        return ENOSPC;
+    if (strstr(text, "quota") || strstr(text, "Quota"))
+        return EDQUOT;
+    if (strstr(text, "Read-only") || strstr(text, "Permission denied"))
+        return EACCES;
     return EIO;
+}
+
+/* Less room left than one more transfer: the write failed for want of space. */
+static int filesystem_full(int dir_fd, size_t len)
+{
+    struct statvfs sv;
+    return dir_fd >= 0 && fstatvfs(dir_fd, &sv) == 0 &&
+           (uint64_t)sv.f_bavail * sv.f_frsize < (uint64_t)len;
 }
 
 static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int shared, int collective,
@@ -34,6 +55,7 @@ static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int share
     if (flags & SBK_OPEN_CREATE)
         amode |= MPI_MODE_CREATE;
     f->collective = collective;
+    f->dir_fd = ctx->targets[0].fd;
     return errno_of(MPI_File_open(shared ? MPI_COMM_WORLD : MPI_COMM_SELF, path, amode,
                                   MPI_INFO_NULL, &f->fh));
 }
@@ -43,6 +65,9 @@ static int mpiio_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t of
 {
     MPI_Status st;
     int rc;
+    *done = 0;
+    if (sbk_stop_signal && !f->collective)
+        return EINTR;   /* collective calls need every rank: they stop at the next phase */
     /* len fits an int: the argument parser caps a transfer at 1 GiB. */
     if (write)
         rc = f->collective ? MPI_File_write_at_all(f->fh, (MPI_Offset)offset, buf, (int)len,
@@ -58,9 +83,10 @@ static int mpiio_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t of
     if (rc == MPI_SUCCESS)
         MPI_Get_count(&st, MPI_BYTE, &count);
     *done = count > 0 ? (size_t)count : 0;
-    if (rc == MPI_SUCCESS && *done < len)
-        return write ? EIO : ENODATA;
-    return errno_of(rc);
+    int err = rc == MPI_SUCCESS && *done < len ? (write ? EIO : ENODATA) : errno_of(rc);
+    if (write && err == EIO && filesystem_full(f->dir_fd, len))
+        return ENOSPC;
+    return err;
 }
 
 static int mpiio_sync(sbk_file *f) { return errno_of(MPI_File_sync(f->fh)); }

@@ -24,6 +24,8 @@ static int posix_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t of
                       size_t *done)
 {
     *done = 0;
+    if (sbk_stop_signal)
+        return EINTR;
     while (*done < len) {
         ssize_t n = write ? pwrite(f->fd, (char *)buf + *done, len - *done, (off_t)(offset + *done))
                           : pread(f->fd, (char *)buf + *done, len - *done, (off_t)(offset + *done));

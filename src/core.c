@@ -9,6 +9,29 @@
 
 double sbk_now(void) { return MPI_Wtime(); }
 
+volatile sig_atomic_t sbk_stop_signal = 0;
+
+static void on_stop_signal(int signo) { sbk_stop_signal = signo; }
+
+void sbk_catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+int sbk_stopped(sbk_ctx *ctx)
+{
+    if (!sbk_stop_signal)
+        return 0;
+    sbk_fail(ctx, SBK_ESTOPPED, EINTR, "signal", ctx->phase_bytes, "stopped by signal %d",
+             (int)sbk_stop_signal);
+    return 1;
+}
+
 void *sbk_alloc_aligned(size_t align, size_t bytes)
 {
     void *p = NULL;
@@ -46,6 +69,15 @@ int sbk_fail(sbk_ctx *ctx, int code, int err, const char *phase, uint64_t bytes_
     va_start(ap, fmt);
     vsnprintf(ctx->error.message, sizeof ctx->error.message, fmt, ap);
     va_end(ap);
+    if (sbk_stop_signal && err == EINTR) {
+        /* A transfer refused after SIGTERM: the signal is the cause, not an I/O error. */
+        ctx->error.code = code = SBK_ESTOPPED;
+        snprintf(ctx->error.message, sizeof ctx->error.message,
+                 "stopped by signal %d%s%s (the scheduler cancelled the job or its time "
+                 "limit came); the files made so far are removed", (int)sbk_stop_signal,
+                 strcmp(phase, "signal") ? " in phase " : "",
+                 strcmp(phase, "signal") ? phase : "");
+    }
     return code;
 }
 
@@ -198,7 +230,7 @@ void sbk_write_header(sbk_json *j, const sbk_ctx *ctx)
     jw_end_arr(j);
 }
 
-static const char *reason_name(int code)
+const char *sbk_reason_name(int code)
 {
     switch (code) {
     case SBK_OK: return "ok";
@@ -210,6 +242,7 @@ static const char *reason_name(int code)
     case SBK_EIO: return "io-error";
     case SBK_ENODIRECT: return "direct-io-refused";
     case SBK_ENOURING: return "io-uring-refused";
+    case SBK_ESTOPPED: return "stopped-by-signal";
     default: return "internal-error";
     }
 }
@@ -230,7 +263,7 @@ void sbk_write_errors(sbk_json *j, sbk_ctx *ctx, int code)
     uint64_t bytes_before = 0;
     int first = -1;
     jw_int(j, "exit_code", code);
-    jw_str(j, "exit_reason", reason_name(code));
+    jw_str(j, "exit_reason", sbk_reason_name(code));
     jw_arr(j, "errors");
     for (int r = 0; r < ctx->size; r++) {
         bytes_before += all[r].bytes_done;
@@ -243,7 +276,7 @@ void sbk_write_errors(sbk_json *j, sbk_ctx *ctx, int code)
         jw_int(j, "rank", all[r].rank);
         jw_str(j, "phase", all[r].phase);
         jw_int(j, "errno", all[r].err);
-        jw_str(j, "reason", reason_name(all[r].code));
+        jw_str(j, "reason", sbk_reason_name(all[r].code));
         jw_str(j, "message", all[r].message);
         jw_uint(j, "bytes_done", all[r].bytes_done);
         jw_end_obj(j);

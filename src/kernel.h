@@ -12,6 +12,7 @@
 #define SBK_KERNEL_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ enum sbk_exit {
     SBK_EIO = 7,       /* any other I/O error */
     SBK_ENODIRECT = 8, /* the file system refuses O_DIRECT */
     SBK_ENOURING = 9,  /* the kernel refuses io_uring (disabled, seccomp, too old) */
+    SBK_ESTOPPED = 10, /* stopped by SIGTERM/SIGINT (scancel, a time limit): cleaned up */
 };
 
 typedef enum { FSYNC_INSIDE, FSYNC_OUTSIDE, FSYNC_NONE } sbk_fsync;
@@ -48,7 +50,6 @@ typedef enum {
     SBK_OPT_SIZE,      /* uint64_t bytes within [lo, hi]; suffixes k, m, g, t (powers of 1024) */
     SBK_OPT_LONGS,     /* sbk_list of integers within [lo, hi], comma separated */
     SBK_OPT_SIZES,     /* sbk_list of sizes within [lo, hi], comma separated */
-    SBK_OPT_DOUBLE,    /* double within [lo, hi] */
     SBK_OPT_STRING,    /* const char * */
     SBK_OPT_STRINGS,   /* sbk_strings: the option may repeat */
     SBK_OPT_CHOICE,    /* int field = index into choices */
@@ -353,6 +354,13 @@ int sbk_fail(sbk_ctx *ctx, int code, int err, const char *phase, uint64_t bytes_
              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 int sbk_code_for_errno(int err);
 int sbk_agree(sbk_ctx *ctx);                   /* collective: max error code over ranks */
+/* Set by SIGTERM/SIGINT (a scheduler's scancel or time limit).  Every transfer and every
+ * stonewall check looks at it, so a rank stops within one request, the mode removes what
+ * it made and the report says why: the scheduler's SIGKILL follows only seconds later. */
+extern volatile sig_atomic_t sbk_stop_signal;
+void sbk_catch_stop_signals(void);
+int sbk_stopped(sbk_ctx *ctx);                 /* the signal came: record it, return 1 */
+const char *sbk_reason_name(int code);          /* exit code -> the JSON's exit_reason */
 double sbk_now(void);
 void sbk_identify_node(sbk_ctx *ctx);          /* collective */
 void sbk_write_header(sbk_json *j, const sbk_ctx *ctx);   /* collective (gathers hosts) */
@@ -365,6 +373,8 @@ typedef struct sbk_file {
     int fd;
     MPI_File fh;
     int collective;
+    int dir_fd;            /* MPI-IO: the run directory, to tell a full file system from
+                              the generic I/O error an implementation reports for it */
 } sbk_file;
 typedef struct sbk_backend {
     const char *name;

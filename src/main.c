@@ -10,6 +10,7 @@ int main(int argc, char **argv)
 {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    sbk_catch_stop_signals();
     sbk_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);

@@ -236,7 +236,7 @@ void sbk_print_help(FILE *f)
     }
     fputs("\nExit codes: 0 ok, 1 internal, 2 invalid arguments, 3 missing directory, 4 permission\n"
           "denied, 5 no space, 6 verification failed, 7 other I/O error, 8 O_DIRECT refused,\n"
-          "9 io_uring refused.\n", f);
+          "9 io_uring refused, 10 stopped by SIGTERM/SIGINT (what it made is removed).\n", f);
 }
 
 /* ---- parsing ---- */
@@ -347,15 +347,6 @@ static int set_option(const sbk_option *o, const char *value, void *base)
     case SBK_OPT_LONGS:
     case SBK_OPT_SIZES:
         return parse_list(o, value, (sbk_list *)field);
-    case SBK_OPT_DOUBLE: {
-        char *end = NULL;
-        double d = strtod(value, &end);
-        if (!end || *end || end == value || d < (double)o->lo || d > (double)o->hi)
-            return bad("--%s: expected a number from %lld to %lld, got '%s'", o->name, o->lo,
-                       o->hi, value);
-        *(double *)field = d;
-        return 0;
-    }
     case SBK_OPT_STRING: *(const char **)field = value; return 0;
     case SBK_OPT_STRINGS: {
         sbk_strings *s = field;

@@ -57,6 +57,8 @@ static void account(sbk_queue *q)
 
 int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
 {
+    if (sbk_stop_signal)
+        return EINTR;   /* nothing new after the signal; what is in flight is reaped */
     account(q);
     int err = q->engine->submit(q, ios, n, wait);
     if (err)

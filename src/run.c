@@ -56,7 +56,8 @@ void sbk_plan_add(sbk_ctx *ctx, const sbk_phase *ph)
 
 int sbk_stonewall_reached(const sbk_ctx *ctx, double phase_start)
 {
-    return ctx->cfg->stonewall > 0 && sbk_now() - phase_start >= ctx->cfg->stonewall;
+    return sbk_stop_signal ||
+           (ctx->cfg->stonewall > 0 && sbk_now() - phase_start >= ctx->cfg->stonewall);
 }
 
 void sbk_rec_verify(sbk_rec *rec, const sbk_verify_result *r)
@@ -465,6 +466,7 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
                 MPI_Barrier(MPI_COMM_WORLD);
                 m->run_phase(ctx, &rs->plan[p], &recs[p]);
                 ran[p] = 1;
+                sbk_stopped(ctx);
                 code = sbk_agree(ctx);
             }
         }
@@ -495,11 +497,8 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
     free_records(rs, recs);
     free(ran);
 
-    if (ctx->rank == 0) {
+    if (ctx->rank == 0)
         write_summary(rs, j, bad_total);
-        if (c->table)
-            print_table(ctx, rs);
-    }
     int bad_any = ctx->rank == 0 && bad_total > 0;
     MPI_Bcast(&bad_any, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (code == 0 && bad_any) {
@@ -509,6 +508,13 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
                      "from those written (see verify in the JSON)",
                      (unsigned long long)bad_total);
         code = SBK_EVERIFY;
+    }
+    if (ctx->rank == 0 && c->table) {
+        print_table(ctx, rs);
+        if (code)
+            printf("FAILED (exit %d, %s): the figures above are of the %d complete "
+                   "repetition(s) only; the JSON's errors say which rank failed where\n",
+                   code, sbk_reason_name(code), ctx->rep + (code == SBK_EVERIFY));
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (c->keep && (m->features & SBK_F_EXISTING) && !c->existing && code == 0 && ctx->rank == 0)

@@ -1,6 +1,8 @@
 """The command line: --help everywhere, one-line errors for bad input."""
 
+import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -107,3 +109,71 @@ def test_runs_from_any_directory(tmp_path):
     result = run([VENV_BIN / "scratchbench", "run", "--site", "no-such-site"], cwd=tmp_path)
     assert result.returncode == 2 and "known sites: example_lsf, example_slurm, local" in \
         result.stderr
+
+
+def _history_with_runs(home, runs=12):
+    from reports import store
+    from reports.synthetic import make_report
+    conn = store.connect(home / "history.sqlite")
+    for i in range(runs):
+        store.ingest_report(conn, make_report(
+            f"run{i:03d}", 1_800_000_000 + 3600 * i,
+            [("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"}, "gnu", "fsA",
+              {"write_bw": (1000.0 + i, "MiB/s", [])})]))
+    conn.close()
+    return home / "history.sqlite"
+
+
+@pytest.mark.parametrize("command", [["report"], ["verdict", "nightly"], ["ingest"]])
+def test_a_damaged_history_is_one_line(tmp_path, command):
+    """Garbage in the middle of the SQLite file: every command says so in one line, and
+    ingest (SQLite's integrity check first) never reports all is well."""
+    db = _history_with_runs(tmp_path)
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 4096] = b"\x5a" * 4096
+    db.write_bytes(bytes(data))
+    result = scratchbench(*command, env={"SCRATCHBENCH_HOME": str(tmp_path)})
+    assert result.returncode == 5, result.stdout + result.stderr
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
+    assert len(errors) == 1, result.stderr
+    line = errors[0]
+    assert str(db) in line and ("damaged" in line or "malformed" in line), line
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("where", ["unwritable", "a file"])
+def test_report_out_that_cannot_be_written(tmp_path, where):
+    _history_with_runs(tmp_path)
+    if where == "a file":
+        out = tmp_path / "pages.html"
+        out.write_text("not a directory")
+        expect = "exists and is not a directory"
+        result = scratchbench("report", "--out", str(out),
+                              env={"SCRATCHBENCH_HOME": str(tmp_path)})
+    else:
+        parent = tmp_path / "ro"
+        parent.mkdir()
+        assert run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", parent]).returncode == 0
+        try:
+            expect = "cannot make the directory (Read-only file system)"
+            result = scratchbench("report", "--out", str(parent / "pages"),
+                                  env={"SCRATCHBENCH_HOME": str(tmp_path)})
+        finally:
+            run(["umount", parent])
+    assert result.returncode == 2, result.stderr
+    assert expect in one_line(result) and "Traceback" not in result.stderr
+
+
+def test_a_reader_that_leaves_early_is_not_an_error(tmp_path):
+    """`scratchbench cluster status | head -1`: no traceback for a closed pipe."""
+    result = subprocess.run(f"{VENV_BIN / 'scratchbench'} --help | head -1", shell=True,
+                            capture_output=True, text=True,
+                            env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)))
+    assert result.stdout.startswith("usage:")
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+    for _ in range(3):   # status prints many lines; head leaves after one
+        result = subprocess.run(
+            f"{VENV_BIN / 'scratchbench'} cluster status --json | head -c 10", shell=True,
+            capture_output=True, text=True, env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)))
+        assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr

@@ -76,8 +76,11 @@ def test_staging_verified_checksums_both_ways(first):
 
 
 def test_per_job_directory_is_gone_after_the_job(first, cluster):
-    removed = case_named(first, r"^PerJobScratchRemoved")
+    removed = case_named(first, r"^PerJobScratchRemoved.*sanscratch")
     assert len(removed) == 1 and removed[0]["result"] == "pass"
+    local = case_named(first, r"^PerJobScratchRemoved.*localscratch")
+    assert len(local) == 1 and local[0]["result"] == "skip"
+    assert "not a per-job directory" in local[0]["skip_reason"]
     staging = case_named(first, r"^StageInOut.*sanscratch")[0]
     out = first["run_dir"] / "output" / staging["system"] / staging["partition"] / \
         staging["environ"] / staging["short_name"] / "staging.json"

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from conftest import mpirun, run, slurm_env
-from scratchbench.checks.parsers import kernel_problems, parse_kernel_json
+from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
 
 KIB, MIB = 1024, 1024 * 1024
 

@@ -447,8 +447,9 @@ def quick_site(quick_runs, sb_home):
     # A check may fail on this noisy machine; the pages must show that, not hide it.
     for run in quick_runs:
         assert run["run_dir"] is not None, run["result"].stdout + run["result"].stderr
-    verdict = scratchbench("verdict", "nightly")
-    assert verdict.returncode == 0, verdict.stderr
+    # The latest quick run (other tests add runs of their own to this home later).
+    verdict = scratchbench("verdict", "nightly", "--run", quick_runs[-1]["run_dir"].name)
+    assert verdict.returncode in (0, 4), verdict.stderr
     out = sb_home / "pages"
     result = scratchbench("report", "--out", str(out))
     assert result.returncode == 0, result.stderr

@@ -195,7 +195,7 @@ def test_verdict_commands_on_the_quick_runs(quick_runs):
                           f"run:{second}")
     assert accept.returncode == 3
     line = accept.stderr.strip().splitlines()[-1]
-    assert re.search(r"too few samples to decide any figure: \d+ more run\(s\) before and "
+    assert re.search(r"too few runs to decide any figure: \d+ more run\(s\) before and "
                      r"\d+ more run\(s\) after are needed", line)
 
 

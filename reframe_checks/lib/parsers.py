@@ -17,14 +17,39 @@ class ParseError(ValueError):
 
 
 def _json_document(text, source, tool):
-    """A whole JSON document, or a ParseError saying the tool died or was cut short."""
+    """A whole JSON document, or a ParseError saying the tool died or was cut short, or
+    that several copies of it wrote the same file."""
     if not text.strip():
         raise ParseError(f"{source} is empty: {tool} died before writing it")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        copies = _documents(text) if exc.msg == "Extra data" else []
+        if len(copies) > 1:
+            ranks = {str((c.get("mpi") or {}).get("nranks")) for c in copies
+                     if isinstance(c, dict)}
+            raise ParseError(f"{source} holds {len(copies)} reports, each of "
+                             f"{'/'.join(sorted(ranks))} MPI rank(s): {len(copies)} separate "
+                             f"copies of {tool} ran instead of one parallel job (the MPI "
+                             "library and the launcher's PMI do not match)") from None
         raise ParseError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}): "
                          f"{tool} stopped while writing it") from None
+
+
+def _documents(text):
+    """The JSON documents written one after the other in text (as many as parse)."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while at < len(text):
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            break
+        try:
+            document, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            break
+        found.append(document)
+    return found
 
 
 # ---- scratchbench-kernel -------------------------------------------------------------

@@ -15,7 +15,7 @@ import random
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import parameter, run_after, run_before, sanity_function
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure, words
 from reframe_checks.lib.parsers import ParseError
@@ -136,6 +136,8 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
     """
 
     scratch_target = parameter(declared_targets())
+    #: the staging variant of the same target (set by subclasses for per-job targets)
+    staging_test = variable(str, value="")
     valid_prog_environs = ["+serial"]
     exclusive_access = True
     executable = "bash"

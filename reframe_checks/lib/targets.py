@@ -48,6 +48,12 @@ def declared_targets():
     return names
 
 
+def per_job_somewhere(name):
+    """Whether any partition of the current system declares target `name` per job."""
+    return any(part.extras.get("scratch_targets", {}).get(name, {}).get("per_job")
+               for part in _partitions())
+
+
 def target_info(partition, name):
     return partition.extras["scratch_targets"][name]
 
