@@ -353,7 +353,7 @@ static void prepare_data(sbk_ctx *ctx, ss_state *s)
                  "prepare", 0, "open %s/%s: %s", ctx->targets[0].rundir, name,
                  fd < 0 ? strerror(errno) : "no memory for a block");
     uint64_t done = 0, flushed_from = first * SS_PREPARE_BLOCK;
-    for (uint64_t b = first; b < last && ctx->error.code == 0; b++) {
+    for (uint64_t b = first; b < last && ctx->error.code == 0 && !sbk_stopped(ctx); b++) {
         uint64_t off = b * SS_PREPARE_BLOCK;
         size_t n = (size_t)(s->data_bytes - off < SS_PREPARE_BLOCK ? s->data_bytes - off
                                                                     : SS_PREPARE_BLOCK);
@@ -509,7 +509,7 @@ static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes,
         return 0;
     uint64_t done = 0;
     size_t chunk = SS_PREPARE_BLOCK;
-    while (done < bytes) {
+    while (done < bytes && !sbk_stopped(ctx)) {
         size_t n = (size_t)(bytes - done < chunk ? bytes - done : chunk);
         ssize_t got = pread(s->fd, s->buf, n, (off_t)done);
         if (got <= 0) {
@@ -565,6 +565,8 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                 window_start = now;
                 verify = 0.0;
             }
+            if (sbk_stop_signal)
+                break; /* SIGTERM: the core records it after the phase */
             if (measuring) {
                 if (o->requests ? requests >= (uint64_t)o->requests
                                 : now - window_start - verify >= o->duration)
