@@ -2,6 +2,7 @@
  * Modes register themselves (mode_*.c); nothing here names one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,8 +30,17 @@ static void write_report(int fd, const char *report, size_t len, const char *nam
 int main(int argc, char **argv)
 {
     int provided;
+    /* A SIGTERM (scancel, a time limit) that comes while MPI starts up, which can take
+     * seconds on a loaded node, waits blocked until our handler is in place, so the run
+     * still stops cleanly; threads MPI starts inherit the mask and never take it. */
+    sigset_t stop_signals, before;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    sigprocmask(SIG_BLOCK, &stop_signals, &before);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     sbk_catch_stop_signals();
+    sigprocmask(SIG_SETMASK, &before, NULL);
     sbk_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);

@@ -169,8 +169,18 @@ def _kept_in_any_order(rows, count, digest):
 
 
 def no_job_left(cluster):
-    out = run(["squeue", "-h", "-o", "%i %T %j"], env=cluster.client_env())
-    assert out.stdout.strip() == "", f"jobs left in the queue:\n{out.stdout}"
+    """No job of the run is pending or running (a requeued job would be); a job that ended
+    may still be COMPLETING while its processes clean up (Slurm's KillWait): wait for it."""
+    def queue():
+        return run(["squeue", "-h", "-o", "%i %T %j"], env=cluster.client_env()).stdout.strip()
+    jobs = queue()
+    alive = [ln for ln in jobs.splitlines() if ln.split()[1] != "COMPLETING"]
+    assert not alive, f"jobs left in the queue:\n{jobs}"
+    deadline = time.monotonic() + 60
+    while jobs and time.monotonic() < deadline:
+        time.sleep(1)
+        jobs = queue()
+    assert jobs == "", f"jobs still completing after 60 s:\n{jobs}"
 
 
 def failed_lines(result):

@@ -101,7 +101,9 @@ def test_every_slurm_job_is_exclusive_with_the_right_layout(slurm_scripts):
         per_node = re.search(r"#SBATCH --ntasks-per-node=(\d+)", script)
         if name.startswith(("Kernel", "IOR", "Mdtest")):
             assert tasks and per_node, name
-            launch = re.search(r"^srun (\S+)", script, re.M)
+            # KernelSelfScale's driver runs in the batch script and launches the kernel
+            # per sweep with the launcher it is given.
+            launch = re.search(r"^srun (\S+)|--launcher '?srun ", script, re.M)
             assert launch, f"{name}: MPI jobs start through srun"
         else:
             assert tasks and tasks.group(1) == "1", name

@@ -452,8 +452,8 @@ SCROLL = """async () => {
         window.scrollTo(0, y); await new Promise(r => setTimeout(r, 25)); } }"""
 
 
-def browse(home, shots, unfolded=()):
-    """Open every page of home/pages, open every fold, scroll until every plot has
+def browse(home, shots, unfolded=(), pages="pages"):
+    """Open every page of home/<pages>, open every fold, scroll until every plot has
     rendered, follow every link; save screenshots {page: png name} as a visitor first
     sees the page, and of the pages in `unfolded` with every fold open.  Returns the
     problems seen (console errors and warnings, failed requests, dialogs) and the links."""
@@ -461,7 +461,7 @@ def browse(home, shots, unfolded=()):
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     server, root = serve(home)
-    site = f"{root}/pages"
+    site = f"{root}/{pages}"
     problems, links = [], set()
     try:
         with sync_playwright() as pw:
@@ -476,7 +476,7 @@ def browse(home, shots, unfolded=()):
             page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
             page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
             page.on("dialog", lambda d: (problems.append(f"dialog {d.message}"), d.dismiss()))
-            names = sorted(p.name for p in (home / "pages").glob("*.html"))
+            names = sorted(p.name for p in (home / pages).glob("*.html"))
             for name in names:
                 response = page.goto(f"{site}/{name}")
                 assert response.status == 200, name
@@ -520,17 +520,15 @@ def test_made_up_pages_render_in_chromium(made_up_site):
 
 # ---- after two real quick runs --------------------------------------------------------------
 @pytest.fixture(scope="module")
-def quick_site(quick_runs, sb_home):
+def quick_site(quick_runs):
+    """The pages built right after the two quick runs (conftest's quick_runs)."""
     # A check may fail on this noisy machine; the pages must show that, not hide it.
     for run in quick_runs:
         assert run["run_dir"] is not None, run["result"].stdout + run["result"].stderr
-    # The latest quick run (other tests add runs of their own to this home later).
-    verdict = scratchbench("verdict", "nightly", "--run", quick_runs[-1]["run_dir"].name)
-    assert verdict.returncode in (0, 4), verdict.stderr
-    out = sb_home / "pages"
-    result = scratchbench("report", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    pages = quick_runs[-1]["pages"]
+    assert pages["verdict"].returncode in (0, 4), pages["verdict"].stderr
+    assert pages["report"].returncode == 0, pages["report"].stderr
+    return pages["dir"]
 
 
 def test_note_with_markup_is_escaped(quick_site, quick_runs):
@@ -562,7 +560,7 @@ def test_quick_run_pages_render_in_chromium(quick_site, quick_runs, sb_home):
     shots = {"index.html": "pages-quick-index.png", "fs-sanscratch.html": "pages-quick-fs.png",
              "compare.html": "pages-quick-compare.png", across: "pages-quick-across.png",
              f"run-{latest}.html": "pages-quick-run.png"}
-    problems, links = browse(sb_home, shots)
+    problems, links = browse(sb_home, shots, pages=quick_site.name)
     assert problems == []
     assert any(f"/results/runs/{latest}/output/" in link for link in links)
     print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")

@@ -17,6 +17,7 @@ repetition values), ``workload_tag`` and ``skip_reason``.
 
 import os
 import subprocess
+import time
 
 import reframe as rfm
 import reframe.core.runtime as rt
@@ -260,9 +261,15 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             nodes, _, start = (job.strip().splitlines() or [""])[0].partition("|")
             if not nodes or nodes == "None assigned":
                 return []
-            events = query(["sacctmgr", "-n", "-P", "show", "event", f"nodes={nodes}",
-                            f"start={start or 'now-1day'}",
-                            "format=NodeName,State,Reason"])
+            # slurmctld sends node events to slurmdbd asynchronously: on a loaded
+            # controller the event may arrive a few seconds after the job's end.
+            for attempt in range(6):
+                events = query(["sacctmgr", "-n", "-P", "show", "event", f"nodes={nodes}",
+                                f"start={start or 'now-1day'}",
+                                "format=NodeName,State,Reason"])
+                if events.strip():
+                    break
+                time.sleep(2)
             if not events.strip():
                 events = query(["sinfo", "-h", "-N", "-n", nodes, "-o", "%N|%T|%E"])
         except (OSError, subprocess.SubprocessError):
