@@ -1,0 +1,252 @@
+"""Seed 003's self-scaling I/O benchmark as a ReFrame check: the search runs inside the
+job (reframe_checks/scripts/selfscale_search.py drives the kernel's selfscale mode), and
+the check turns its result into declared figures.
+
+One job per scratch target, on one node (the node's memory bounds uniqueBytes, as the
+page cache it measures is the node's).  The figures:
+
+* headline and performance variables: the throughput at each regime's focal point
+  (with the repeated measurements as samples), uniqueBytes at the knee between the
+  page cache and the device, the median and largest prediction error on held-out
+  workloads, the variation of the repeated focal-point measurement, and the time the
+  exploration took;
+* the curves, one chart per parameter (uniqueBytes; sizeMean, readFrac, seqFrac and
+  processNum with a line per regime), each curve point a figure named by its grid value
+  (``curve_size_mean_64k_cache``) so that it keeps its history from night to night;
+* each regime's focal point and the knee as markers on those charts.
+
+Each of these declarations carries a ``selfscale`` entry in its chart (role, parameter,
+regime, x in base units, the focal workload), from which
+``scratchbench.selfscale.Model.from_figures`` rebuilds the prediction model out of the
+history store.  Figures appear only when the search found them: a target whose curve
+has no knee within the range (a memory file system, or a range bounded below the
+page cache) reports one regime and no knee, and says so.
+"""
+
+import json
+import os
+import shlex
+import sys
+
+import reframe.utility.sanity as sn
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import fixture, run_after, run_before, sanity_function
+
+from reframe_checks.lib.base import ScratchCheck
+from reframe_checks.lib.kernel import KernelBuild
+from reframe_checks.lib.parsers import ParseError
+from scratchbench import paths
+from scratchbench import selfscale as ss
+from scratchbench.figures import FigureDeclaration
+
+RESULT = "selfscale.json"
+REPORTS = "selfscale-reports"
+DRIVER = paths.CHECKS_DIR / "scripts" / "selfscale_search.py"
+MIB = float(ss.MIB)
+CHART_TITLES = {p: f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)"
+                for p in ss.PARAMETERS}
+
+
+def curve_figure_name(parameter, value, regime=None):
+    name = f"curve_{parameter}_{ss.value_token(parameter, value)}"
+    return f"{name}_{regime}" if regime else name
+
+
+def regime_words(regime, workload):
+    return f"{regime} regime (uniqueBytes {ss.size_words(workload['unique_bytes'])})"
+
+
+class SelfScaleCheckBase(ScratchCheck):
+    """The self-scaling search on one scratch target, driven from the job script."""
+
+    kernel = fixture(KernelBuild, scope="environment")
+    valid_prog_environs = ["+mpi"]
+    workload_family = "selfscale"
+    title = "Self-scaling I/O (Chen and Patterson, seed 003)"
+    io_api = "posix"
+
+    @run_after("setup")
+    def set_layout(self):
+        p = self.params
+        self.layout(1, p.get("processes", "cores"))
+        unique = "up to 1.25 x the node's memory" if str(p.get("unique_max", "memory")) == \
+            "memory" else f"up to {p['unique_max']}"
+        window = f"{p.get('requests')} requests" if p.get("requests") else \
+            f"{p.get('duration', 1.5)} s windows"
+        self.workload_words = (f"uniqueBytes {unique}, processNum 1 to "
+                               f"{self.tasks_per_node_used}, {window}, at most "
+                               f"{p.get('max_rounds', 3)} rounds, {p.get('validate', 20)} "
+                               "held-out workloads")
+
+    @run_before("run")
+    def set_driver_command(self):
+        """The driver runs once in the batch script; it launches the kernel itself,
+        with the launcher the partition would have used."""
+        launch = " ".join(self.job.launcher.run_command(self.job).split())
+        self.job.launcher = getlauncher("local")()
+        p = self.params
+        rules = {"max_rounds": int(p.get("max_rounds", 3))}
+        for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
+            if key in p:
+                rules[key] = float(p[key])
+        self.executable = shlex.quote(sys.executable)
+        self.executable_opts = [
+            shlex.quote(str(DRIVER)), "--kernel", shlex.quote(self.kernel.binary),
+            "--launcher", shlex.quote(launch),
+            # a template such as $MYSANSCRATCH is expanded by the job's shell
+            "--dir", f'"{self.scratch_path}"', "--processes", str(self.num_tasks),
+            "--out", RESULT, "--reports", REPORTS,
+            "--unique-max", str(p.get("unique_max", "memory")),
+            "--size-max", str(p.get("size_max", "16m")),
+            "--duration", str(p.get("duration", 1.5)), "--warmup", str(p.get("warmup", 0.5)),
+            "--fsync", str(p.get("fsync", "none")), "--repeat", str(p.get("repeat", 5)),
+            "--validate", str(p.get("validate", 20)), "--rules", shlex.quote(json.dumps(rules))]
+        self.keep_files = [RESULT, REPORTS]
+
+    def search_result(self):
+        def parse(text):
+            data = json.loads(text)
+            if data.get("schema") != "scratchbench-selfscale 1":
+                raise ValueError(f"{RESULT}: schema {data.get('schema')!r}, expected "
+                                 "'scratchbench-selfscale 1'")
+            return data
+        return self.parsed_output(RESULT, _guard(parse), "the search died before writing "
+                                                         "its result")
+
+    @sanity_function
+    def search_completed(self):
+        result = self.search_result()
+        if result.get("error"):
+            raise sn.SanityError(f"the self-scaling search failed: {result['error']['message']}")
+        problems = []
+        for name in ("exploration", "validation"):
+            if not result.get(name):
+                problems.append(f"{RESULT} has no {name}")
+        return sn.assert_false(problems, msg="; ".join(problems))
+
+    # ---- figures, declared from what the search found -----------------------------------
+    @run_before("performance")
+    def declare_found_figures(self):
+        if self.is_dry_run() or not os.path.isfile(os.path.join(self.stagedir, RESULT)):
+            return
+        try:
+            result = self.search_result()
+        except sn.SanityError:
+            return
+        if result.get("error") or not result.get("exploration") or \
+                not result.get("validation"):
+            return
+        figures, samples = declared_figures(result)
+        for name, (value, declaration) in figures.items():
+            self.add_figure(name, declaration, _constant(value))
+        self.samples = dict(self.samples, **samples)
+
+
+#: the pages' x axes: sizes in MiB and KiB read better than in bytes
+AXES = {"unique_bytes": ("uniqueBytes (MiB touched per node)", MIB),
+        "size_mean": ("sizeMean (mean request size, KiB)", float(ss.KIB))}
+
+
+def _chart(parameter, x, line, meta):
+    """A point on a parameter's chart; ``selfscale`` holds it for the model, with x in
+    bytes (or a fraction, or processes) and the value's factor to bytes/s."""
+    words, scale = AXES.get(parameter, (ss.AXIS_WORDS[parameter], 1.0))
+    return {"title": CHART_TITLES[parameter], "kind": "lines",
+            "x": [words, round(x / scale, 6) if scale != 1.0 else x], "line": line,
+            "selfscale": dict(meta, parameter=parameter, x=x, to_base=MIB)}
+
+
+def declared_figures(result):
+    """({name: (value, FigureDeclaration)}, {name: [samples]}) of a search result: what
+    a self-scaling check stores (values in MiB/s, %, MiB and s)."""
+    exploration = ss.Exploration.from_dict(result["exploration"])
+    validation = ss.Validation.from_dict(result["validation"])
+    model = exploration.model
+    out = {}
+
+    def add(name, value, **declaration):
+        out[name] = (float(value), FigureDeclaration(**declaration))
+
+    curve = model.unique_curve
+    for x, y in zip(curve.xs, curve.ys):
+        add(curve_figure_name("unique_bytes", x), y / MIB, unit="MiB/s", better="higher",
+            label=f"Throughput at uniqueBytes {ss.size_words(x)}",
+            chart=_chart("unique_bytes", x, "measured", {"role": "curve", "regime": None}))
+    for regime, r in model.regimes.items():
+        line = regime_words(regime, r.focal.as_dict())
+        for parameter, c in r.curves.items():
+            for x, y in zip(c.xs, c.ys):
+                add(curve_figure_name(parameter, x, regime), y / MIB, unit="MiB/s",
+                    better="higher",
+                    label=f"Throughput at {ss.PAPER_NAMES[parameter]} "
+                          f"{ss.value_words(parameter, x)}, {regime} regime",
+                    chart=_chart(parameter, x, line, {"role": "curve", "regime": regime}))
+
+    # each regime's focal point, as a marker on every chart; the one on the uniqueBytes
+    # chart carries the whole focal workload (the model needs it)
+    for regime, r in model.regimes.items():
+        focal = r.focal.as_dict()
+        add(f"focal_unique_bytes_{regime}", r.throughput / MIB, unit="MiB/s", better="higher",
+            label=f"Throughput at the focal point, {regime} regime ({r.focal.words()})",
+            chart=_chart("unique_bytes", focal["unique_bytes"], f"focal point, {regime} regime",
+                         {"role": "focal", "regime": regime, "workload": focal}))
+        for parameter, c in r.curves.items():
+            x = focal[parameter]
+            add(f"focal_{parameter}_{regime}", c.at(x) / MIB, unit="MiB/s", better="higher",
+                label=f"Focal {ss.PAPER_NAMES[parameter]} of the {regime} regime: "
+                      f"{ss.value_words(parameter, x)}",
+                chart=_chart(parameter, x, f"focal point, {regime} regime",
+                             {"role": "marker", "regime": regime}))
+    if model.knee:
+        knee = model.knee
+        add("knee_throughput", knee.throughput / MIB, unit="MiB/s", better="higher",
+            label=f"Throughput at the knee, uniqueBytes {ss.size_words(knee.unique_bytes)}",
+            chart=_chart("unique_bytes", knee.unique_bytes, "knee",
+                         {"role": "knee", "cache_level": knee.cache_level / MIB,
+                          "device_level": knee.device_level / MIB}))
+
+    # the performance variables
+    samples = {}
+    for regime, r in model.regimes.items():
+        headline = "Self-scaling focal point, page cache" if regime == "cache" else \
+            "Self-scaling focal point, beyond the page cache"
+        add(f"focal_throughput_{regime}", r.throughput / MIB, unit="MiB/s", better="higher",
+            headline=headline,
+            label=f"Throughput at the {regime} regime's focal point ({r.focal.words()})")
+        if exploration.repeat.get(regime):
+            samples[f"focal_throughput_{regime}"] = [v / MIB for v in exploration.repeat[regime]]
+        cv = exploration.repeat_cv(regime)
+        if cv is not None:
+            add(f"focal_variation_{regime}", 100.0 * cv, unit="%", better="lower",
+                label=f"Variation (cv) of {len(exploration.repeat[regime])} repeated "
+                      f"measurements of the {regime} regime's focal point")
+    if model.knee:
+        add("knee_unique_bytes", model.knee.unique_bytes / MIB, unit="MiB", better="higher",
+            headline="Self-scaling knee between page cache and device",
+            label="uniqueBytes where throughput falls from the page cache to the device "
+                  "(the knee)")
+    add("prediction_error_median", 100.0 * validation.median_error, unit="%", better="lower",
+        headline="Self-scaling prediction error (median)",
+        label=f"Median error of predicted throughput, {len(validation.workloads)} held-out "
+              "workloads")
+    add("prediction_error_max", 100.0 * validation.max_error, unit="%", better="lower",
+        label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
+              "workloads")
+    add("exploration_time", result["timing"]["total_s"], unit="s", better="lower",
+        label=f"Time of the exploration ({exploration.points_measured} points, "
+              f"{len(exploration.rounds)} rounds) and its validation")
+    return out, samples
+
+
+def _constant(value):
+    return lambda: value
+
+
+def _guard(parse):
+    """JSON and schema errors as the ParseError parsed_output reports."""
+    def wrapped(text):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise ParseError(f"{RESULT}: {exc}") from None
+    return wrapped

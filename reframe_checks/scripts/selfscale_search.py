@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""The self-scaling search inside one job allocation (seed 003, Chen and Patterson).
+
+Runs in the job script, once, on the job's first node: it explores the scratch target
+with scratchbench-kernel's ``selfscale`` mode (scratchbench/selfscale.py decides which
+points to measure), then measures randomly drawn held-out workloads and compares them
+with the model's predictions, and writes everything to one JSON result.
+
+The kernel keeps its data between launches: the first launch writes the data file
+(as large as the largest uniqueBytes of the search) and keeps it (``--keep``), every
+later launch reads it (``--existing``), and the last removes it (``--discard``).  One
+launch measures one sweep (5 to 20 points), so the launcher's start-up (about 0.4 s
+under srun here) is paid per sweep, not per point.  If the driver is stopped (time
+limit, scancel), it removes the kept data by the names the kernel gave it.
+
+Exit status: 0, the kernel's own exit code when a launch failed (the result says which
+launch and why), 2 for bad arguments, 143 when stopped by a signal.
+"""
+
+import argparse
+import json
+import os
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from scratchbench import selfscale as ss
+
+SCHEMA = "scratchbench-selfscale 1"
+
+
+class LaunchFailed(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def say(line):
+    print(f"selfscale: {line}", flush=True)
+
+
+def parse_size(text):
+    """'4g' -> 4294967296 (the kernel's syntax), 'memory' -> None."""
+    text = str(text).strip().lower()
+    if text in ("", "memory"):
+        return None
+    scale = {"k": ss.KIB, "m": ss.MIB, "g": ss.GIB, "t": 1024 * ss.GIB}.get(text[-1:], 1)
+    try:
+        return int(float(text[:-1] if scale > 1 else text) * scale)
+    except ValueError:
+        raise SystemExit(f"selfscale_search: error: expected a size such as 512m or 4g, or "
+                         f"'memory', got '{text}'") from None
+
+
+def node_memory():
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+class Kernel:
+    """Launches of the kernel's selfscale mode over one kept data set."""
+
+    def __init__(self, args):
+        self.args = args
+        self.launch = shlex.split(args.launcher)
+        self.run_dir = None           # the kept run directory, once the first launch made it
+        self.launches = []            # seconds per launch
+        self.points = []              # every point measured, with what the kernel saw
+        self.prepare_bytes = 0
+        self.process = None
+        Path(args.reports).mkdir(parents=True, exist_ok=True)
+
+    def common(self):
+        a = self.args
+        opts = ["--seed", str(a.seed), "--fsync", a.fsync, "--size-spread", str(a.size_spread),
+                "--warmup", str(a.warmup), "--progress"]
+        if a.requests:
+            opts += ["--requests", str(a.requests)]
+        else:
+            opts += ["--duration", str(a.duration)]
+        if a.direct:
+            opts.append("--direct")
+        return opts
+
+    def run(self, extra, label):
+        report = Path(self.args.reports) / f"launch-{len(self.launches) + 1:03d}.json"
+        argv = [*self.launch, self.args.kernel, "selfscale", *extra, *self.common(),
+                "--output", str(report)]
+        start = time.monotonic()
+        self.process = subprocess.Popen(argv, start_new_session=True)
+        code = self.process.wait()
+        self.process = None
+        self.launches.append(time.monotonic() - start)
+        try:
+            data = json.loads(report.read_text())
+        except (OSError, ValueError):
+            data = None
+        if data and not self.run_dir and data.get("filesystem", {}).get("run_dir"):
+            self.run_dir = data["filesystem"]["run_dir"]
+        if code != 0 or not data or not data.get("complete"):
+            errors = (data or {}).get("errors") or []
+            why = errors[0]["message"] if errors else f"it exited with code {code} and " \
+                f"{'an incomplete report' if data else 'no report'} ({report})"
+            raise LaunchFailed(code or 1, f"kernel launch {len(self.launches)} ({label}) "
+                                          f"failed: {why}")
+        return data
+
+    def measure(self, workloads, reps, label="sweep"):
+        # In a shuffled order: a change of the background load during a sweep then
+        # scatters its points instead of drawing a trend through the curve.
+        order = list(range(len(workloads)))
+        random.Random(self.args.seed * 7919 + len(self.launches)).shuffle(order)
+        results = self._measure([workloads[i] for i in order], reps, label)
+        out = [None] * len(workloads)
+        for position, index in enumerate(order):
+            out[index] = results[position]
+        return out
+
+    def _measure(self, workloads, reps, label):
+        points = [a for w in workloads for a in ("--point", w.kernel_point())]
+        if self.run_dir is None:
+            largest = max(self.args.prepare, max(w.unique_bytes for w in workloads))
+            extra = ["--dir", self.args.dir, "--keep", "--prepare", str(largest)]
+            self.prepare_bytes = largest
+        else:
+            extra = ["--existing", self.run_dir]
+        report = self.run(extra + points + ["--reps", str(reps)], label)
+        out = []
+        for i, w in enumerate(workloads):
+            phase = f"p{i}"
+            values = [rep["phases"][phase]["throughput_Bps"] for rep in report["repetitions"]]
+            last = report["repetitions"][-1]["phases"][phase]
+            self.points.append({"launch": len(self.launches), "label": label,
+                                "workload": w.as_dict(), "throughput_Bps": values,
+                                "requests_per_s": [rep["phases"][phase]["requests_per_s"]
+                                                   for rep in report["repetitions"]],
+                                "resident_fraction_before": last["resident_fraction_before"],
+                                "resident_fraction_after": last["resident_fraction_after"],
+                                "measured": last["measured"]})
+            if any(v is None or not v > 0 for v in values):
+                raise LaunchFailed(1, f"kernel launch {len(self.launches)} ({label}): point "
+                                      f"{w.words()} measured no throughput")
+            out.append(values)
+        return out
+
+    def discard(self, workloads=None, label="discard"):
+        """The last launch: optional points, then the kept data is removed."""
+        if self.run_dir is None:
+            return None
+        extra = ["--existing", self.run_dir, "--discard"]
+        points = [a for w in workloads or [] for a in ("--point", w.kernel_point())]
+        try:
+            return self.run(extra + points, label)
+        finally:
+            if self.run_dir and not Path(self.run_dir).exists():
+                self.run_dir = None
+
+    def remove_kept_data(self):
+        """After a failure or a signal: remove what the kernel kept, by the names it
+        gave it (its data files and manifest), and its run directory if then empty."""
+        if self.run_dir is None:
+            return
+        rundir = Path(self.run_dir)
+        for entry in list(rundir.glob("selfscale.data.*")) + [rundir / "sbk.manifest"]:
+            try:
+                entry.unlink()
+            except OSError:
+                pass
+        try:
+            rundir.rmdir()
+            self.run_dir = None
+        except OSError as exc:
+            say(f"left {rundir} in place ({exc.strerror})")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def search(args, kernel, result):
+    started = time.monotonic()
+    free = os.statvfs(args.dir)
+    rules = ss.Rules.from_dict(json.loads(args.rules)) if args.rules else ss.Rules()
+    domain = ss.Domain.for_node(node_memory(), free.f_bavail * free.f_frsize, args.processes,
+                                rules, unique_max=args.unique_max,
+                                size_mean=(args.size_min, args.size_max),
+                                size_spread=args.size_spread)
+    result.update(node_memory_bytes=node_memory(), free_bytes=free.f_bavail * free.f_frsize,
+                  domain=domain.as_dict(), rules=rules.as_dict())
+    say(f"{args.dir}: uniqueBytes {ss.size_words(domain.unique_bytes[0])} to "
+        f"{ss.size_words(domain.unique_bytes[1])} (node memory "
+        f"{ss.size_words(node_memory())}), sizeMean {ss.size_words(domain.size_mean[0])} to "
+        f"{ss.size_words(domain.size_mean[1])}, processNum 1 to {args.processes}")
+    # The data is written once, as large as the search can go.
+    args.prepare = domain.unique_bytes[1]
+    exploration = ss.explore(lambda ws, reps: kernel.measure(ws, reps), domain, rules,
+                             repeats=args.repeat, progress=say)
+    result["exploration"] = exploration.as_dict()
+    result["timing"]["search_s"] = time.monotonic() - started
+    model = exploration.model
+    say(f"search: {exploration.points_measured} points in "
+        f"{result['timing']['search_s']:.0f} s, "
+        f"{'settled' if exploration.settled else 'not settled'} after "
+        f"{len(exploration.rounds)} round(s)")
+
+    held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
+    say(f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed})")
+    t0 = time.monotonic()
+    report = kernel.discard(held_out, label="validation")
+    measured = [[rep["phases"][f"p{i}"]["throughput_Bps"] for rep in report["repetitions"]][0]
+                for i in range(len(held_out))]
+    for i, w in enumerate(held_out):
+        phase = report["repetitions"][-1]["phases"][f"p{i}"]
+        kernel.points.append({"launch": len(kernel.launches), "label": "validation",
+                              "workload": w.as_dict(), "throughput_Bps": [measured[i]],
+                              "resident_fraction_before": phase["resident_fraction_before"],
+                              "resident_fraction_after": phase["resident_fraction_after"],
+                              "measured": phase["measured"]})
+    validation = ss.Validation(held_out, [model.predict(w) for w in held_out], measured)
+    result["validation"] = validation.as_dict()
+    result["timing"]["validation_s"] = time.monotonic() - t0
+    say(f"validation: prediction error median {100 * validation.median_error:.1f}%, "
+        f"maximum {100 * validation.max_error:.1f}%")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--kernel", required=True, help="scratchbench-kernel binary")
+    p.add_argument("--launcher", required=True,
+                   help="the MPI launch command, e.g. 'srun' or 'mpirun -np 8'")
+    p.add_argument("--dir", required=True, help="the scratch directory to explore")
+    p.add_argument("--processes", type=int, required=True,
+                   help="ranks the launcher starts: processNum goes from 1 to this")
+    p.add_argument("--out", required=True, help="the result JSON")
+    p.add_argument("--reports", default="selfscale-reports",
+                   help="directory for the kernel's report of every launch")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--duration", type=float, default=1.5, help="timed window per point (s)")
+    p.add_argument("--warmup", type=float, default=0.5, help="untimed start of each point (s)")
+    p.add_argument("--requests", type=int, default=0,
+                   help="a fixed number of requests per rank instead of --duration")
+    p.add_argument("--fsync", choices=("none", "outside", "inside"), default="none",
+                   help="after each point's writes (none: the page cache writes back as it "
+                        "would for an application)")
+    p.add_argument("--size-spread", type=float, default=0.5)
+    p.add_argument("--size-min", type=parse_size, default=ss.KIB)
+    p.add_argument("--size-max", type=parse_size, default=16 * ss.MIB)
+    p.add_argument("--unique-max", type=parse_size, default=None,
+                   help="largest uniqueBytes, or 'memory' for the rule of the node's memory")
+    p.add_argument("--rules", default="", help="JSON of scratchbench.selfscale.Rules fields")
+    p.add_argument("--repeat", type=int, default=5,
+                   help="measure each regime's focal point this many times")
+    p.add_argument("--validate", type=int, default=20, help="held-out workloads")
+    p.add_argument("--validate-seed", type=int, default=2003)
+    p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
+    args = p.parse_args(argv)
+    for name in ("processes", "validate"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name}: expected at least 1, got {getattr(args, name)}")
+    if not os.path.isdir(args.dir):
+        p.error(f"--dir {args.dir}: not a directory")
+    if not os.access(args.kernel, os.X_OK):
+        p.error(f"--kernel {args.kernel}: not an executable")
+    args.prepare = 0
+
+    kernel = Kernel(args)
+    result = {"schema": SCHEMA, "target": args.dir, "processes": args.processes,
+              "settings": {k: getattr(args, k) for k in (
+                  "seed", "duration", "warmup", "requests", "fsync", "size_spread", "repeat",
+                  "validate", "validate_seed", "direct", "launcher")},
+              "timing": {}, "error": None}
+
+    def stopped(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGINT, stopped)
+    started = time.monotonic()
+    code = 0
+    try:
+        search(args, kernel, result)
+    except ss.SelfScaleError as exc:
+        result["error"] = {"code": 2, "message": str(exc)}
+        code = 2
+    except LaunchFailed as exc:
+        result["error"] = {"code": exc.code, "message": str(exc)}
+        code = exc.code
+    except KeyboardInterrupt as exc:
+        kernel.stop()
+        result["error"] = {"code": 143, "message": f"stopped by {exc} during launch "
+                                                   f"{len(kernel.launches) + 1}"}
+        code = 143
+    finally:
+        if kernel.run_dir and code not in (0, 143):
+            try:
+                kernel.discard(label="discard after a failure")
+            except (LaunchFailed, KeyboardInterrupt):
+                pass
+        kernel.remove_kept_data()
+        result["timing"].update(total_s=time.monotonic() - started,
+                                launches=len(kernel.launches),
+                                launch_s=kernel.launches, prepare_bytes=kernel.prepare_bytes)
+        result["points"] = kernel.points
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    if result["error"]:
+        print(f"selfscale_search: error: {result['error']['message']}", file=sys.stderr)
+    else:
+        say(f"done in {result['timing']['total_s']:.0f} s ({len(kernel.launches)} kernel "
+            f"launches); result in {args.out}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,903 @@
+"""Seed 003's self-scaling I/O benchmark (Chen and Patterson, 1993) as pure algorithm.
+
+A workload is five numbers: ``unique_bytes`` (bytes it touches per node; small ones fit
+the page cache, large ones do not), ``size_mean`` (mean request size), ``read_frac``,
+``seq_frac`` (share of requests that continue the previous one) and ``process_num``
+(processes issuing requests).  The benchmark explores a file system by itself:
+
+1. **The search** (:func:`explore`).  Each parameter has a domain (:class:`Domain`:
+   bounds from the node, a fixed grid, so that stored curve points keep their names
+   from night to night).  Round after round:
+
+   * uniqueBytes is swept over its grid, the others at their focal values; the curve's
+     **knee** (:func:`find_knee`) splits it into a *cache* regime and a *device*
+     regime, each with its own focal uniqueBytes, ``Rules.regime_margin`` below and
+     above the knee;
+   * in each regime, each other parameter is swept with the rest at that regime's
+     focal values, and its **focal value** (:func:`focal_value`) becomes the value where
+     the curve sits ``Rules.focal_fraction`` of the way from its minimum to its maximum
+     (the paper's exact rule is not attested in the sources: the fraction is a
+     parameter, 0.5 by default, "the middle of the range");
+   * each curve's **useful range** (:func:`useful_range`), where throughput still
+     changes, is what the next round sweeps;
+   * the search stops when no focal value moved by more than ``Rules.settle_steps``
+     grid steps in a round, or after ``Rules.max_rounds``.
+
+2. **The prediction** (:class:`Model`), the paper's product form: within a regime,
+   ``T(w) = T_focal * prod_p C_p(w_p) / C_p(focal_p)``, where ``C_p`` is the measured
+   one-parameter curve of ``p`` (uniqueBytes's curve included) and ``T_focal`` the
+   throughput at the regime's focal point.  Between the two regimes' focal uniqueBytes
+   the two predictions are blended geometrically; below and above, one regime applies.
+
+3. **Validation** (:func:`draw_workloads`, :func:`validate`): workloads drawn at random
+   from the domain, never points of the search, measured and predicted; the median and
+   the largest relative error are what the model is worth.
+
+Nothing here does I/O: :func:`explore` calls a ``measure`` function the caller gives
+(the job-side driver runs the kernel's ``selfscale`` mode; tests give synthetic
+throughput functions).  Everything is plain data that round-trips through JSON
+(``to_dict``/``from_dict``), and :meth:`Model.from_figures` rebuilds a model from the
+figures a check stored in the history (their declarations carry a ``selfscale`` entry in
+``chart``), which is how the pages and the workload advisor read it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
+
+#: the five parameters, in the paper's order
+PARAMETERS = ("unique_bytes", "size_mean", "read_frac", "seq_frac", "process_num")
+#: the paper's names, for people
+PAPER_NAMES = {"unique_bytes": "uniqueBytes", "size_mean": "sizeMean",
+               "read_frac": "readFrac", "seq_frac": "seqFrac", "process_num": "processNum"}
+#: each parameter's axis in words
+AXIS_WORDS = {"unique_bytes": "uniqueBytes (bytes touched per node)",
+              "size_mean": "sizeMean (mean request size, bytes)",
+              "read_frac": "readFrac (share of requests that read)",
+              "seq_frac": "seqFrac (share of requests that continue the previous one)",
+              "process_num": "processNum (processes issuing requests)"}
+LOG_SCALE = {"unique_bytes", "size_mean", "process_num"}
+REGIMES = ("cache", "device")
+SHAPE_PARAMETERS = PARAMETERS[1:]   # swept in each regime
+UNIT = 512                          # the kernel's request-size and offset unit
+
+
+class SelfScaleError(ValueError):
+    """Bad input to the self-scaling algorithm; the message is one line."""
+
+
+# ---- workloads -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Workload:
+    """One point of the five-parameter workload space."""
+
+    unique_bytes: int
+    size_mean: int
+    read_frac: float
+    seq_frac: float
+    process_num: int
+
+    def __post_init__(self):
+        checks = (
+            ("unique_bytes", isinstance(self.unique_bytes, (int, np.integer))
+             and self.unique_bytes >= UNIT, "an integer number of bytes, at least 512"),
+            ("size_mean", isinstance(self.size_mean, (int, np.integer))
+             and UNIT <= self.size_mean <= GIB, "an integer number of bytes from 512 to 1 GiB"),
+            ("read_frac", _is_fraction(self.read_frac), "a fraction from 0 to 1"),
+            ("seq_frac", _is_fraction(self.seq_frac), "a fraction from 0 to 1"),
+            ("process_num", isinstance(self.process_num, (int, np.integer))
+             and self.process_num >= 1, "an integer of at least 1"),
+        )
+        for name, ok, expected in checks:
+            if not ok:
+                raise SelfScaleError(f"workload {PAPER_NAMES[name]}: expected {expected}, got "
+                                     f"{getattr(self, name)!r}")
+
+    def get(self, name):
+        return getattr(self, name)
+
+    def with_value(self, name, value):
+        """This workload with one parameter changed (rounded to what the kernel runs)."""
+        return replace(self, **{name: _kernel_value(name, value)})
+
+    def as_dict(self):
+        return {k: (int(v) if k in ("unique_bytes", "size_mean", "process_num") else float(v))
+                for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data, where="workload"):
+        if not isinstance(data, dict):
+            raise SelfScaleError(f"{where}: expected a mapping of the five parameters")
+        missing = [PAPER_NAMES[p] for p in PARAMETERS if p not in data]
+        if missing:
+            raise SelfScaleError(f"{where}: missing {', '.join(missing)}")
+        try:
+            return cls(**{p: _kernel_value(p, data[p]) for p in PARAMETERS})
+        except (TypeError, ValueError) as exc:
+            raise SelfScaleError(f"{where}: {exc}") from None
+
+    def kernel_point(self):
+        """The kernel's ``--point`` argument: uniqueBytes:sizeMean:readFrac:seqFrac:processNum."""
+        return (f"{self.unique_bytes}:{self.size_mean}:{self.read_frac:.6g}:"
+                f"{self.seq_frac:.6g}:{self.process_num}")
+
+    def words(self):
+        return (f"uniqueBytes {size_words(self.unique_bytes)}, sizeMean "
+                f"{size_words(self.size_mean)}, readFrac {self.read_frac:.2f}, seqFrac "
+                f"{self.seq_frac:.2f}, processNum {self.process_num}")
+
+
+def _is_fraction(value):
+    return isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and \
+        0.0 <= float(value) <= 1.0
+
+
+def _kernel_value(name, value):
+    """A parameter value as the kernel runs it: sizes in whole units, processes whole."""
+    if isinstance(value, bool):
+        raise SelfScaleError(f"{PAPER_NAMES.get(name, name)}: expected a number, got {value!r}")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise SelfScaleError(f"{PAPER_NAMES.get(name, name)}: expected a number, got "
+                             f"{value!r}") from None
+    if not math.isfinite(value):
+        raise SelfScaleError(f"{PAPER_NAMES.get(name, name)}: expected a finite number, got "
+                             f"{value!r}")
+    if name in ("unique_bytes", "size_mean"):
+        return max(UNIT, int(round(value / UNIT)) * UNIT)
+    if name == "process_num":
+        return max(1, int(round(value)))
+    return min(1.0, max(0.0, round(value, 6)))
+
+
+def size_words(n):
+    """1048576 -> '1 MiB', 1536 -> '1.5 KiB'."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def size_token(n):
+    """Short names for figures: 1048576 -> '1m', 65536 -> '64k', 1536 -> '1536'."""
+    n = int(n)
+    for unit, scale in (("g", GIB), ("m", MIB), ("k", KIB)):
+        if n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def value_token(name, value):
+    """The grid value in a figure name: sizes as tokens, fractions as percent."""
+    if name in ("unique_bytes", "size_mean"):
+        return size_token(value)
+    if name == "process_num":
+        return str(int(value))
+    return f"{int(round(float(value) * 100))}pct"
+
+
+def value_words(name, value):
+    if name in ("unique_bytes", "size_mean"):
+        return size_words(value)
+    if name == "process_num":
+        return str(int(value))
+    return f"{float(value):.2f}"
+
+
+# ---- the domain ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Domain:
+    """Where each parameter may go, and the fixed grid its sweeps use.
+
+    Grids are fixed (powers of ``size_step``/``unique_step`` for sizes, steps of
+    ``fraction_step`` for fractions, doubling processes) so that a curve point is the
+    same figure from one night to the next; the search adapts which grid points it
+    measures, not where they are."""
+
+    unique_bytes: tuple = (MIB, 4 * GIB)
+    size_mean: tuple = (KIB, 16 * MIB)
+    process_num: tuple = (1, 8)
+    #: uniqueBytes's grid is finer than the others (a knee can be sharp): the first
+    #: round sweeps every other point of it, later rounds every point of its useful range
+    unique_step: float = math.sqrt(2.0)
+    size_step: float = 4.0
+    fraction_step: float = 0.25
+    size_spread: float = 0.5
+
+    def __post_init__(self):
+        for name in ("unique_bytes", "size_mean", "process_num"):
+            lo, hi = getattr(self, name)
+            if not (lo >= 1 and hi >= lo):
+                raise SelfScaleError(f"domain {PAPER_NAMES[name]}: expected 1 <= low <= high, "
+                                     f"got {lo}..{hi}")
+        if self.unique_bytes[0] < UNIT or self.size_mean[0] < UNIT:
+            raise SelfScaleError("domain: uniqueBytes and sizeMean start at 512 bytes at least")
+        if not (self.unique_step > 1 and self.size_step > 1 and 0 < self.fraction_step <= 1):
+            raise SelfScaleError("domain: steps must be more than 1 (sizes) and in (0, 1] "
+                                 "(fractions)")
+        if not 0 <= self.size_spread < 1:
+            raise SelfScaleError(f"domain size_spread: expected a number in [0, 1), got "
+                                 f"{self.size_spread}")
+
+    @classmethod
+    def for_node(cls, memory_bytes, free_bytes, max_processes, rules=None, unique_max=None,
+                 **overrides):
+        """The domain on a node: uniqueBytes up to ``rules.memory_factor`` times its
+        memory (the knee between the page cache and the device lies below), and never
+        more than ``rules.free_space_fraction`` of the target's free space; or up to
+        ``unique_max`` when a workload entry names one."""
+        rules = rules or Rules()
+        if memory_bytes <= 0:
+            raise SelfScaleError(f"node memory: expected a positive number of bytes, got "
+                                 f"{memory_bytes}")
+        if max_processes < 1:
+            raise SelfScaleError(f"processes: expected at least 1, got {max_processes}")
+        bound = unique_max or rules.memory_factor * memory_bytes
+        room = rules.free_space_fraction * max(0, free_bytes)
+        hi = int(min(bound, room) // MIB * MIB)
+        lo = overrides.pop("unique_min", MIB)
+        if hi < 4 * lo:
+            raise SelfScaleError(f"uniqueBytes: the target has room for {size_words(room)} "
+                                 f"({rules.free_space_fraction:.0%} of its free space), less "
+                                 f"than the {size_words(4 * lo)} a search needs")
+        return cls(unique_bytes=(lo, hi), process_num=(1, int(max_processes)), **overrides)
+
+    def bounds(self, name):
+        if name in ("read_frac", "seq_frac"):
+            return (0.0, 1.0)
+        return getattr(self, name)
+
+    def grid(self, name):
+        """The fixed grid of a parameter, low to high, both bounds included."""
+        lo, hi = self.bounds(name)
+        if name in ("read_frac", "seq_frac"):
+            n = int(round(1.0 / self.fraction_step))
+            return [round(k / n, 6) for k in range(n + 1)]
+        if name == "process_num":
+            values, k = [], 1
+            while k < hi:
+                if k >= lo:
+                    values.append(k)
+                k *= 2
+            return values + [int(hi)]
+        step = self.unique_step if name == "unique_bytes" else self.size_step
+        values, v = [], float(lo)
+        while v < hi * (1 - 1e-9):
+            values.append(_kernel_value(name, v))
+            v *= step
+        values.append(_kernel_value(name, hi))
+        return sorted(set(values))
+
+    def middle(self, name):
+        """The middle of a parameter's range: geometric for sizes and processes."""
+        lo, hi = self.bounds(name)
+        if name in LOG_SCALE:
+            return _kernel_value(name, math.sqrt(lo * hi))
+        return _kernel_value(name, (lo + hi) / 2)
+
+    def largest_size(self, unique_bytes):
+        """The largest sizeMean whose requests fit in uniqueBytes (the kernel's rule)."""
+        return int(unique_bytes / (1 + self.size_spread)) // UNIT * UNIT
+
+    def fits(self, workload):
+        return workload.size_mean <= self.largest_size(workload.unique_bytes) and \
+            workload.process_num <= self.process_num[1]
+
+    def as_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        data = dict(data)
+        for key in ("unique_bytes", "size_mean", "process_num"):
+            if key in data:
+                data[key] = tuple(data[key])
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The explicit rules of the search, each a documented parameter."""
+
+    #: focal value: where a curve sits this far from its minimum to its maximum
+    focal_fraction: float = 0.5
+    #: useful range: from the last point within this share of the span of the curve's
+    #: low end to the first point within it of its high end
+    range_fraction: float = 0.1
+    #: a curve whose span is below this share of its maximum is flat: its focal value is
+    #: the middle of its range and its useful range the whole domain
+    flat_span: float = 0.15
+    #: a knee needs the uniqueBytes curve to fall to this share of its cache level or less
+    knee_drop: float = 0.7
+    #: the regimes' focal uniqueBytes sit this factor below and above the knee
+    regime_margin: float = 4.0
+    #: the search has settled when no focal value moved more than this many grid steps
+    settle_steps: float = 0.5
+    max_rounds: int = 3
+    #: uniqueBytes goes up to this multiple of the node's memory...
+    memory_factor: float = 1.25
+    #: ...and never beyond this share of the target's free space
+    free_space_fraction: float = 0.5
+
+    def __post_init__(self):
+        for name in ("focal_fraction", "range_fraction", "flat_span", "knee_drop",
+                     "free_space_fraction"):
+            value = getattr(self, name)
+            if not 0 < value < 1:
+                raise SelfScaleError(f"rule {name}: expected a number between 0 and 1, got "
+                                     f"{value}")
+        if self.regime_margin <= 1 or self.memory_factor <= 0 or self.settle_steps <= 0:
+            raise SelfScaleError("rules: regime_margin must exceed 1, memory_factor and "
+                                 "settle_steps must be positive")
+        if int(self.max_rounds) < 1:
+            raise SelfScaleError(f"rule max_rounds: expected at least 1, got {self.max_rounds}")
+
+    def as_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SelfScaleError(f"rules: unknown {', '.join(unknown)}; expected some of "
+                                 f"{', '.join(sorted(known))}")
+        return cls(**data)
+
+
+# ---- curves and their rules --------------------------------------------------------------------
+def _axis(name, xs):
+    xs = np.asarray(xs, dtype=float)
+    return np.log(xs) if name in LOG_SCALE else xs
+
+
+def _from_axis(name, a):
+    return float(np.exp(a)) if name in LOG_SCALE else float(a)
+
+
+@dataclass
+class Curve:
+    """Throughput against one parameter, the others held at ``fixed``."""
+
+    parameter: str
+    xs: list
+    ys: list
+    fixed: dict = field(default_factory=dict)
+    regime: str | None = None
+
+    def __post_init__(self):
+        if self.parameter not in PARAMETERS:
+            raise SelfScaleError(f"curve: unknown parameter {self.parameter!r}")
+        pairs = sorted(zip((float(x) for x in self.xs), (float(y) for y in self.ys)))
+        if not pairs:
+            raise SelfScaleError(f"curve of {PAPER_NAMES[self.parameter]}: no points")
+        bad = [y for _, y in pairs if not (math.isfinite(y) and y > 0)]
+        if bad:
+            raise SelfScaleError(f"curve of {PAPER_NAMES[self.parameter]}: throughput must be "
+                                 f"positive, got {bad[0]}")
+        self.xs = [x for x, _ in pairs]
+        self.ys = [y for _, y in pairs]
+
+    def at(self, x):
+        """Interpolated throughput at x: straight lines in the parameter's scale (log for
+        sizes and processes) and in log throughput; flat beyond the measured ends."""
+        if len(self.xs) == 1:
+            return self.ys[0]
+        a = _axis(self.parameter, [min(max(float(x), self.xs[0]), self.xs[-1])])[0]
+        return float(np.exp(np.interp(a, _axis(self.parameter, self.xs), np.log(self.ys))))
+
+    @property
+    def span(self):
+        return (max(self.ys) - min(self.ys)) / max(self.ys)
+
+    def as_dict(self):
+        return {"parameter": self.parameter, "regime": self.regime, "xs": list(self.xs),
+                "ys": list(self.ys), "fixed": dict(self.fixed)}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(parameter=data["parameter"], xs=list(data["xs"]), ys=list(data["ys"]),
+                   fixed=dict(data.get("fixed") or {}), regime=data.get("regime"))
+
+
+def focal_value(curve, rules, domain=None):
+    """The value where the curve sits ``rules.focal_fraction`` of the way from its
+    minimum to its maximum, found walking from the minimum towards the maximum and
+    interpolated in the parameter's scale; a flat curve's focal value is the middle of
+    its range."""
+    name = curve.parameter
+    xs, ys = curve.xs, curve.ys
+    if curve.span < rules.flat_span or len(xs) < 2:
+        if domain is not None:
+            return domain.middle(name)
+        a = _axis(name, [xs[0], xs[-1]])
+        return _kernel_value(name, _from_axis(name, a.mean()))
+    lo_i, hi_i = int(np.argmin(ys)), int(np.argmax(ys))
+    level = ys[lo_i] + rules.focal_fraction * (ys[hi_i] - ys[lo_i])
+    step = 1 if hi_i > lo_i else -1
+    axis = _axis(name, xs)
+    for k in range(lo_i, hi_i, step):
+        y0, y1 = ys[k], ys[k + step]
+        if (y0 - level) * (y1 - level) <= 0 and y1 != y0:
+            t = (level - y0) / (y1 - y0)
+            return _kernel_value(name, _from_axis(name, axis[k] + t * (axis[k + step] - axis[k])))
+    return _kernel_value(name, xs[hi_i])
+
+
+def useful_range(curve, rules):
+    """(low, high): the part of the swept values over which throughput changes: from
+    the first to the last grid step that moves the curve by more than
+    ``rules.range_fraction`` of its span (max - min).  Outside it the curve is flat
+    within that share on both sides; a flat curve's useful range is the whole sweep."""
+    xs, ys = curve.xs, curve.ys
+    if curve.span < rules.flat_span or len(xs) < 2:
+        return xs[0], xs[-1]
+    span = max(ys) - min(ys)
+    moving = [k for k in range(len(xs) - 1)
+              if abs(ys[k + 1] - ys[k]) > rules.range_fraction * span]
+    if not moving:   # many small steps add up: the whole sweep
+        return xs[0], xs[-1]
+    return xs[moving[0]], xs[moving[-1] + 1]
+
+
+@dataclass
+class Knee:
+    """Where the uniqueBytes curve falls from the cache level to the device level."""
+
+    unique_bytes: int
+    cache_level: float
+    device_level: float
+    throughput: float          # the curve at the knee
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def find_knee(curve, rules):
+    """The knee of a uniqueBytes curve, or None when the curve does not fall to
+    ``rules.knee_drop`` of its cache level within the range.
+
+    The rule: the best least-squares fit to log throughput against log uniqueBytes of
+    one logistic step, ``log T = log D + (log C - log D) / (1 + (U / K) ** (1 / w))``,
+    over every knee K on the curve's span and widths w of 1/4 to 2 natural-log units;
+    C is the cache level, D the device level, and K, where the step is half-way in log
+    throughput, the knee.  One step fits the largest fall, so a smaller one (from a CPU
+    cache to memory, say) or a noisy point does not move it."""
+    if curve.parameter != "unique_bytes":
+        raise SelfScaleError("find_knee: expected a uniqueBytes curve")
+    if len(curve.xs) < 4:
+        return None
+    lx, ly = np.log(curve.xs), np.log(curve.ys)
+    best = None
+    for width in (0.25, 0.5, 1.0, 2.0):
+        for centre in np.linspace(lx[0], lx[-1], 8 * len(lx)):
+            step = 1.0 / (1.0 + np.exp(np.clip((lx - centre) / width, -50, 50)))
+            design = np.column_stack([np.ones_like(lx), step])
+            coef, *_ = np.linalg.lstsq(design, ly, rcond=None)
+            error = float(np.sum((design @ coef - ly) ** 2))
+            if best is None or error < best[0]:
+                best = (error, centre, coef)
+    _, centre, (device, height) = best
+    if height <= 0 or math.exp(-height) > rules.knee_drop:
+        return None
+    knee = _kernel_value("unique_bytes", math.exp(centre))
+    return Knee(unique_bytes=knee, cache_level=float(math.exp(device + height)),
+                device_level=float(math.exp(device)), throughput=curve.at(knee))
+
+
+def regime_focals(knee, curve, domain, rules):
+    """{regime: focal uniqueBytes}: ``regime_margin`` below and above the knee, on the
+    grid and inside the domain; one regime ('cache') when there is no knee, at the
+    curve's focal value."""
+    grid = domain.grid("unique_bytes")
+    if knee is None:
+        return {"cache": _nearest(grid, focal_value(curve, rules, domain), "unique_bytes")}
+    below = [u for u in grid if u <= knee.unique_bytes / rules.regime_margin]
+    above = [u for u in grid if u >= knee.unique_bytes * rules.regime_margin]
+    cache = below[-1] if below else grid[0]
+    device = above[0] if above else grid[-1]
+    return {"cache": cache, "device": device}
+
+
+def _nearest(grid, value, name):
+    axis = _axis(name, grid)
+    return grid[int(np.argmin(np.abs(axis - _axis(name, [value])[0])))]
+
+
+def grid_steps(name, a, b, domain):
+    """How many grid steps apart two values of a parameter are."""
+    if name in LOG_SCALE:
+        step = {"unique_bytes": domain.unique_step, "size_mean": domain.size_step,
+                "process_num": 2.0}[name]
+        return abs(math.log(max(a, 1e-12) / max(b, 1e-12))) / math.log(step)
+    return abs(a - b) / domain.fraction_step
+
+
+# ---- the model -------------------------------------------------------------------------------
+@dataclass
+class Regime:
+    """One regime of the model: its focal point, the throughput there, and each shape
+    parameter's curve through it."""
+
+    name: str
+    focal: Workload
+    throughput: float
+    curves: dict            # {parameter: Curve} for the shape parameters
+
+    def as_dict(self):
+        return {"name": self.name, "focal": self.focal.as_dict(), "throughput": self.throughput,
+                "curves": {p: c.as_dict() for p, c in self.curves.items()}}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(name=data["name"], focal=Workload.from_dict(data["focal"]),
+                   throughput=float(data["throughput"]),
+                   curves={p: Curve.from_dict(c) for p, c in data["curves"].items()})
+
+
+@dataclass
+class Model:
+    """Predicted throughput (bytes/s) of any workload, from the one-parameter curves."""
+
+    unique_curve: Curve
+    regimes: dict           # {"cache": Regime, "device": Regime (when a knee was found)}
+    knee: Knee | None = None
+
+    def __post_init__(self):
+        if "cache" not in self.regimes:
+            raise SelfScaleError("model: it needs at least the cache regime")
+        for regime in self.regimes.values():
+            missing = [PAPER_NAMES[p] for p in SHAPE_PARAMETERS if p not in regime.curves]
+            if missing:
+                raise SelfScaleError(f"model: the {regime.name} regime has no curve of "
+                                     f"{', '.join(missing)}")
+
+    def predict_in(self, workload, regime_name):
+        """The product form within one regime."""
+        r = self.regimes[regime_name]
+        value = r.throughput * self.unique_curve.at(workload.unique_bytes) / \
+            self.unique_curve.at(r.focal.unique_bytes)
+        for p in SHAPE_PARAMETERS:
+            curve = r.curves[p]
+            value *= curve.at(workload.get(p)) / curve.at(r.focal.get(p))
+        return value
+
+    def regime_weight(self, workload):
+        """0 in the cache regime, 1 in the device regime, between them in log uniqueBytes."""
+        if "device" not in self.regimes:
+            return 0.0
+        lo = math.log(self.regimes["cache"].focal.unique_bytes)
+        hi = math.log(self.regimes["device"].focal.unique_bytes)
+        if hi <= lo:
+            return 0.0 if workload.unique_bytes <= self.knee_bytes else 1.0
+        return min(1.0, max(0.0, (math.log(workload.unique_bytes) - lo) / (hi - lo)))
+
+    @property
+    def knee_bytes(self):
+        return self.knee.unique_bytes if self.knee else None
+
+    def predict(self, workload):
+        """Predicted throughput of a workload (bytes/s)."""
+        if isinstance(workload, dict):
+            workload = Workload.from_dict(workload)
+        weight = self.regime_weight(workload)
+        cache = self.predict_in(workload, "cache")
+        if weight <= 0.0:
+            return cache
+        device = self.predict_in(workload, "device")
+        if weight >= 1.0:
+            return device
+        return math.exp((1 - weight) * math.log(cache) + weight * math.log(device))
+
+    def as_dict(self):
+        return {"unique_curve": self.unique_curve.as_dict(),
+                "regimes": {k: r.as_dict() for k, r in self.regimes.items()},
+                "knee": self.knee.as_dict() if self.knee else None}
+
+    @classmethod
+    def from_dict(cls, data):
+        try:
+            return cls(unique_curve=Curve.from_dict(data["unique_curve"]),
+                       regimes={k: Regime.from_dict(r) for k, r in data["regimes"].items()},
+                       knee=Knee(**data["knee"]) if data.get("knee") else None)
+        except (KeyError, TypeError) as exc:
+            raise SelfScaleError(f"model: incomplete ({exc})") from None
+
+    @classmethod
+    def from_figures(cls, figures):
+        """A model from stored figures: ``{name: (value, declaration)}`` where value is
+        in the figure's unit and declaration the dict the store keeps (with ``chart``).
+        Figures without a ``selfscale`` entry in their chart are ignored.  Raises
+        SelfScaleError naming what is missing."""
+        curves, focal, knee = {}, {}, None
+        for name, (value, declaration) in figures.items():
+            chart = (declaration or {}).get("chart") or {}
+            meta = chart.get("selfscale") if isinstance(chart, dict) else None
+            if not meta or value is None:
+                continue
+            scale = float(meta.get("to_base", 1.0))
+            role, parameter, regime = meta.get("role"), meta.get("parameter"), meta.get("regime")
+            if role == "curve":
+                curves.setdefault((parameter, regime), []).append((float(meta["x"]),
+                                                                   float(value) * scale))
+            elif role == "focal" and regime:
+                focal[regime] = (Workload.from_dict(meta["workload"], f"figure {name}"),
+                                 float(value) * scale)
+            elif role == "knee":
+                knee = Knee(unique_bytes=int(meta["x"]), throughput=float(value) * scale,
+                            cache_level=float(meta["cache_level"]) * scale,
+                            device_level=float(meta["device_level"]) * scale)
+        if ("unique_bytes", None) not in curves:
+            raise SelfScaleError("stored figures: no uniqueBytes curve of a self-scaling run")
+        if "cache" not in focal:
+            raise SelfScaleError("stored figures: no focal point of the cache regime")
+        unique = Curve("unique_bytes", *zip(*curves[("unique_bytes", None)]))
+        regimes = {}
+        for regime, (workload, throughput) in focal.items():
+            shape = {}
+            for p in SHAPE_PARAMETERS:
+                points = curves.get((p, regime))
+                if not points:
+                    raise SelfScaleError(f"stored figures: no {PAPER_NAMES[p]} curve of the "
+                                         f"{regime} regime")
+                shape[p] = Curve(p, *zip(*points), regime=regime)
+            regimes[regime] = Regime(regime, workload, throughput, shape)
+        return cls(unique_curve=unique, regimes=regimes, knee=knee)
+
+
+# ---- the search ------------------------------------------------------------------------------
+#: measure(workloads, reps) -> [[bytes/s per repetition] per workload]
+Measure = Callable[[Sequence[Workload], int], list]
+
+
+@dataclass
+class Exploration:
+    """What a search found: the final curves, focal points, knee, and every round."""
+
+    domain: Domain
+    rules: Rules
+    model: Model
+    rounds: list                      # per round: {"focal": ..., "knee": ..., "curves": [...]}
+    settled: bool
+    points_measured: int
+    repeat: dict = field(default_factory=dict)   # {regime: [bytes/s per repetition]}
+
+    @property
+    def focal(self):
+        return {name: r.focal for name, r in self.model.regimes.items()}
+
+    def repeat_cv(self, regime):
+        values = self.repeat.get(regime) or []
+        if len(values) < 2:
+            return None
+        return float(np.std(values, ddof=1) / np.mean(values))
+
+    def as_dict(self):
+        return {"domain": self.domain.as_dict(), "rules": self.rules.as_dict(),
+                "model": self.model.as_dict(), "rounds": self.rounds, "settled": self.settled,
+                "points_measured": self.points_measured, "repeat": self.repeat}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(domain=Domain.from_dict(data["domain"]), rules=Rules.from_dict(data["rules"]),
+                   model=Model.from_dict(data["model"]), rounds=list(data["rounds"]),
+                   settled=bool(data["settled"]), points_measured=int(data["points_measured"]),
+                   repeat={k: list(v) for k, v in (data.get("repeat") or {}).items()})
+
+
+def initial_focal(domain):
+    """The search's starting point: the middle of every range."""
+    return Workload(**{p: domain.middle(p) for p in PARAMETERS})
+
+
+def _sweep_values(name, domain, previous, focal_value_now, workload):
+    """Grid values to sweep: the previous round's useful range with one grid point more
+    on each side (the whole grid in the first round), always including the grid points
+    around the current focal value; sizes that fit the workload's uniqueBytes only."""
+    grid = domain.grid(name)
+    if name == "size_mean":
+        grid = [s for s in grid if s <= domain.largest_size(workload.unique_bytes)] or \
+            [domain.largest_size(workload.unique_bytes)]
+    if previous is None:
+        return grid
+    lo, hi = previous
+    inside = [i for i, v in enumerate(grid) if lo <= v <= hi]
+    if not inside:
+        return grid
+    first, last = max(0, inside[0] - 1), min(len(grid) - 1, inside[-1] + 1)
+    near = int(np.argmin(np.abs(_axis(name, grid) - _axis(name, [focal_value_now])[0])))
+    first, last = min(first, max(0, near - 1)), max(last, min(len(grid) - 1, near + 1))
+    chosen = grid[first:last + 1]
+    return chosen if len(chosen) >= 3 else grid[max(0, first - 1):last + 2]
+
+
+def _unique_values(domain, knee, rules):
+    """uniqueBytes to sweep: every other point of its fine grid, and every point within
+    ``rules.regime_margin`` of the last knee (where the curve bends)."""
+    grid = domain.grid("unique_bytes")
+    chosen = set(grid[::2] + grid[-1:])
+    if knee is not None:
+        chosen |= {u for u in grid if knee.unique_bytes / rules.regime_margin <= u
+                   <= knee.unique_bytes * rules.regime_margin}
+    return sorted(chosen)
+
+
+def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
+    """Run the search with ``measure`` (see :data:`Measure`); returns an
+    :class:`Exploration`.  ``repeats`` > 1 measures each regime's final focal point that
+    many times (the variation of a repeated measurement); ``progress(line)`` hears what
+    it does."""
+    rules = rules or Rules()
+    say = progress or (lambda line: None)
+    focal_of = {"cache": start or initial_focal(domain)}
+    ranges = {}                  # (regime or None, parameter) -> useful range of last round
+    rounds, measured = [], 0
+    unique_curve, knee, settled = None, None, False
+    shapes = {}
+
+    def sweep(base, name, regime, values=None):
+        nonlocal measured
+        if values is None:
+            values = _sweep_values(name, domain, ranges.get((regime, name)), base.get(name),
+                                   base)
+        workloads = [base.with_value(name, v) for v in values]
+        results = measure(workloads, 1)
+        measured += len(workloads)
+        if len(results) != len(workloads):
+            raise SelfScaleError(f"measure returned {len(results)} results for "
+                                 f"{len(workloads)} workloads")
+        ys = [float(r[0]) for r in results]
+        fixed = {p: base.get(p) for p in PARAMETERS if p != name}
+        curve = Curve(name, [w.get(name) for w in workloads], ys, fixed, regime)
+        ranges[(regime, name)] = useful_range(curve, rules)
+        return curve
+
+    for round_no in range(1, int(rules.max_rounds) + 1):
+        before, knee_before = dict(focal_of), knee
+        base = focal_of["cache"]
+        values = _unique_values(domain, knee, rules)
+        say(f"round {round_no}: sweeping {PAPER_NAMES['unique_bytes']} ({len(values)} points),"
+            f" the others at {base.words()}")
+        unique_curve = sweep(base, "unique_bytes", None, values)
+        knee = find_knee(unique_curve, rules)
+        unique_focal = regime_focals(knee, unique_curve, domain, rules)
+        say(f"round {round_no}: " + (f"knee at {size_words(knee.unique_bytes)} (cache "
+                                     f"{knee.cache_level / MIB:.1f} MiB/s, device "
+                                     f"{knee.device_level / MIB:.1f} MiB/s)" if knee else
+                                     "no knee within the range: one regime"))
+        new_focal = {}
+        for regime, u in unique_focal.items():
+            current = focal_of.get(regime) or focal_of["cache"]
+            current = current.with_value("unique_bytes", u)
+            if current.size_mean > domain.largest_size(u):
+                current = current.with_value("size_mean", domain.largest_size(u))
+            for name in SHAPE_PARAMETERS:
+                curve = sweep(current, name, regime)
+                shapes[(regime, name)] = curve
+                value = focal_value(curve, rules, domain)
+                current = current.with_value(name, value)
+                say(f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
+                    f"{value_words(name, value)} (curve of {len(curve.xs)} points, "
+                    f"{min(curve.ys) / MIB:.1f} to {max(curve.ys) / MIB:.1f} MiB/s)")
+            new_focal[regime] = current
+        focal_of = new_focal
+        rounds.append({"round": round_no,
+                       "focal": {r: w.as_dict() for r, w in focal_of.items()},
+                       "knee": knee.as_dict() if knee else None,
+                       "curves": [unique_curve.as_dict()] +
+                                 [shapes[(r, p)].as_dict() for r in focal_of
+                                  for p in SHAPE_PARAMETERS]})
+        # Settled: the knee (or its absence) and every shape parameter's focal value
+        # stayed within settle_steps grid steps (the regimes' uniqueBytes follow the knee).
+        same_knee = (knee is None) == (knee_before is None) and (knee is None or grid_steps(
+            "unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
+            <= rules.settle_steps)
+        if round_no > 1 and same_knee and set(before) == set(focal_of) and all(
+                grid_steps(p, before[r].get(p), focal_of[r].get(p), domain) <= rules.settle_steps
+                for r in focal_of for p in SHAPE_PARAMETERS):
+            settled = True
+            say(f"round {round_no}: the focal values settled")
+            break
+
+    regimes = {}
+    repeat = {}
+    for regime, workload in focal_of.items():
+        curves = {p: shapes[(regime, p)] for p in SHAPE_PARAMETERS}
+        at_focal = [curves[p].at(workload.get(p)) for p in SHAPE_PARAMETERS]
+        throughput = float(np.exp(np.mean(np.log(at_focal))))
+        if repeats and repeats > 1:
+            values = [float(v) for v in measure([workload], int(repeats))[0]]
+            measured += 1
+            repeat[regime] = values
+            throughput = float(np.mean(values))
+            cv = np.std(values, ddof=1) / np.mean(values)
+            say(f"{regime} regime focal point measured {len(values)} times: "
+                f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%")
+        regimes[regime] = Regime(regime, workload, throughput, curves)
+    model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
+    return Exploration(domain=domain, rules=rules, model=model, rounds=rounds, settled=settled,
+                       points_measured=measured, repeat=repeat)
+
+
+# ---- validation ------------------------------------------------------------------------------
+def draw_workloads(domain, count, seed):
+    """``count`` workloads drawn at random from the domain (log-uniform sizes and
+    processes, uniform fractions), each fitting it; reproducible from ``seed``."""
+    if count < 1:
+        raise SelfScaleError(f"validation: expected at least 1 workload, got {count}")
+    rng = np.random.default_rng(seed)
+    out = []
+
+    def log_uniform(lo, hi):
+        return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+    while len(out) < count:
+        unique = _kernel_value("unique_bytes", min(domain.unique_bytes[1], max(
+            domain.unique_bytes[0], log_uniform(*domain.unique_bytes) // MIB * MIB)))
+        largest = min(domain.size_mean[1], domain.largest_size(unique))
+        if largest < domain.size_mean[0]:
+            continue
+        procs = int(min(domain.process_num[1], max(domain.process_num[0], math.floor(
+            log_uniform(domain.process_num[0], domain.process_num[1] + 1)))))
+        out.append(Workload(unique_bytes=unique,
+                            size_mean=_kernel_value("size_mean",
+                                                    log_uniform(domain.size_mean[0], largest)),
+                            read_frac=round(float(rng.uniform(0, 1)), 3),
+                            seq_frac=round(float(rng.uniform(0, 1)), 3),
+                            process_num=procs))
+    return out
+
+
+@dataclass
+class Validation:
+    """Predicted against measured throughput of held-out workloads."""
+
+    workloads: list
+    predicted: list
+    measured: list
+
+    @property
+    def errors(self):
+        """|predicted - measured| / measured, per workload."""
+        return [abs(p - m) / m for p, m in zip(self.predicted, self.measured)]
+
+    @property
+    def median_error(self):
+        return float(np.median(self.errors))
+
+    @property
+    def max_error(self):
+        return float(np.max(self.errors))
+
+    def as_dict(self):
+        return {"workloads": [w.as_dict() for w in self.workloads],
+                "predicted": list(self.predicted), "measured": list(self.measured),
+                "errors": self.errors, "median_error": self.median_error,
+                "max_error": self.max_error}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(workloads=[Workload.from_dict(w) for w in data["workloads"]],
+                   predicted=list(data["predicted"]), measured=list(data["measured"]))
+
+
+def validate(model, measure, workloads):
+    """Measure the workloads and compare with the model's predictions."""
+    if not workloads:
+        raise SelfScaleError("validation: no workloads")
+    measured = [float(r[0]) for r in measure(list(workloads), 1)]
+    bad = [m for m in measured if not (math.isfinite(m) and m > 0)]
+    if bad:
+        raise SelfScaleError(f"validation: a measured throughput is {bad[0]}, expected a "
+                             "positive number")
+    return Validation(workloads=list(workloads),
+                      predicted=[model.predict(w) for w in workloads], measured=measured)

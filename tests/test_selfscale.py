@@ -1,0 +1,606 @@
+"""Seed 003's self-scaling benchmark: the search, the prediction, the kernel's selfscale
+mode, the job-side driver, the figures it stores and the pages that draw them.
+
+The algorithm is tested on synthetic throughput functions whose focal values and knees
+are known in closed form (no I/O); the kernel and the driver run for real (mpirun with
+Open MPI, MPICH and the ASan build), on tmpfs (/dev/shm) and on this machine's disk.
+"""
+
+import argparse
+import ast
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import MPI, REPO, mpirun, run
+from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
+from reframe_checks.lib.selfscale import declared_figures
+from reports import pages, store
+from reports.synthetic import make_case, make_report
+from scratchbench import selfscale as ss
+from scratchbench.selfscale import GIB, KIB, MIB
+
+DRIVER = REPO / "reframe_checks" / "scripts" / "selfscale_search.py"
+DISK_ROOT = Path(os.environ.get("SCRATCHBENCH_HOME", "/var/tmp"))
+
+
+# ---- synthetic file systems with known answers ------------------------------------------------
+class Synthetic:
+    """A separable throughput function: a page cache of `cache` bytes in front of a device
+    (hit rate cache/uniqueBytes beyond it), times one factor per shape parameter:
+      sizeMean  s / (s + 64 KiB)      readFrac  1 + r      seqFrac  0.5 + q^2
+      processNum  p / (p + 2)
+    so that every focal value and the knee can be computed exactly."""
+
+    def __init__(self, cache=4 * GIB, cache_rate=5000 * MIB, device_rate=200 * MIB,
+                 noise=0.0, seed=1, flat_unique=False):
+        self.cache, self.tc, self.td = cache, cache_rate, device_rate
+        self.noise, self.rng = noise, np.random.default_rng(seed)
+        self.flat_unique = flat_unique
+        self.calls = 0
+
+    def base(self, unique):
+        if self.flat_unique:
+            return self.tc
+        hit = min(1.0, self.cache / unique)
+        return 1.0 / (hit / self.tc + (1 - hit) / self.td)
+
+    @staticmethod
+    def factor(name, v):
+        return {"size_mean": lambda s: s / (s + 64 * KIB), "read_frac": lambda r: 1 + r,
+                "seq_frac": lambda q: 0.5 + q * q,
+                "process_num": lambda p: p / (p + 2)}[name](v)
+
+    def throughput(self, w):
+        value = self.base(w.unique_bytes)
+        for name in ss.SHAPE_PARAMETERS:
+            value *= self.factor(name, w.get(name))
+        return value * math.exp(self.noise * self.rng.standard_normal())
+
+    def measure(self, workloads, reps):
+        self.calls += 1
+        return [[self.throughput(w) for _ in range(reps)] for w in workloads]
+
+    def true_focal(self, name, lo, hi, fraction=0.5):
+        """Where the factor is `fraction` of the way between its values at lo and hi."""
+        xs = np.exp(np.linspace(math.log(max(lo, 1e-9)), math.log(hi), 20001)) \
+            if name in ss.LOG_SCALE else np.linspace(lo, hi, 20001)
+        ys = np.array([self.factor(name, x) for x in xs])
+        level = ys.min() + fraction * (ys.max() - ys.min())
+        return float(xs[int(np.argmin(np.abs(ys - level)))])
+
+    def true_knee(self, lo, hi):
+        """The midpoint in log throughput between the cache rate and the rate at hi."""
+        level = math.sqrt(self.tc * self.base(hi))
+        hit = (1 / level - 1 / self.td) / (1 / self.tc - 1 / self.td)
+        return self.cache / hit
+
+
+DOMAIN = ss.Domain(unique_bytes=(MIB, 64 * GIB), size_mean=(KIB, 16 * MIB), process_num=(1, 16))
+
+
+def steps_apart(name, a, b):
+    return ss.grid_steps(name, a, b, DOMAIN)
+
+
+# ---- the search on synthetic functions -----------------------------------------------------------
+def test_search_converges_on_known_focal_points_and_knee():
+    fs = Synthetic()
+    lines = []
+    ex = ss.explore(fs.measure, DOMAIN, ss.Rules(), repeats=3, progress=lines.append)
+    assert ex.settled and len(ex.rounds) <= 3, lines
+    assert any("knee at" in ln for ln in lines) and any("settled" in ln for ln in lines)
+    knee = ex.model.knee
+    truth = fs.true_knee(*DOMAIN.unique_bytes)
+    # within one step of the fine uniqueBytes grid (a factor sqrt(2))
+    assert steps_apart("unique_bytes", knee.unique_bytes, truth) <= 1.0, (knee, truth)
+    assert knee.cache_level > 5 * knee.device_level
+    focal = ex.focal
+    assert set(focal) == {"cache", "device"}
+    assert focal["cache"].unique_bytes <= fs.cache < knee.unique_bytes < focal["device"].unique_bytes
+    for regime, w in focal.items():
+        sizes = [s for s in DOMAIN.grid("size_mean") if s <= DOMAIN.largest_size(w.unique_bytes)]
+        expected = {"size_mean": fs.true_focal("size_mean", sizes[0], sizes[-1]),
+                    "read_frac": 0.5, "seq_frac": fs.true_focal("seq_frac", 0, 1),
+                    "process_num": fs.true_focal("process_num", 1, 16)}
+        for name, value in expected.items():
+            assert steps_apart(name, w.get(name), value) <= 0.5, (regime, name, w, value)
+
+
+def test_prediction_of_a_separable_system_is_close_on_held_out_workloads():
+    fs = Synthetic()
+    ex = ss.explore(fs.measure, DOMAIN)
+    held_out = ss.draw_workloads(DOMAIN, 60, seed=11)
+    grid_points = {w for r in ex.rounds for c in r["curves"] for w in c["xs"]}
+    assert not {w.unique_bytes for w in held_out} <= grid_points  # not the search's points
+    v = ss.validate(ex.model, fs.measure, held_out)
+    assert v.median_error < 0.03, sorted(v.errors)
+    assert len(v.errors) == 60 and v.max_error == max(v.errors)
+    # at the focal point the product form returns the focal throughput itself
+    cache = ex.model.regimes["cache"]
+    assert ex.model.predict(cache.focal) == pytest.approx(cache.throughput, rel=1e-9)
+
+
+def test_different_caches_give_different_knees():
+    small = ss.explore(Synthetic(cache=512 * MIB).measure, DOMAIN).model.knee
+    large = ss.explore(Synthetic(cache=8 * GIB).measure, DOMAIN).model.knee
+    assert 8 <= large.unique_bytes / small.unique_bytes <= 32
+
+
+def test_no_knee_means_one_regime_and_the_model_still_predicts():
+    fs = Synthetic(flat_unique=True)   # a memory file system: no device behind the cache
+    ex = ss.explore(fs.measure, DOMAIN)
+    assert ex.model.knee is None and set(ex.focal) == {"cache"}
+    w = ss.Workload(8 * GIB, 256 * KIB, 0.3, 0.9, 6)
+    assert ex.model.predict(w) == pytest.approx(fs.throughput(w), rel=0.05)
+
+
+def test_noise_still_settles_near_the_truth_and_the_repeat_variation_is_reported():
+    fs = Synthetic(noise=0.05, seed=3)
+    ex = ss.explore(fs.measure, DOMAIN, ss.Rules(max_rounds=4), repeats=12)
+    for regime in ex.focal:
+        cv = ex.repeat_cv(regime)
+        assert len(ex.repeat[regime]) == 12
+        assert 0.02 < cv < 0.10, cv           # the 5% noise, measured
+    truth = fs.true_knee(*DOMAIN.unique_bytes)
+    assert steps_apart("unique_bytes", ex.model.knee.unique_bytes, truth) <= 1.5
+    cache = ex.focal["cache"]
+    assert steps_apart("read_frac", cache.read_frac, 0.5) <= 1.0
+    assert steps_apart("process_num", cache.process_num, fs.true_focal("process_num", 1, 16)) \
+        <= 1.0
+
+
+def test_exploration_round_trips_through_json():
+    ex = ss.explore(Synthetic().measure, DOMAIN, repeats=2)
+    again = ss.Exploration.from_dict(json.loads(json.dumps(ex.as_dict())))
+    w = ss.Workload(3 * GIB, 48 * KIB, 0.2, 0.7, 5)
+    assert again.model.predict(w) == pytest.approx(ex.model.predict(w), rel=1e-12)
+    assert again.focal == ex.focal and again.repeat == ex.repeat
+
+
+# ---- the rules, on curves drawn by hand ------------------------------------------------------
+RULES = ss.Rules()
+
+
+def test_focal_value_is_the_stated_fraction_between_minimum_and_maximum():
+    rising = ss.Curve("read_frac", [0, 0.25, 0.5, 0.75, 1], [100, 200, 300, 400, 500])
+    assert ss.focal_value(rising, RULES) == pytest.approx(0.5)
+    assert ss.focal_value(rising, ss.Rules(focal_fraction=0.75)) == pytest.approx(0.75)
+    falling = ss.Curve("seq_frac", [0, 0.5, 1], [400, 250, 100])
+    assert ss.focal_value(falling, RULES) == pytest.approx(0.5)
+    # log scale: halfway in throughput between 4k (10) and 64k (30) is 16k (20)
+    sizes = ss.Curve("size_mean", [4096, 16384, 65536], [10, 20, 30])
+    assert ss.focal_value(sizes, RULES) == 16384
+    # rise, then a fall past the peak: the focal value is on the way from min to max
+    peaked = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144], [10, 50, 100, 60, 40])
+    assert 4096 < ss.focal_value(peaked, RULES) < 16384
+
+
+def test_a_flat_curve_has_its_focal_value_in_the_middle_and_the_whole_range_useful():
+    flat = ss.Curve("read_frac", [0, 0.5, 1], [100, 104, 98])
+    assert ss.focal_value(flat, RULES, DOMAIN) == 0.5
+    assert ss.useful_range(flat, RULES) == (0, 1)
+    procs = ss.Curve("process_num", [1, 2, 4, 8, 16], [50, 51, 50, 52, 51])
+    assert ss.focal_value(procs, RULES, DOMAIN) == 4   # geometric middle of 1..16
+
+
+def test_useful_range_is_where_the_curve_still_moves():
+    saturating = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144, 1048576],
+                          [10, 11, 60, 100, 101, 100])
+    assert ss.useful_range(saturating, RULES) == (4096, 65536)
+    peaked = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144],
+                      [10, 50, 100, 60, 58])
+    assert ss.useful_range(peaked, RULES) == (1024, 65536)
+
+
+def test_knee_is_the_largest_fall_not_a_small_one_or_a_noisy_point():
+    xs = [2 ** k * MIB for k in range(0, 15)]
+    # a CPU-cache step (2x at 16 MiB), then the page cache (20x at 2 GiB), one noisy point
+    ys = [(2.0 if x < 16 * MIB else 1.0) * (20.0 if x < 2 * GIB else 1.0) for x in xs]
+    ys[9] *= 1.3
+    knee = ss.find_knee(ss.Curve("unique_bytes", xs, ys), RULES)
+    assert GIB < knee.unique_bytes < 4 * GIB
+    # the cache level is fitted over the whole cache regime, CPU-cache points included
+    assert 20 <= knee.cache_level / knee.device_level <= 40
+    small_drop = [100 if x < GIB else 80 for x in xs]
+    assert ss.find_knee(ss.Curve("unique_bytes", xs, small_drop), RULES) is None
+
+
+def test_regime_focal_points_sit_a_margin_below_and_above_the_knee():
+    domain = ss.Domain(unique_bytes=(MIB, 64 * GIB))
+    knee = ss.Knee(unique_bytes=4 * GIB, cache_level=1e9, device_level=1e8, throughput=3e8)
+    focals = ss.regime_focals(knee, None, domain, RULES)
+    assert focals == {"cache": GIB, "device": 16 * GIB}
+    high = ss.Knee(unique_bytes=32 * GIB, cache_level=1e9, device_level=1e8, throughput=3e8)
+    assert ss.regime_focals(high, None, domain, RULES)["device"] == 64 * GIB  # the bound
+
+
+def test_domain_from_the_node_is_bounded_by_memory_and_free_space():
+    d = ss.Domain.for_node(memory_bytes=16 * GIB, free_bytes=1000 * GIB, max_processes=8)
+    assert d.unique_bytes == (MIB, 20 * GIB)            # 1.25 x memory
+    d = ss.Domain.for_node(memory_bytes=16 * GIB, free_bytes=10 * GIB, max_processes=8)
+    assert d.unique_bytes == (MIB, 5 * GIB)             # half the free space
+    d = ss.Domain.for_node(16 * GIB, 1000 * GIB, 8, unique_max=256 * MIB)
+    assert d.unique_bytes[1] == 256 * MIB and d.grid("process_num") == [1, 2, 4, 8]
+    assert d.grid("read_frac") == [0, 0.25, 0.5, 0.75, 1]
+    grid = d.grid("unique_bytes")
+    assert grid[0] == MIB and grid[-1] == 256 * MIB and len(grid) == 17
+
+
+def test_held_out_workloads_fit_the_domain_and_are_reproducible():
+    a = ss.draw_workloads(DOMAIN, 50, seed=5)
+    assert a == ss.draw_workloads(DOMAIN, 50, seed=5) != ss.draw_workloads(DOMAIN, 50, seed=6)
+    assert all(DOMAIN.fits(w) for w in a)
+    assert len({w.process_num for w in a}) > 4 and len({w.read_frac for w in a}) > 40
+
+
+def test_the_module_is_pure_numpy():
+    tree = ast.parse((REPO / "scratchbench" / "selfscale.py").read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+    assert imported <= {"__future__", "math", "dataclasses", "typing", "numpy"}, imported
+    calls = {node.func.id for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "open" not in calls and "print" not in calls
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: ss.Workload(4096, 4096, 1.5, 0.5, 1), "readFrac: expected a fraction from 0 to 1"),
+    (lambda: ss.Workload(4096, 100, 0.5, 0.5, 1), "sizeMean: expected an integer number"),
+    (lambda: ss.Workload(4096, 4096, 0.5, 0.5, 0), "processNum: expected an integer of at least"),
+    (lambda: ss.Workload.from_dict({"unique_bytes": 1}), "missing sizeMean, readFrac"),
+    (lambda: ss.Workload.from_dict({p: "x" for p in ss.PARAMETERS}), "expected a number"),
+    (lambda: ss.Domain(unique_bytes=(GIB, MIB)), "domain uniqueBytes: expected 1 <= low"),
+    (lambda: ss.Rules(focal_fraction=1.5), "rule focal_fraction: expected a number between"),
+    (lambda: ss.Rules.from_dict({"focal": 0.5}), "rules: unknown focal"),
+    (lambda: ss.Domain.for_node(16 * GIB, 2 * MIB, 4), "the target has room for 1 MiB"),
+    (lambda: ss.Curve("size_mean", [1, 2], [1, -1]), "throughput must be positive"),
+    (lambda: ss.Model.from_figures({}), "no uniqueBytes curve"),
+    (lambda: ss.draw_workloads(DOMAIN, 0, 1), "expected at least 1 workload"),
+])
+def test_bad_input_is_one_line(make, message):
+    with pytest.raises(ss.SelfScaleError) as err:
+        make()
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+# ---- the figures a check stores, the model rebuilt from them, the pages --------------------------
+def synthetic_result(fs, seed=1):
+    ex = ss.explore(fs.measure, DOMAIN, repeats=5)
+    v = ss.validate(ex.model, fs.measure, ss.draw_workloads(DOMAIN, 10, seed))
+    return {"schema": "scratchbench-selfscale 1", "exploration": ex.as_dict(),
+            "validation": v.as_dict(), "timing": {"total_s": 321.0}, "error": None}, ex
+
+
+def test_declared_figures_rebuild_the_model():
+    result, ex = synthetic_result(Synthetic(noise=0.02))
+    figures, samples = declared_figures(result)
+    for name in ("focal_throughput_cache", "focal_throughput_device", "knee_unique_bytes",
+                 "prediction_error_median", "prediction_error_max", "focal_variation_cache",
+                 "exploration_time", "curve_unique_bytes_1g", "curve_read_frac_50pct_cache",
+                 "knee_throughput", "focal_size_mean_device"):
+        assert name in figures, name
+    assert len(samples["focal_throughput_cache"]) == 5
+    stored = {name: (value, decl.as_dict()) for name, (value, decl) in figures.items()}
+    model = ss.Model.from_figures(json.loads(json.dumps(stored)))
+    for w in ss.draw_workloads(DOMAIN, 20, seed=9):
+        assert model.predict(w) == pytest.approx(ex.model.predict(w), rel=1e-6)
+    assert model.knee.unique_bytes == ex.model.knee.unique_bytes
+    del stored["focal_unique_bytes_cache"]
+    with pytest.raises(ss.SelfScaleError, match="no focal point of the cache regime"):
+        ss.Model.from_figures(stored)
+
+
+def test_pages_draw_one_graph_per_parameter_and_compare_two_targets(tmp_path):
+    """Two targets whose page caches differ 8x: each target's page has a graph per
+    parameter, the compare page puts both targets' curves on the same axes, and a model
+    rebuilt from the history store predicts what the search's own model predicts."""
+    runs = tmp_path / "results" / "runs"
+    models = {}
+    cases = []
+    for target, cache in (("fastfs", 8 * GIB), ("slowfs", GIB)):
+        result, ex = synthetic_result(Synthetic(cache=cache, noise=0.01))
+        models[target] = ex.model
+        figures, samples = declared_figures(result)
+        cases.append(make_case(
+            "KernelSelfScale", {"scratch_target": target}, "gnu-openmpi", target,
+            {n: (v, d.unit, samples.get(n, [])) for n, (v, d) in figures.items()},
+            declarations={n: d.as_dict() for n, (_, d) in figures.items()},
+            title="Self-scaling I/O (Chen and Patterson, seed 003)"))
+    run_dir = runs / "night00"
+    run_dir.mkdir(parents=True)
+    (run_dir / "report.json").write_text(json.dumps(make_report("night00", 1_800_000_000,
+                                                                cases)))
+    db = tmp_path / "history.sqlite"
+    conn = store.connect(db)
+    assert store.ingest_all(conn, runs)[0] == 1
+    # the advisor's way in: a target's stored figures -> the model
+    for target, model in models.items():
+        rows = store.figure_rows(conn, "WHERE c.scratch_target = ?", (target,))
+        stored = {r["metric"]: (r["value"], {"chart": json.loads(r["chart"]) if r["chart"]
+                                             else None}) for r in rows}
+        rebuilt = ss.Model.from_figures(stored)
+        w = ss.Workload(2 * GIB, 128 * KIB, 0.6, 0.4, 3)
+        assert rebuilt.predict(w) == pytest.approx(model.predict(w), rel=1e-6)
+    conn.close()
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    titles = [f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)"
+              for p in ss.PARAMETERS]
+    for target in ("fastfs", "slowfs"):
+        page = (out / f"fs-{target}.html").read_text()
+        for title in titles:
+            assert title in page, (target, title)
+    compare = (out / "compare.html").read_text()
+    for title in titles:
+        assert title in compare
+    # the uniqueBytes graph of the compare view: both targets' curves, knees and focal
+    # points in one plot
+    specs = [json.loads(m) for m in _plot_specs(compare)]
+    unique = [s for s in specs if any(str(t.get("name", "")).endswith(": measured")
+                                      for t in s["data"])]
+    assert unique, "no uniqueBytes comparison plot"
+    names = {t["name"] for t in unique[0]["data"]}
+    assert {"fastfs: measured", "slowfs: measured", "fastfs: knee", "slowfs: knee"} <= names
+    assert unique[0]["layout"]["xaxis"]["type"] == "log"
+
+
+def _plot_specs(html_text):
+    """The Plotly specifications embedded in a page (JSON in data attributes or
+    scripts), as the page builder writes them."""
+    import html as html_module
+    import re
+    found = []
+    for match in re.finditer(r"data-spec=\"([^\"]+)\"", html_text):
+        found.append(html_module.unescape(match.group(1)))
+    for match in re.finditer(r"<script type=\"application/json\"[^>]*>(.*?)</script>",
+                             html_text, re.S):
+        found.append(match.group(1))
+    return found
+
+
+# ---- the kernel's selfscale mode ------------------------------------------------------------------
+def report_of(path):
+    return parse_kernel_json(Path(path).read_text())
+
+
+def kernel(build, np_, args, tmp, **kw):
+    out = Path(tmp) / f"r{time.monotonic_ns()}.json"
+    result = mpirun(build, np_, ["selfscale", *map(str, args), "--output", out], **kw)
+    return result, (report_of(out) if out.exists() else None)
+
+
+@pytest.fixture
+def shm_dir():
+    base = Path("/dev/shm")
+    if not base.is_dir():
+        pytest.skip("no /dev/shm (tmpfs) here")
+    d = Path(tempfile.mkdtemp(prefix="sb-selfscale-", dir=base))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def disk_dir(tmp_path_factory):
+    """A directory on the machine's disk (never tmpfs): under SCRATCHBENCH_HOME."""
+    DISK_ROOT.mkdir(parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix="sb-selfscale-disk-", dir=DISK_ROOT))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("build", ["openmpi", "asan", "mpich"])
+def test_kernel_measures_a_point_as_asked(kernels, tmp_path, build):
+    result, report = kernel(kernels[build], 3, [
+        "--dir", tmp_path, "--point", "64m:64k:0.3:0.6:2", "--point", "64m:4k:1:0:3",
+        "--requests", 3000, "--warmup", 0, "--reps", 2], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert kernel_problems(report, expected_ranks=3, expected_nodes=1) == []
+    first = report["repetitions"][1]["phases"]["p0"]
+    assert first["active"] == 2 and first["per_rank"]["active"] == [1, 1, 0]
+    assert first["requests"] == 6000
+    assert first["size_min"] == 32 * KIB and first["size_max"] == 96 * KIB
+    m = first["measured"]
+    assert abs(m["read_frac"] - 0.3) < 0.03 and abs(m["seq_frac"] - 0.6) < 0.03
+    assert abs(m["size_mean"] - 64 * KIB) < 0.03 * 64 * KIB
+    second = report["repetitions"][1]["phases"]["p1"]
+    assert second["measured"]["read_frac"] == 1 and second["measured"]["seq_frac"] == 0
+    assert second["read_bytes"] == second["bytes"] and second["requests"] == 3 * 3000
+    assert report["summary"]["p0"]["throughput_Bps"]["n"] == 2
+    assert report["summary"]["verify_bad_words"] == 0
+    assert not list(tmp_path.glob("sbk.selfscale.*")), "the run directory was left behind"
+
+
+def test_kernel_request_stream_is_reproducible_from_its_seed(kernels, tmp_path):
+    def digests(seed):
+        result, report = kernel(kernels["openmpi"], 2, [
+            "--dir", tmp_path, "--point", "32m:16k:0.5:0.5:2", "--requests", 500,
+            "--warmup", 0, "--seed", seed], tmp_path)
+        assert result.returncode == 0, result.stderr
+        phase = report["repetitions"][0]["phases"]["p0"]
+        return phase["per_rank"]["request_digest"], phase["bytes"], phase["read_requests"]
+    assert digests(7) == digests(7)
+    assert digests(7)[0] != digests(8)[0]
+
+
+def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
+    # On disk the data is written once, synced and dropped: the first point starts cold,
+    # and reading all of it sequentially leaves it resident.
+    args = ["--point", "128m:1m:1:1:1", "--requests", 128, "--warmup", 0]
+    result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    phase = report["repetitions"][0]["phases"]["p0"]
+    assert phase["resident_fraction_before"] < 0.1, phase["resident_fraction_before"]
+    assert phase["resident_fraction_after"] > 0.9
+    # tmpfs is the page cache: always resident
+    result, report = kernel(kernels["openmpi"], 1, ["--dir", shm_dir, *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    phase = report["repetitions"][0]["phases"]["p0"]
+    assert phase["resident_fraction_before"] == 1.0 == phase["resident_fraction_after"]
+    assert report["filesystem"]["type"] == "tmpfs"
+
+
+def test_kernel_keeps_reuses_and_discards_its_data(kernels, tmp_path, request):
+    k = kernels["openmpi"]
+    # a short path: the core's message names the kept directory twice in 240 characters
+    target = Path(tempfile.mkdtemp(prefix="sbss", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(target, ignore_errors=True))
+    result, first = kernel(k, 2, ["--dir", target, "--point", "16m:64k:0.5:0.5:2", "--keep",
+                                  "--prepare", "32m", "--duration", 0.1, "--warmup", 0],
+                           tmp_path)
+    assert result.returncode == 0, result.stderr
+    kept = Path(first["filesystem"]["run_dir"])
+    assert (kept / "selfscale.data.0").stat().st_size == 32 * MIB
+    result, again = kernel(k, 2, ["--existing", kept, "--point", "32m:1m:1:0:1",
+                                  "--duration", 0.1, "--warmup", 0], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert again["summary"]["verify_bad_words"] == 0 and kept.exists()
+    result, _ = kernel(k, 2, ["--existing", kept, "--point", "64m:1m:1:0:1"], tmp_path)
+    assert result.returncode == 2
+    assert "holds 32 MiB of data per node, less than uniqueBytes 64 MiB" in result.stderr
+    result, _ = kernel(k, 2, ["--existing", kept, "--discard"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not kept.exists() and list(target.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--point", "1g:64k:0.5:0.5"], "--point: expected uniqueBytes:sizeMean:readFrac:seqFrac:"
+                                    "processNum (such as 1g:64k:0.5:0.5:2), got '1g:64k:0.5:0.5'"),
+    (["--point", "1g:64k:1.5:0.5:1"], "--point: readFrac '1.5': expected a fraction from 0 to 1"),
+    (["--point", "1g:64k:0.5:x:1"], "--point: seqFrac 'x': expected a fraction from 0 to 1"),
+    (["--point", "1g:64k:0.5:0.5:0"], "--point: processNum '0': expected an integer of at least 1"),
+    (["--point", "1g:100:0.5:0.5:1"], "--point: sizeMean '100': expected a size from 512 bytes"),
+    (["--point", "64k:64k:0.5:0.5:1"], "--point 1: requests up to 98304 bytes (sizeMean x "
+                                       "(1 + spread)) do not fit in uniqueBytes 65536"),
+    (["--point", "1g:64k:0.5:0.5:3"], "--point 1: processNum 3 is more than the 2 ranks launched"),
+    ([], "--point is required"),
+    (["--point", "1g:64k:0.5:0.5:1", "--discard"], "--discard needs --existing"),
+    (["--point", "1g:64k:0.5:0.5:1", "--fadvise"], "--fadvise and --scan-file do not apply"),
+    (["--point", "1g:64k:0.5:0.5:1", "--size-spread", "1"], "--size-spread must be below 1"),
+    (["--point", "1g:64k:0.5:0.5:1", "--prepare", "512m"], "--prepare 536870912 bytes is less"),
+    (["--point", "1g:64k:0.5:0.5:1", "--duration", "0"], "--duration must be more than 0"),
+])
+def test_kernel_bad_input_is_one_line(kernels, tmp_path, args, message):
+    result, _ = kernel(kernels["openmpi"], 2, ["--dir", tmp_path, *args], tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench-kernel:")]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not list(tmp_path.glob("sbk.selfscale.*"))
+
+
+# ---- the driver: sweeps through the kernel, in one allocation -------------------------------------
+def driver(args, timeout=600, **popen):
+    env = dict(os.environ, **MPI["openmpi"]["env"])
+    cmd = [sys.executable, DRIVER, *map(str, args)]
+    if popen:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, **popen)
+    return run(cmd, env=env, timeout=timeout)
+
+
+def launcher(np_):
+    return f"{MPI['openmpi']['run']} --oversubscribe -np {np_}"
+
+
+def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path):
+    binary, _ = kernels["openmpi"]
+    out = tmp_path / "result.json"
+    result = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
+                     "--processes", 2, "--out", out, "--reports", tmp_path / "reports",
+                     "--unique-max", "64m", "--size-max", "256k", "--duration", 0.1,
+                     "--warmup", 0.05, "--rules", json.dumps({"max_rounds": 2}),
+                     "--validate", 4, "--repeat", 4])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "selfscale: round 1: sweeping uniqueBytes" in result.stdout
+    assert "selfscale: validation: prediction error median" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["error"] is None and data["schema"] == "scratchbench-selfscale 1"
+    ex = ss.Exploration.from_dict(data["exploration"])
+    v = ss.Validation.from_dict(data["validation"])
+    assert len(v.workloads) == 4 and all(m > 0 for m in v.measured)
+    for regime in ex.focal:
+        assert len(ex.repeat[regime]) == 4 and ex.repeat_cv(regime) is not None
+    assert data["timing"]["launches"] == len(list((tmp_path / "reports").glob("launch-*.json")))
+    assert ex.domain.unique_bytes[1] == 64 * MIB
+    assert list(shm_dir.iterdir()) == [], "the kept data was left behind"
+
+
+def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):
+    """The same uniqueBytes sweep of writes that are synced inside the timed window: on
+    the disk, a footprint the page cache absorbs costs little to write back and a large
+    one costs the device's rate; tmpfs has no device behind its cache."""
+    sys.path.insert(0, str(DRIVER.parent))
+    try:
+        import selfscale_search
+    finally:
+        sys.path.pop(0)
+    binary, _ = kernels["openmpi"]
+    knees, resident = {}, {}
+    for name, where in (("tmpfs", shm_dir), ("disk", disk_dir)):
+        args = argparse.Namespace(
+            kernel=str(binary), launcher=launcher(2), dir=str(where), reports=str(tmp_path / name),
+            seed=1, fsync="inside", size_spread=0.5, warmup=0.2, requests=0, duration=0.6,
+            direct=False, prepare=2 * GIB)
+        os.environ.update(MPI["openmpi"]["env"])
+        k = selfscale_search.Kernel(args)
+        sweep = [ss.Workload(u, 256 * KIB, 0.0, 0.0, 2)
+                 for u in [64 * MIB * 2 ** i for i in range(6)]]
+        try:
+            values = k.measure(sweep, 1)
+        finally:
+            k.discard()
+        curve = ss.Curve("unique_bytes", [w.unique_bytes for w in sweep], [v[0] for v in values])
+        knees[name] = ss.find_knee(curve, ss.Rules())
+        resident[name] = [p["resident_fraction_after"] for p in k.points]
+        assert k.run_dir is None and list(Path(where).iterdir()) == []
+    assert all(r == 1.0 for r in resident["tmpfs"])
+    assert knees["disk"] is not None, "no knee on the disk"
+    assert knees["tmpfs"] is None or \
+        knees["disk"].unique_bytes / knees["tmpfs"].unique_bytes >= 4, knees
+
+
+def test_driver_failure_is_one_line_and_removes_the_data(kernels, shm_dir, tmp_path):
+    binary, _ = kernels["openmpi"]
+    out = tmp_path / "result.json"
+    # four processes asked for, two launched: the kernel refuses the first sweep
+    result = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
+                     "--processes", 4, "--out", out, "--reports", tmp_path / "reports",
+                     "--unique-max", "16m", "--duration", 0.05, "--warmup", 0])
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("selfscale_search:")]
+    assert len(errors) == 1 and "more than the 2 ranks launched" in errors[0], result.stderr
+    assert json.loads(out.read_text())["error"]["code"] == 2
+    assert list(shm_dir.iterdir()) == []
+    result = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", tmp_path / "nope",
+                     "--processes", 2, "--out", out])
+    assert result.returncode == 2 and "--dir" in result.stderr and "not a directory" in \
+        result.stderr
+
+
+def test_driver_stopped_by_a_signal_removes_the_data(kernels, shm_dir, tmp_path):
+    binary, _ = kernels["openmpi"]
+    proc = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
+                   "--processes", 2, "--out", tmp_path / "r.json", "--reports",
+                   tmp_path / "reports", "--unique-max", "64m", "--duration", 1,
+                   "--warmup", 0], popen=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(shm_dir.glob("sbk.selfscale.*")):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stdout + stderr
+    assert "stopped by SIGTERM" in stderr
+    assert list(shm_dir.iterdir()) == [], "the kept data was left behind"
