@@ -50,6 +50,7 @@ typedef enum {
     SBK_OPT_SIZE,      /* uint64_t bytes within [lo, hi]; suffixes k, m, g, t (powers of 1024) */
     SBK_OPT_LONGS,     /* sbk_list of integers within [lo, hi], comma separated */
     SBK_OPT_SIZES,     /* sbk_list of sizes within [lo, hi], comma separated */
+    SBK_OPT_DOUBLE,    /* double within [lo, hi] */
     SBK_OPT_STRING,    /* const char * */
     SBK_OPT_STRINGS,   /* sbk_strings: the option may repeat */
     SBK_OPT_CHOICE,    /* int field = index into choices */

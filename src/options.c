@@ -347,6 +347,15 @@ static int set_option(const sbk_option *o, const char *value, void *base)
     case SBK_OPT_LONGS:
     case SBK_OPT_SIZES:
         return parse_list(o, value, (sbk_list *)field);
+    case SBK_OPT_DOUBLE: {
+        char *end = NULL;
+        double d = strtod(value, &end);
+        if (!end || *end || end == value || d < (double)o->lo || d > (double)o->hi)
+            return bad("--%s: expected a number from %lld to %lld, got '%s'", o->name, o->lo,
+                       o->hi, value);
+        *(double *)field = d;
+        return 0;
+    }
     case SBK_OPT_STRING: *(const char **)field = value; return 0;
     case SBK_OPT_STRINGS: {
         sbk_strings *s = field;
