@@ -294,8 +294,8 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     first, _, _ = pages.build(out, db_path=made_up_site["db"])
     again, _, _ = pages.build(out, db_path=made_up_site["db"])
     fs_pages = len(list(out.glob("fs-*.html")))
-    # index, compare, runs and the file-system pages; no run page
-    assert first == again + RUNS and again == 3 + fs_pages
+    # index, compare, runs, advisor and the file-system pages; no run page
+    assert first == again + RUNS and again == 4 + fs_pages
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
@@ -341,7 +341,7 @@ def test_a_history_written_by_the_previous_code_renders(tmp_path):
     conn.commit()
     conn.close()
     written, figures, _ = pages.build(tmp_path / "pages", db_path=db)
-    assert figures == 216 and written == 6
+    assert figures == 216 and written == 7     # index, compare, runs, advisor, fs, 2 runs
     index = text_of((tmp_path / "pages" / "index.html").read_text())
     assert "No headline figures yet" in index
     assert "34 checks: 26 passed, 8 skipped" in index
