@@ -111,6 +111,8 @@ def slug(text):
 def fmt(value):
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
+    if not isinstance(value, (int, float)):
+        return str(value)     # a chart's x may be a name (a placement, say)
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
@@ -410,7 +412,9 @@ def nights_needed(entry):
     for name in ("nights_needed", "runs_needed", "more_runs_needed"):
         if isinstance(entry.get(name), int):
             return entry[name]
-    found = re.search(r"(\d+) runs?, (\d+) needed", entry.get("detail") or "")
+    # the verdict's detail: "3 run(s) with a value, 8 needed" (older: "3 runs, 8 needed")
+    found = re.search(r"(\d+) runs?(?:\(s\))?(?: with a value)?, (\d+) needed",
+                      entry.get("detail") or "")
     return max(0, int(found.group(2)) - int(found.group(1))) if found else 0
 
 
@@ -545,31 +549,108 @@ def lines_plot(x_name, lines, unit, error_bars=None):
         "xaxis": xaxis, "yaxis": {"title": {"text": unit}, "rangemode": "tozero"}}}
 
 
-def surface_plots(x_name, y_name, cells, unit):
+def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None):
     """A 3-D surface and a heat map of value over (x, y); cells = {(x, y): value}.
-    Missing cells (e.g. small records of large files) stay empty."""
+    Missing cells (e.g. small records of large files) stay empty.  ``ticks``: the
+    declared words of axis values ({"x": {65536: "64 KiB"}}); ``marks``: declared
+    thresholds, drawn where they fall inside the measured range (see chart_marks);
+    ``zrange``: (low, high) shared by plots set side by side, so their colours compare.
+    Values spread over more than LOG_SCALE_RATIO are coloured on a log scale."""
+    ticks = ticks or {}
     xs = sorted({x for x, _ in cells})
     ys = sorted({y for _, y in cells})
     z = [[cells.get((x, y)) for x in xs] for y in ys]
+    values = [v for v in cells.values() if v is not None and math.isfinite(v)]
+    low, high = zrange or (min(values, default=0), max(values, default=0))
+    log = low > 0 and high / low > LOG_SCALE_RATIO
+    colour = _colour_scale(low, high, log, unit)
+
+    def words(axis, v):
+        return ticks.get(axis, {}).get(v) or fmt(v)
+
+    text = [[f"{words('x', x)}, {words('y', y)}: {fmt(cells[(x, y)])} {unit}"
+             if cells.get((x, y)) is not None else "" for x in xs] for y in ys]
+    shade = [[math.log10(v) if log and v and v > 0 else v for v in row] for row in z]
     scene_axis = {"x": (x_name, xs), "y": (y_name, ys)}
-    scene = {f"{a}axis": {"title": {"text": name}, "type": _axis_type(values),
-                          "tickvals": values, "ticktext": [fmt(v) for v in values]}
-             for a, (name, values) in scene_axis.items()}
-    scene["zaxis"] = {"title": {"text": unit}}
-    surface = {"data": [{"type": "surface", "x": xs, "y": ys, "z": z, "colorscale": "Viridis",
-                         "colorbar": {"title": {"text": unit}},
-                         "hovertemplate": f"{x_name} %{{x}}<br>{y_name} %{{y}}<br>"
-                                          f"%{{z:.4g}} {unit}<extra></extra>"}],
+    scene = {f"{a}axis": {"title": {"text": name}, "type": _axis_type(values_),
+                          "tickvals": values_, "ticktext": [words(a, v) for v in values_]}
+             for a, (name, values_) in scene_axis.items()}
+    scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
+    if log:
+        scene["zaxis"]["dtick"] = 1      # a tick per power of ten, no crowded minor labels
+    if high > low:
+        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)] if log else [0, high]
+    surface = {"data": [dict(colour, type="surface", x=xs, y=ys, z=z, surfacecolor=shade,
+                             text=text, hovertemplate="%{text}<extra></extra>")],
                "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
                           "scene": dict(scene, camera={"eye": {"x": 1.7, "y": 1.7, "z": 1.0}})}}
-    heat = {"data": [{"type": "heatmap", "x": [fmt(x) for x in xs], "y": [fmt(y) for y in ys],
-                      "z": z, "colorscale": "Viridis", "colorbar": {"title": {"text": unit}},
-                      "hovertemplate": f"{x_name} %{{x}}<br>{y_name} %{{y}}<br>"
-                                       f"%{{z:.4g}} {unit}<extra></extra>"}],
+    heat = {"data": [dict(colour, type="heatmap", x=[words("x", x) for x in xs],
+                          y=[words("y", y) for y in ys], z=shade, text=text,
+                          hovertemplate="%{text}<extra></extra>")],
             "layout": {"height": 420, "margin": {"l": 80, "r": 10, "t": 30, "b": 60},
                        "xaxis": {"title": {"text": x_name}, "type": "category"},
                        "yaxis": {"title": {"text": y_name}, "type": "category"}}}
+    for mark in marks:
+        axis = mark["axis"]
+        position = _category_position(xs if axis == "x" else ys, mark["value"])
+        if position is None:
+            continue
+        other = ys if axis == "x" else xs
+        plane = {"x": [[mark["value"]] * 2] * 2, "y": [[other[0], other[-1]]] * 2} \
+            if axis == "x" else {"y": [[mark["value"]] * 2] * 2, "x": [[other[0], other[-1]]] * 2}
+        bottom, top = (low, high) if high > low else (low or 0, (low or 0) + 1)
+        surface["data"].append(dict(
+            plane, type="surface", z=[[bottom, bottom], [top, top]], opacity=0.25,
+            showscale=False, colorscale=[[0, "#c0392b"], [1, "#c0392b"]], name=mark["label"],
+            hovertemplate=f"{escape(mark['label'])}<extra></extra>"))
+        where = {"x": [mark["value"]], "y": [other[-1]]} if axis == "x" else \
+            {"y": [mark["value"]], "x": [other[-1]]}
+        surface["data"].append(dict(where, type="scatter3d", mode="text", z=[top],
+                                    text=[mark["label"]], showlegend=False, hoverinfo="skip",
+                                    textfont={"color": "#c0392b"}))
+        line = {"type": "line", "line": {"color": "#c0392b", "width": 2, "dash": "dash"}}
+        note = {"text": mark["label"], "showarrow": False, "font": {"color": "#c0392b"}}
+        if axis == "x":
+            heat["layout"].setdefault("shapes", []).append(dict(
+                line, xref="x", yref="paper", x0=position, x1=position, y0=0, y1=1))
+            heat["layout"].setdefault("annotations", []).append(dict(
+                note, xref="x", yref="paper", x=position, y=1.02, yanchor="bottom"))
+        else:
+            heat["layout"].setdefault("shapes", []).append(dict(
+                line, xref="paper", yref="y", y0=position, y1=position, x0=0, x1=1))
+            heat["layout"].setdefault("annotations", []).append(dict(
+                note, xref="paper", yref="y", y=position, x=1, xanchor="right"))
     return surface, heat
+
+
+def _colour_scale(low, high, log, unit):
+    """The colour scale of a surface and its heat map: linear, or over log10 of the values
+    with ticks at powers of ten (in the values' own unit)."""
+    scale = {"colorscale": "Viridis", "colorbar": {"title": {"text": unit}}}
+    if high <= low:
+        return scale
+    if not log:
+        return dict(scale, cmin=low, cmax=high, zmin=low, zmax=high)
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    scale["colorbar"].update(tickvals=list(range(first, last + 1)),
+                             ticktext=[fmt(10.0 ** k) for k in range(first, last + 1)])
+    scale["colorbar"]["title"]["text"] = f"{unit} (log scale)"
+    bounds = {"cmin": math.log10(low), "cmax": math.log10(high)}
+    return dict(scale, **bounds, zmin=bounds["cmin"], zmax=bounds["cmax"])
+
+
+def _category_position(values, value):
+    """Where a value falls among sorted axis values, as a fractional index (interpolated
+    on a log scale for log axes), or None outside them."""
+    if not values or value < values[0] or value > values[-1]:
+        return None
+    for i in range(len(values) - 1):
+        a, b = values[i], values[i + 1]
+        if a <= value <= b:
+            if _axis_type(values) == "log":
+                return i + math.log(value / a) / math.log(b / a)
+            return i + (value - a) / (b - a)
+    return float(len(values) - 1)
 
 
 def bars_plot(categories, traces, unit, highlight=None):
@@ -723,9 +804,11 @@ def _chart_sections(mine, plots):
             for s in current:
                 surfaces[s.chart.get("line") or s.label][(s.chart["x"][1], s.chart["y"][1])] = \
                     s.points[-1][1]
+            ticks, marks = chart_ticks(current), chart_marks(current)
             for line, cells in sorted(surfaces.items()):
-                surface, heat = surface_plots(x_name, y_name, cells, unit)
+                surface, heat = surface_plots(x_name, y_name, cells, unit, ticks, marks)
                 out.append(dict(caption, kind=kind, line=line,
+                                thresholds=threshold_words(marks, cells, ticks),
                                 plots=[plots.add(surface, surface=True),
                                        plots.add(heat)]))
     return out
@@ -816,6 +899,133 @@ def compare_charts(series, plots):
         out.append(plots.add(lines_plot(ss[0].chart["x"][0], lines, unit), title=title,
                              check=check, variant=variant, environ=environ, unit=unit,
                              words=naming.tag_words(tag)))
+    return out
+
+
+# ---- declared charts: axis words, thresholds, and every file system side by side ----------
+# A chart a check declares (lines or a surface) appears on each file system's page; here
+# its axis words and thresholds (e.g. the node's memory on a file-size axis), and a page
+# per chart title that sets every file system's latest chart side by side: surfaces in a
+# row on one colour scale, lines on the same axes.
+def chart_ticks(series):
+    """{"x": {value: words}, "y": {...}} from the axis words the charts declare."""
+    ticks = {"x": {}, "y": {}}
+    for s in series:
+        for axis in ("x", "y"):
+            declared = s.chart.get(axis)
+            if declared and len(declared) == 3:
+                ticks[axis][declared[1]] = declared[2]
+    return ticks
+
+
+def chart_marks(series):
+    """The thresholds declared with a chart (the same for every figure of a case)."""
+    marks = {}
+    for s in series:
+        for m in s.chart.get("marks") or []:
+            marks[(m["axis"], m["value"], m["label"])] = m
+    return sorted(marks.values(), key=lambda m: (m["axis"], m["value"]))
+
+
+def threshold_words(marks, cells, ticks):
+    """Each threshold in words, and whether the chart shows it: 'node memory, 24 GiB:
+    beyond the largest file size measured (1 MiB)'."""
+    out = []
+    for m in marks:
+        values = sorted({(x if m["axis"] == "x" else y) for x, y in cells})
+        words = ticks.get(m["axis"], {})
+        if values and m["value"] > values[-1]:
+            where = f"beyond the largest value measured ({words.get(values[-1], fmt(values[-1]))})"
+        elif values and m["value"] < values[0]:
+            where = f"below the smallest value measured ({words.get(values[0], fmt(values[0]))})"
+        else:
+            where = "marked"
+        out.append(f"{m['label']}: {where}")
+    return out
+
+
+def across_page_name(title):
+    return f"across-{slug(title)}.html"
+
+
+def _latest_cells(series):
+    """A file system's latest run of one chart: {line: {x or (x, y): value}}, each value
+    the median over the environments and partitions that measured it in that run (as
+    the index takes a run's value), with that run's time and series."""
+    newest = max(s.points[-1][0] for s in series)
+    current = [s for s in series if s.points[-1][0] == newest]
+    values = defaultdict(lambda: defaultdict(list))
+    for s in current:
+        where = s.chart["x"][1] if s.chart["kind"] == "lines" else \
+            (s.chart["x"][1], s.chart["y"][1])
+        values[s.chart.get("line") or s.label][where].append(s.points[-1][1])
+    cells = {line: {k: statistics.median(v) for k, v in points.items()}
+             for line, points in values.items()}
+    return cells, newest, current
+
+
+def across_pages(series):
+    """Per declared chart title: every file system's latest chart of each workload, side
+    by side.  Returns [{"title", "file", "kind", "checks", "targets", "groups"}]."""
+    by_title = defaultdict(list)
+    for s in series.values():
+        if s.chart:
+            by_title[s.chart["title"]].append(s)
+    pages_out = []
+    for title, members in sorted(by_title.items()):
+        plots = Plots("a")
+        groups = defaultdict(lambda: defaultdict(list))
+        for s in members:
+            groups[(s.tag, s.check, s.variant, s.chart["kind"], s.unit)][s.target].append(s)
+        rows = []
+        for (tag, check, variant, kind, unit), by_target in sorted(
+                groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+            targets = sorted(by_target)
+            latest = {t: _latest_cells(by_target[t]) for t in targets}
+            row = {"tag": tag, "words": naming.tag_words(tag), "check": check,
+                   "variant": variant, "kind": kind, "unit": unit, "targets": targets,
+                   "workload": "; ".join(sorted({s.workload_words for t in targets
+                                                 for s in latest[t][2] if s.workload_words})),
+                   "runs": [{"target": t, "when": when(latest[t][1]),
+                             "run": latest[t][2][0].points[-1][2],
+                             "environs": sorted({s.environ for s in latest[t][2]})}
+                            for t in targets]}
+            first = latest[targets[0]][2][0].chart
+            if kind == "lines":
+                lines = {f"{t}: {line}": points for t in targets
+                         for line, points in latest[t][0].items()}
+                row["plot"] = plots.add(lines_plot(first["x"][0], lines, unit))
+            else:
+                row["surfaces"] = _surfaces_side_by_side(first, latest, targets, unit, plots)
+            rows.append(row)
+        pages_out.append({"title": title, "file": across_page_name(title),
+                          "kind": sorted({r["kind"] for r in rows}),
+                          "checks": sorted({r["check"] for r in rows}),
+                          "targets": sorted({t for r in rows for t in r["targets"]}),
+                          "groups": rows})
+    return pages_out
+
+
+def _surfaces_side_by_side(chart, latest, targets, unit, plots):
+    """One row per chart line: each file system's surface and heat map on one shared
+    colour and value range, with its own thresholds."""
+    out = []
+    lines = sorted({line for t in targets for line in latest[t][0]})
+    for line in lines:
+        values = [v for t in targets for v in latest[t][0].get(line, {}).values()
+                  if v is not None and math.isfinite(v)]
+        shared = (min(values), max(values)) if values else None
+        cells_of = {t: latest[t][0].get(line) for t in targets if latest[t][0].get(line)}
+        panels = []
+        for t, cells in cells_of.items():
+            ticks, marks = chart_ticks(latest[t][2]), chart_marks(latest[t][2])
+            surface, heat = surface_plots(chart["x"][0], chart["y"][0], cells, unit, ticks,
+                                          marks, zrange=shared)
+            panels.append({"target": t, "thresholds": threshold_words(marks, cells, ticks),
+                           "surface": plots.add(surface, surface=True),
+                           "heat": plots.add(heat)})
+        out.append({"line": line, "panels": panels, "log": bool(
+            shared and shared[0] > 0 and shared[1] / shared[0] > LOG_SCALE_RATIO)})
     return out
 
 
@@ -993,6 +1203,8 @@ def _build(conn, out, nightly_verdicts, title):
               "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()}}
     all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
+    across = across_pages(series)
+    common["chart_pages"] = {page["title"]: page["file"] for page in across}
     written = 0
 
     def write(file_name, template, **context):
@@ -1026,7 +1238,7 @@ def _build(conn, out, nightly_verdicts, title):
           charts=compare_charts(series, compare_plots), plots=True)
     write("index.html", "index.html", summary=summary, banner=banner(nightly_verdicts, latest_run),
           tables=headline_table(headline_rankings, targets), recent=list(reversed(runs))[:RUNS_ON_INDEX],
-          plots=False)
+          across=across, plots=False)
     write("runs.html", "runs.html", runs=list(reversed(runs)), plots=False)
     # The advisor: pre-computed here (one implementation of the prediction, in Python);
     # its form does only the arithmetic on what this build computed (see advisor.py).
@@ -1034,6 +1246,8 @@ def _build(conn, out, nightly_verdicts, title):
     write("advisor.html", "advisor.html", advisor=advisor_data,
           advisor_json=plot_json(advisor_data),
           seconds=advisor.seconds_words, size=advisor.ss.size_words, plots=False)
+    for page in across:
+        write(page["file"], "across.html", page=page, plots=True)
     written += _run_pages(conn, env, common, out, runs)
     return written
 

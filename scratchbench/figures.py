@@ -46,7 +46,10 @@ class FigureDeclaration:
     #: {"title": "Read bandwidth against queue depth", "kind": "lines",
     #:  "x": ["queue depth", 16], "line": "4 KiB blocks"}  or, for a surface,
     #: {"title": "...", "kind": "surface", "x": ["file size", 65536],
-    #:  "y": ["record size", 4096], "line": "read"}; None when the figure stands alone
+    #:  "y": ["record size", 4096], "line": "read"}; None when the figure stands alone.
+    #: An axis may carry the value in words as a third item, shown as its tick label
+    #: (["file size", 65536, "64 KiB"]); "marks" (optional) are thresholds to draw on the
+    #: chart: [{"axis": "x", "value": 25769803776, "label": "node memory, 24 GiB"}]
     chart: dict = None
     #: what the figure measures, one of ROLES, for programs that compute with it; ""
     #: when nothing computes with it
@@ -65,10 +68,12 @@ class FigureDeclaration:
             chart = self.chart
             if not isinstance(chart, dict) or chart.get("kind") not in CHART_KINDS or \
                     not chart.get("title") or not _axis(chart.get("x")) or \
-                    (chart["kind"] == "surface" and not _axis(chart.get("y"))):
+                    (chart["kind"] == "surface" and not _axis(chart.get("y"))) or \
+                    not _marks(chart.get("marks", [])):
                 raise ValueError(f"figure '{self.label}': chart {chart!r}: expected "
-                                 "{title, kind: lines|surface, x: [name, value], "
-                                 "y: [name, value] for a surface, line: name}")
+                                 "{title, kind: lines|surface, x: [name, value(, words)], "
+                                 "y: [name, value(, words)] for a surface, line: name, "
+                                 "marks: [{axis: x|y, value, label}] (optional)}")
 
     def as_dict(self):
         return asdict(self)
@@ -87,4 +92,12 @@ class FigureDeclaration:
 
 
 def _axis(axis):
-    return isinstance(axis, (list, tuple)) and len(axis) == 2 and isinstance(axis[0], str)
+    return isinstance(axis, (list, tuple)) and len(axis) in (2, 3) and \
+        isinstance(axis[0], str) and (len(axis) == 2 or isinstance(axis[2], str))
+
+
+def _marks(marks):
+    return isinstance(marks, list) and all(
+        isinstance(m, dict) and m.get("axis") in ("x", "y") and
+        isinstance(m.get("value"), (int, float)) and isinstance(m.get("label"), str)
+        for m in marks)

@@ -10,9 +10,9 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    from night to night).  Round after round:
 
    * uniqueBytes is swept over its grid, the others at their focal values; the curve's
-     **knee** (:func:`find_knee`) splits it into a *cache* regime and a *device*
-     regime, each with its own focal uniqueBytes, ``Rules.regime_margin`` below and
-     above the knee;
+     **knee** (:func:`find_knee`) splits it into a *cache* regime, whose focal
+     uniqueBytes sits ``Rules.regime_margin`` below the knee, and a *device* regime, at
+     the top of the range (beyond the node's memory);
    * in each regime, each other parameter is swept with the rest at that regime's
      focal values, and its **focal value** (:func:`focal_value`) becomes the value where
      the curve sits ``Rules.focal_fraction`` of the way from its minimum to its maximum
@@ -318,8 +318,8 @@ class Rules:
     flat_span: float = 0.15
     #: a knee needs the uniqueBytes curve to fall to this share of its cache level or less
     knee_drop: float = 0.7
-    #: the regimes' focal uniqueBytes sit this factor below and above the knee
-    regime_margin: float = 4.0
+    #: the cache regime's focal uniqueBytes sits this factor below the knee
+    regime_margin: float = 8.0
     #: the search has settled when no focal value moved more than this many grid steps
     settle_steps: float = 0.5
     max_rounds: int = 3
@@ -468,7 +468,8 @@ def find_knee(curve, rules):
 
     The rule: the best least-squares fit to log throughput against log uniqueBytes of
     one logistic step, ``log T = log D + (log C - log D) / (1 + (U / K) ** (1 / w))``,
-    over every knee K on the curve's span and widths w of 1/4 to 2 natural-log units;
+    over knees K from the second measured point to half-way between the last two (so
+    both regimes hold a measured point) and widths w of 1/4 to 2 natural-log units;
     C is the cache level, D the device level, and K, where the step is half-way in log
     throughput, the knee.  One step fits the largest fall, so a smaller one (from a CPU
     cache to memory, say) or a noisy point does not move it."""
@@ -479,7 +480,7 @@ def find_knee(curve, rules):
     lx, ly = np.log(curve.xs), np.log(curve.ys)
     best = None
     for width in (0.25, 0.5, 1.0, 2.0):
-        for centre in np.linspace(lx[0], lx[-1], 8 * len(lx)):
+        for centre in np.linspace(lx[1], (lx[-2] + lx[-1]) / 2, 8 * len(lx)):
             step = 1.0 / (1.0 + np.exp(np.clip((lx - centre) / width, -50, 50)))
             design = np.column_stack([np.ones_like(lx), step])
             coef, *_ = np.linalg.lstsq(design, ly, rcond=None)
@@ -495,17 +496,18 @@ def find_knee(curve, rules):
 
 
 def regime_focals(knee, curve, domain, rules):
-    """{regime: focal uniqueBytes}: ``regime_margin`` below and above the knee, on the
-    grid and inside the domain; one regime ('cache') when there is no knee, at the
-    curve's focal value."""
+    """{regime: focal uniqueBytes}.  The cache regime's sits ``regime_margin`` below the
+    knee, on the grid; the device regime's is the top of the range, beyond the node's
+    memory (``Rules.memory_factor``), where neither reads nor writes fit the page cache
+    whatever the other parameters (the knee itself moves with them: the page cache
+    holds reads up to about the node's memory, dirty pages only up to the kernel's
+    write-back limits).  Without a knee there is one regime ('cache'), at the curve's
+    focal value."""
     grid = domain.grid("unique_bytes")
     if knee is None:
         return {"cache": _nearest(grid, focal_value(curve, rules, domain), "unique_bytes")}
     below = [u for u in grid if u <= knee.unique_bytes / rules.regime_margin]
-    above = [u for u in grid if u >= knee.unique_bytes * rules.regime_margin]
-    cache = below[-1] if below else grid[0]
-    device = above[0] if above else grid[-1]
-    return {"cache": cache, "device": device}
+    return {"cache": below[-1] if below else grid[0], "device": grid[-1]}
 
 
 def _nearest(grid, value, name):
@@ -655,7 +657,9 @@ class Model:
 
 
 # ---- the search ------------------------------------------------------------------------------
-#: measure(workloads, reps) -> [[bytes/s per repetition] per workload]
+#: measure(workloads, reps) -> [[bytes/s per repetition] per workload]: at least ``reps``
+#: measurements of each workload (a driver may take more, to average out a noisy
+#: machine); a sweep uses their median
 Measure = Callable[[Sequence[Workload], int], list]
 
 
@@ -755,7 +759,7 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
         if len(results) != len(workloads):
             raise SelfScaleError(f"measure returned {len(results)} results for "
                                  f"{len(workloads)} workloads")
-        ys = [float(r[0]) for r in results]
+        ys = [float(np.median(r)) for r in results]
         fixed = {p: base.get(p) for p in PARAMETERS if p != name}
         curve = Curve(name, [w.get(name) for w in workloads], ys, fixed, regime)
         ranges[(regime, name)] = useful_range(curve, rules)
@@ -812,17 +816,18 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
     repeat = {}
     for regime, workload in focal_of.items():
         curves = {p: shapes[(regime, p)] for p in SHAPE_PARAMETERS}
-        at_focal = [curves[p].at(workload.get(p)) for p in SHAPE_PARAMETERS]
-        throughput = float(np.exp(np.mean(np.log(at_focal))))
+        # The throughput at the focal point: the median of every estimate of it, each
+        # curve's value there and every repeated measurement.
+        estimates = [curves[p].at(workload.get(p)) for p in SHAPE_PARAMETERS]
         if repeats and repeats > 1:
             values = [float(v) for v in measure([workload], int(repeats))[0]]
             measured += 1
             repeat[regime] = values
-            throughput = float(np.mean(values))
+            estimates += values
             cv = np.std(values, ddof=1) / np.mean(values)
             say(f"{regime} regime focal point measured {len(values)} times: "
                 f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%")
-        regimes[regime] = Regime(regime, workload, throughput, curves)
+        regimes[regime] = Regime(regime, workload, float(np.median(estimates)), curves)
     model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
     return Exploration(domain=domain, rules=rules, model=model, rounds=rounds, settled=settled,
                        points_measured=measured, repeat=repeat)
@@ -859,11 +864,13 @@ def draw_workloads(domain, count, seed):
 
 @dataclass
 class Validation:
-    """Predicted against measured throughput of held-out workloads."""
+    """Predicted against measured throughput of held-out workloads; ``passes`` keeps
+    every measurement of each workload (``measured`` is their median)."""
 
     workloads: list
     predicted: list
     measured: list
+    passes: list = field(default_factory=list)
 
     @property
     def errors(self):
@@ -878,26 +885,38 @@ class Validation:
     def max_error(self):
         return float(np.max(self.errors))
 
+    @property
+    def spread(self):
+        """The noise floor the errors stand on: the median over workloads of how far one
+        measurement lies from the median of its passes (relative), or None with one
+        pass.  A prediction cannot be judged closer than this."""
+        deviations = [abs(v - m) / m for values, m in zip(self.passes, self.measured)
+                      if len(values) > 1 for v in values]
+        return float(np.median(deviations)) if deviations else None
+
     def as_dict(self):
         return {"workloads": [w.as_dict() for w in self.workloads],
                 "predicted": list(self.predicted), "measured": list(self.measured),
-                "errors": self.errors, "median_error": self.median_error,
-                "max_error": self.max_error}
+                "passes": [list(v) for v in self.passes], "errors": self.errors,
+                "median_error": self.median_error, "max_error": self.max_error,
+                "spread": self.spread}
 
     @classmethod
     def from_dict(cls, data):
         return cls(workloads=[Workload.from_dict(w) for w in data["workloads"]],
-                   predicted=list(data["predicted"]), measured=list(data["measured"]))
+                   predicted=list(data["predicted"]), measured=list(data["measured"]),
+                   passes=[list(v) for v in data.get("passes") or []])
 
 
 def validate(model, measure, workloads):
     """Measure the workloads and compare with the model's predictions."""
     if not workloads:
         raise SelfScaleError("validation: no workloads")
-    measured = [float(r[0]) for r in measure(list(workloads), 1)]
-    bad = [m for m in measured if not (math.isfinite(m) and m > 0)]
-    if bad:
-        raise SelfScaleError(f"validation: a measured throughput is {bad[0]}, expected a "
-                             "positive number")
+    passes = [[float(v) for v in r] for r in measure(list(workloads), 1)]
+    bad = [v for r in passes for v in r if not (math.isfinite(v) and v > 0)]
+    if bad or not all(passes):
+        raise SelfScaleError(f"validation: a measured throughput is "
+                             f"{bad[0] if bad else 'missing'}, expected a positive number")
     return Validation(workloads=list(workloads),
-                      predicted=[model.predict(w) for w in workloads], measured=measured)
+                      predicted=[model.predict(w) for w in workloads],
+                      measured=[float(np.median(r)) for r in passes], passes=passes)

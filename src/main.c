@@ -1,10 +1,30 @@
 /* scratchbench-kernel: MPI set-up, the command line, the run directories, the report.
  * Modes register themselves (mode_*.c); nothing here names one. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernel.h"
+
+/* The whole report in one write() where the file system allows (a short write goes on). */
+static void write_report(int fd, const char *report, size_t len, const char *name)
+{
+    if (fd < 0)
+        return;
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(fd, report + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            fprintf(stderr, "scratchbench-kernel: error: writing the report to %s: %s\n",
+                    name ? name : "standard output", n < 0 ? strerror(errno) : "no progress");
+            return;
+        }
+        done += (size_t)n;
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -46,22 +66,29 @@ int main(int argc, char **argv)
     else
         ctx.shift = cfg.shift % ctx.size;
 
-    /* Open the report file first: a bad --output should fail before any I/O. */
-    FILE *out = stdout;
-    int out_err = 0;
+    /* Open the report file first: a bad --output should fail before any I/O.  The report
+     * is composed in memory and written with one write() to an O_APPEND descriptor, so
+     * that copies of the kernel started by a launcher whose PMI does not match the MPI
+     * library leave whole reports one after the other (which the parser names), never
+     * one report overwriting part of another. */
+    int out_fd = -1, out_err = 0;
+    char *report = NULL;
+    size_t report_len = 0;
+    FILE *out = NULL;
     if (ctx.rank == 0) {
-        if (cfg.output)
-            out = fopen(cfg.output, "w");
-        else if (cfg.table)
-            out = fopen("/dev/null", "w");
-        if (!out)
+        if (cfg.output) {
+            out_fd = open(cfg.output, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+            if (out_fd < 0)
+                out_err = errno;
+        }
+        if (!out_err && !(out = open_memstream(&report, &report_len)))
             out_err = errno;
     }
     MPI_Bcast(&out_err, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (out_err) {
         if (ctx.rank == 0)
-            fprintf(stderr, "scratchbench-kernel: error: --output %s: %s\n", cfg.output,
-                    strerror(out_err));
+            fprintf(stderr, "scratchbench-kernel: error: --output %s: %s\n",
+                    cfg.output ? cfg.output : "(memory)", strerror(out_err));
         MPI_Finalize();
         return SBK_EUSAGE;
     }
@@ -78,8 +105,14 @@ int main(int argc, char **argv)
     sbk_write_errors(&j, &ctx, code);
     jw_end_obj(&j);
     jw_finish(&j);
-    if (ctx.rank == 0 && out != stdout)
+    if (ctx.rank == 0) {
         fclose(out);
+        write_report(cfg.output ? out_fd : (cfg.table ? -1 : STDOUT_FILENO), report, report_len,
+                     cfg.output);
+        if (out_fd >= 0)
+            close(out_fd);
+        free(report);
+    }
     free(ctx.targets);
     free(ctx.node_of);
     free(ctx.node_names);

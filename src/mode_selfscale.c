@@ -54,7 +54,7 @@ typedef struct {
     double duration, warmup, spread;
     long requests;
     uint64_t prepare;
-    int discard, progress;
+    int discard, progress, prime;
 } ss_opts;
 
 /* --point U:S:R:Q:P, e.g. 1g:64k:0.5:0.25:2 */
@@ -124,6 +124,10 @@ static const sbk_option ss_options[] = {
              "every point's uniqueBytes [the largest uniqueBytes]", .lo = 0, .hi = 1LL << 50},
     {.name = "discard", .kind = SBK_OPT_FLAG, .offset = OPT(discard),
      .help = "with --existing: remove the kept data and its run directory at\nthe end"},
+    {.name = "prime", .kind = SBK_OPT_FLAG, .offset = OPT(prime),
+     .help = "read a footprint that fits in half the node's memory once before\n"
+             "the point (untimed) when less than 90% of it is cached: the point\n"
+             "starts in its steady cache state, not cold"},
     {.name = "progress", .kind = SBK_OPT_FLAG, .offset = OPT(progress),
      .help = "one line per point on stderr as it completes"},
     {0},
@@ -212,13 +216,14 @@ static int ss_check(const sbk_config *c, const void *p, char *err, size_t len)
 
 /* Per-rank fields of a point. */
 enum { F_WINDOW, F_VERIFY, F_FSYNC, F_BYTES, F_REQUESTS, F_READS, F_READ_BYTES, F_SEQ,
-       F_ACTIVE, F_RES_BEFORE, F_RES_AFTER, F_FOOTPRINT, F_DIGEST, F_N };
+       F_ACTIVE, F_PRIMED, F_RES_BEFORE, F_RES_AFTER, F_FOOTPRINT, F_DIGEST, F_N };
 static const sbk_field ss_fields[F_N] = {
     {"window", SBK_TIMER},          {"verify", SBK_TIMER},
     {"fsync", SBK_TIMER},           {"bytes", SBK_TOTAL},
     {"requests", SBK_TOTAL},        {"read_requests", SBK_TOTAL},
     {"read_bytes", SBK_TOTAL},      {"sequential_requests", SBK_TOTAL},
-    {"active", SBK_TOTAL},          {"resident_pages_before", SBK_COUNT},
+    {"active", SBK_TOTAL},          {"primed_bytes", SBK_TOTAL},
+    {"resident_pages_before", SBK_COUNT},
     {"resident_pages_after", SBK_COUNT}, {"footprint_pages", SBK_COUNT},
     {"request_digest", SBK_COUNT},
 };
@@ -348,7 +353,7 @@ static void prepare_data(sbk_ctx *ctx, ss_state *s)
                  "prepare", 0, "open %s/%s: %s", ctx->targets[0].rundir, name,
                  fd < 0 ? strerror(errno) : "no memory for a block");
     uint64_t done = 0, flushed_from = first * SS_PREPARE_BLOCK;
-    for (uint64_t b = first; b < last && ctx->error.code == 0; b++) {
+    for (uint64_t b = first; b < last && ctx->error.code == 0 && !sbk_stopped(ctx); b++) {
         uint64_t off = b * SS_PREPARE_BLOCK;
         size_t n = (size_t)(s->data_bytes - off < SS_PREPARE_BLOCK ? s->data_bytes - off
                                                                     : SS_PREPARE_BLOCK);
@@ -418,7 +423,8 @@ static int ss_setup(sbk_ctx *ctx)
     int code = sbk_agree(ctx);
     if (code)
         return code;
-    s->buf_bytes = max_size ? (size_t)max_size : s->unit;
+    /* at least a preparation block: --prime reads through it */
+    s->buf_bytes = max_size > SS_PREPARE_BLOCK ? (size_t)max_size : SS_PREPARE_BLOCK;
     s->buf = sbk_alloc_aligned(ctx->targets[0].dio_align, s->buf_bytes);
     if (!s->buf)
         sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, "setup", 0, "cannot allocate a %zu-byte buffer",
@@ -493,6 +499,33 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
     munmap(map, (size_t)bytes);
 }
 
+/* --prime: node leaders read a footprint that fits in half the node's memory once,
+ * sequentially, when less than 90% of it is cached; returns the bytes read. */
+static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes,
+                                uint64_t resident, uint64_t pages)
+{
+    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->fd < 0 ||
+        bytes > sbk_node_memory() / 2 || (pages && resident * 10 >= pages * 9))
+        return 0;
+    uint64_t done = 0;
+    size_t chunk = SS_PREPARE_BLOCK;
+    while (done < bytes && !sbk_stopped(ctx)) {
+        size_t n = (size_t)(bytes - done < chunk ? bytes - done : chunk);
+        ssize_t got = pread(s->fd, s->buf, n, (off_t)done);
+        if (got <= 0) {
+            sbk_fail(ctx, got < 0 ? sbk_code_for_errno(errno) : SBK_EIO, got < 0 ? errno : EIO,
+                     "prime", done, "read %s/selfscale.data.%d at %llu: %s",
+                     ctx->targets[0].rundir, ctx->node_index, (unsigned long long)done,
+                     got < 0 ? strerror(errno) : "end of file");
+            break;
+        }
+        done += (uint64_t)got;
+    }
+    /* the buffer holds data read back: restore the fill the writes restamp */
+    sbk_pattern_fill(&s->pat, s->buf, s->buf_bytes / 8, 0, 1, 0, 0);
+    return done;
+}
+
 static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
 {
     ss_state *s = ctx->state;
@@ -508,8 +541,10 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                  "over %d node(s) with %d ranks each", p->process_num, ctx->nnodes,
                  ctx->ranks_per_node);
 
-    uint64_t before = 0, pages = 0;
+    uint64_t before = 0, pages = 0, primed = 0;
     residency(ctx, s, unique, &before, &pages);
+    if ((primed = prime_footprint(ctx, s, unique, before, pages)) > 0)
+        residency(ctx, s, unique, &before, &pages);
     idle_barrier();
 
     uint64_t lo, hi;
@@ -530,6 +565,8 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                 window_start = now;
                 verify = 0.0;
             }
+            if (sbk_stop_signal)
+                break; /* SIGTERM: the core records it after the phase */
             if (measuring) {
                 if (o->requests ? requests >= (uint64_t)o->requests
                                 : now - window_start - verify >= o->duration)
@@ -604,6 +641,7 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     rec->count[F_READ_BYTES] += read_bytes;
     rec->count[F_SEQ] += seq;
     rec->count[F_ACTIVE] += (uint64_t)active;
+    rec->count[F_PRIMED] += primed;
     rec->count[F_RES_BEFORE] = before;
     rec->count[F_RES_AFTER] = after;
     rec->count[F_FOOTPRINT] = pages;

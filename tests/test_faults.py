@@ -234,7 +234,12 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
     assert len(stored) == 1 and re.search(cause, stored[0][2]), stored
     if fault == "scancel":
         # Slurm's SIGTERM reaches the kernel, which removes what it made before it stops
-        # (a crashed node cannot; its local disk is cleaned when it comes back).
+        # (a crashed node cannot; its local disk is cleaned when it comes back).  sacct
+        # says CANCELLED at once, while the job's processes may still be cleaning up on a
+        # loaded machine: wait for them (Slurm's KillWait bounds it) before looking.
+        deadline = time.monotonic() + 40
+        while job_processes(job) and time.monotonic() < deadline:
+            time.sleep(0.5)
         local = cluster.dir / "localscratch"
         assert not list(local.rglob("sbk.*")), list(local.rglob("sbk.*"))
 

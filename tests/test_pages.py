@@ -39,6 +39,10 @@ def declared(label, unit, better="higher", headline="", chart=None):
             "chart": chart}
 
 
+def kib_words(kib):
+    return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+
+
 def made_up_history(home):
     """RUNS nightly runs, one a day, on two file systems, stored as run directories
     under home/results/runs (with output directories, as real runs have them).
@@ -118,31 +122,43 @@ def made_up_history(home):
                  title="Staging (made up)", workload_words="64 files of 1 MiB",
                  declarations={"stage_s": declared("Time to stage in", "s", "lower",
                                                    headline="Stage a data set into scratch")})
-        # Charts declared by one case on fastfs: lines (queue depth) and a surface.
-        charted, declarations = {}, {}
-        for block, scale in (("4 KiB blocks", 40), ("64 KiB blocks", 400)):
-            for depth in (1, 2, 4, 8, 16, 32):
-                name = f"read_bw_{block.split()[0]}k_qd{depth}"
-                charted[name] = (float(scale * depth ** 0.5 * rng.normal(1, 0.03)), "MiB/s", [])
-                declarations[name] = declared(f"Read bandwidth, {block}, queue depth {depth}",
-                                              "MiB/s", chart={
-                                                  "title": "Read bandwidth against queue depth",
-                                                  "kind": "lines", "x": ["queue depth", depth],
-                                                  "line": block})
-        for file_kib in (64, 256, 1024, 4096):
-            for record_kib in (4, 16, 64, 256):
-                if record_kib > file_kib or (file_kib >= 4096 and record_kib < 16):
-                    continue     # as IOzone skips them: holes in the surface
-                name = f"reread_{file_kib}k_{record_kib}k"
-                charted[name] = (float(300 + record_kib + 2000 / file_kib * 50), "MiB/s", [])
-                declarations[name] = declared(f"Re-read, {file_kib} KiB file, {record_kib} "
-                                              "KiB records", "MiB/s", chart={
-                                                  "title": "Re-read throughput", "kind": "surface",
-                                                  "x": ["file size (KiB)", file_kib],
-                                                  "y": ["record size (KiB)", record_kib],
-                                                  "line": "re-read"})
-        case("SynthPatterns", {}, "gnu-openmpi", "fastfs", charted, title="Patterns (made up)",
-             workload_words="one 4 MiB file", declarations=declarations)
+        # Charts declared by one case on each file system: lines (queue depth) and a
+        # surface whose axes carry words and whose file-size axis marks two thresholds:
+        # a cache of 1 MiB (inside the sizes measured) and the memory (beyond them).
+        # slowfs falls 40x past its cache: the side-by-side view needs a log colour scale.
+        for target, scale_fs in (("fastfs", 1.0), ("slowfs", 0.5)):
+            charted, declarations = {}, {}
+            for block, scale in (("4 KiB blocks", 40), ("64 KiB blocks", 400)):
+                for depth in (1, 2, 4, 8, 16, 32):
+                    name = f"read_bw_{block.split()[0]}k_qd{depth}"
+                    charted[name] = (float(scale * scale_fs * depth ** 0.5 *
+                                           rng.normal(1, 0.03)), "MiB/s", [])
+                    declarations[name] = declared(
+                        f"Read bandwidth, {block}, queue depth {depth}", "MiB/s", chart={
+                            "title": "Read bandwidth against queue depth", "kind": "lines",
+                            "x": ["queue depth", depth], "line": block})
+            for file_kib in (64, 256, 1024, 4096):
+                for record_kib in (4, 16, 64, 256):
+                    if record_kib > file_kib or (file_kib >= 4096 and record_kib < 16):
+                        continue     # as IOzone skips them: holes in the surface
+                    name = f"reread_{file_kib}k_{record_kib}k"
+                    value = 300 + record_kib + 2000 / file_kib * 50
+                    if target == "slowfs" and file_kib > 1024:
+                        value /= 40
+                    charted[name] = (float(value), "MiB/s", [])
+                    declarations[name] = declared(
+                        f"Re-read, {file_kib} KiB file, {record_kib} KiB records", "MiB/s",
+                        chart={"title": "Re-read throughput", "kind": "surface",
+                               "x": ["file size", file_kib * 1024, kib_words(file_kib)],
+                               "y": ["record size", record_kib * 1024, kib_words(record_kib)],
+                               "line": "re-read",
+                               "marks": [{"axis": "x", "value": 1024 * 1024,
+                                          "label": "cache, 1 MiB"},
+                                         {"axis": "x", "value": 64 * 1024 ** 3,
+                                          "label": "node memory, 64 GiB"}]})
+            case("SynthPatterns", {}, "gnu-openmpi", target, charted,
+                 title="Patterns (made up)", workload_words="one 4 MiB file",
+                 declarations=declarations)
         report = make_report(run_id, START + night * DAY, cases, tag="nightly")
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "report.json").write_text(json.dumps(report))
@@ -273,6 +289,63 @@ def test_advice_agrees_with_the_index(made_up_site):
     assert "Best file system here" not in slow_advice
 
 
+def plot_specs(page):
+    """{plot id: specification} of the plots of a page."""
+    return {m.group(1): json.loads(m.group(2)) for m in re.finditer(
+        r'<script type="application/json" id="([^"]+)">(.*?)</script>', page, re.S)}
+
+
+def test_declared_charts_side_by_side_on_every_file_system(made_up_site):
+    """A page per declared chart title: each file system's latest surface next to the
+    other's on one colour scale (a log one: slowfs is 40x slower past its cache), its
+    thresholds drawn where they fall inside the sizes measured and said in words where
+    they do not; lines of every file system on the same axes.  The index and every file
+    system's page link to it."""
+    out = made_up_site["out"]
+    surface_page = out / "across-Re-read-throughput.html"
+    lines_page = out / "across-Read-bandwidth-against-queue-depth.html"
+    assert surface_page.exists() and lines_page.exists()
+    page = surface_page.read_text()
+    text = text_of(page)
+    assert "Re-read throughput: every file system side by side" in text
+    assert re.findall(r'<figure data-target="(\w+)">', page) == ["fastfs", "slowfs"]
+    assert text.count("Thresholds: cache, 1 MiB: marked; node memory, 64 GiB: beyond the "
+                      "largest value measured (4 MiB)") == 2
+    assert "log colour scale" in text
+    specs = list(plot_specs(page).values())
+    heats = [sp for sp in specs if sp["data"][0]["type"] == "heatmap"]
+    surfaces = [sp for sp in specs if sp["data"][0]["type"] == "surface"]
+    assert len(heats) == len(surfaces) == 2
+    # one colour scale for both (log10 of MiB/s), so a colour means the same on both
+    assert len({(h["data"][0]["zmin"], h["data"][0]["zmax"]) for h in heats}) == 1
+    low, high = heats[0]["data"][0]["zmin"], heats[0]["data"][0]["zmax"]
+    assert 10 ** high / 10 ** low > 30 and "log scale" in \
+        heats[0]["data"][0]["colorbar"]["title"]["text"]
+    # the declared words label the axes; the cache mark sits on the 1 MiB column (index
+    # 2 of 64 KiB, 256 KiB, 1 MiB, 4 MiB); the memory, beyond 4 MiB, is not drawn
+    assert heats[0]["data"][0]["x"] == ["64 KiB", "256 KiB", "1 MiB", "4 MiB"]
+    assert [(sh["x0"], sh["line"]["dash"]) for sh in heats[0]["layout"]["shapes"]] == \
+        [(2.0, "dash")]
+    assert [a["text"] for a in heats[0]["layout"]["annotations"]] == ["cache, 1 MiB"]
+    planes = [t for t in surfaces[0]["data"][1:] if t["type"] == "surface"]
+    assert len(planes) == 1 and planes[0]["x"] == [[1024 * 1024] * 2] * 2
+    assert surfaces[0]["layout"]["scene"]["zaxis"]["type"] == "log"
+    assert surfaces[0]["layout"]["scene"]["xaxis"]["ticktext"] == \
+        ["64 KiB", "256 KiB", "1 MiB", "4 MiB"]
+    lines = list(plot_specs(lines_page.read_text()).values())
+    assert len(lines) == 1
+    assert sorted(t["name"] for t in lines[0]["data"]) == [
+        "fastfs: 4 KiB blocks", "fastfs: 64 KiB blocks", "slowfs: 4 KiB blocks",
+        "slowfs: 64 KiB blocks"]
+    for name in ("index.html", "fs-fastfs.html", "fs-slowfs.html"):
+        linked = (out / name).read_text()
+        assert 'href="across-Re-read-throughput.html"' in linked, name
+        assert 'href="across-Read-bandwidth-against-queue-depth.html"' in linked, name
+    fs = text_of((out / "fs-slowfs.html").read_text())
+    assert "Thresholds: cache, 1 MiB: marked; node memory, 64 GiB: beyond the largest value " \
+        "measured (4 MiB)." in fs
+
+
 def test_pages_name_no_check_and_no_metric():
     """Everything a page says comes from the declarations: the page code names no check
     class and no metric of the suite."""
@@ -294,8 +367,10 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     first, _, _ = pages.build(out, db_path=made_up_site["db"])
     again, _, _ = pages.build(out, db_path=made_up_site["db"])
     fs_pages = len(list(out.glob("fs-*.html")))
-    # index, compare, runs, advisor and the file-system pages; no run page
-    assert first == again + RUNS and again == 4 + fs_pages
+    across = len(list(out.glob("across-*.html")))
+    # index, compare, runs, advisor, the file-system pages and the charts across them;
+    # no run page
+    assert across == 2 and first == again + RUNS and again == 4 + fs_pages + across
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
@@ -368,9 +443,11 @@ def serve(directory):
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
+# A plot is drawn when Plotly drew it; a 3-D plot past the page's live WebGL budget is
+# kept as a picture of itself (img.snapshot), drawn all the same.
 RENDERED = ("() => [...document.querySelectorAll('[data-plot]')].every(el => "
             "el.dataset.rendered === '1' && (el.querySelector('.plot-container') || "
-            "el.classList.contains('no-webgl')))")
+            "el.querySelector('img.snapshot') || el.classList.contains('no-webgl')))")
 SCROLL = """async () => {
     for (let y = 0; y < document.body.scrollHeight; y += 500) {
         window.scrollTo(0, y); await new Promise(r => setTimeout(r, 25)); } }"""
@@ -432,6 +509,7 @@ def browse(home, shots, unfolded=()):
 def test_made_up_pages_render_in_chromium(made_up_site):
     shots = {"index.html": "pages-made-up-index.png", "fs-fastfs.html": "pages-made-up-fs.png",
              "compare.html": "pages-made-up-compare.png",
+             "across-Re-read-throughput.html": "pages-made-up-across.png",
              "run-night11.html": "pages-made-up-run.png"}
     problems, links = browse(made_up_site["home"], shots,
                              unfolded={"fs-fastfs.html": "pages-made-up-fs-unfolded.png"})
@@ -478,8 +556,12 @@ def test_quick_run_pages_render_in_chromium(quick_site, quick_runs, sb_home):
         # "FAILED:  <case in words> (<phase>): <reason>" -> shown on the index with its cause
         reason = line.split("): ", 1)[1].strip()
         assert reason[:40] in index, line
+    # seed 004's comparison: every file system's surface of one IOzone pattern
+    across = "across-Random-read-throughput.html"
+    assert (quick_site / across).exists(), sorted(p.name for p in quick_site.glob("*.html"))
+    assert f'href="{across}"' in (quick_site / "index.html").read_text()
     shots = {"index.html": "pages-quick-index.png", "fs-sanscratch.html": "pages-quick-fs.png",
-             "compare.html": "pages-quick-compare.png",
+             "compare.html": "pages-quick-compare.png", across: "pages-quick-across.png",
              f"run-{latest}.html": "pages-quick-run.png"}
     problems, links = browse(sb_home, shots)
     assert problems == []

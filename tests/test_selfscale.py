@@ -216,13 +216,14 @@ def test_knee_is_the_largest_fall_not_a_small_one_or_a_noisy_point():
     assert ss.find_knee(ss.Curve("unique_bytes", xs, small_drop), RULES) is None
 
 
-def test_regime_focal_points_sit_a_margin_below_and_above_the_knee():
+def test_regime_focal_points_sit_below_the_knee_and_beyond_memory():
     domain = ss.Domain(unique_bytes=(MIB, 64 * GIB))
     knee = ss.Knee(unique_bytes=4 * GIB, cache_level=1e9, device_level=1e8, throughput=3e8)
-    focals = ss.regime_focals(knee, None, domain, RULES)
-    assert focals == {"cache": GIB, "device": 16 * GIB}
-    high = ss.Knee(unique_bytes=32 * GIB, cache_level=1e9, device_level=1e8, throughput=3e8)
-    assert ss.regime_focals(high, None, domain, RULES)["device"] == 64 * GIB  # the bound
+    assert ss.regime_focals(knee, None, domain, RULES) == {"cache": 512 * MIB,
+                                                           "device": 64 * GIB}
+    assert ss.regime_focals(knee, None, domain, ss.Rules(regime_margin=4))["cache"] == GIB
+    low = ss.Knee(unique_bytes=2 * MIB, cache_level=1e9, device_level=1e8, throughput=3e8)
+    assert ss.regime_focals(low, None, domain, RULES)["cache"] == MIB   # the bottom
 
 
 def test_domain_from_the_node_is_bounded_by_memory_and_free_space():
@@ -444,6 +445,12 @@ def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
     phase = report["repetitions"][0]["phases"]["p0"]
     assert phase["resident_fraction_before"] < 0.1, phase["resident_fraction_before"]
     assert phase["resident_fraction_after"] > 0.9
+    # --prime reads a cold footprint once first: the point starts in its steady state
+    result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args, "--prime"],
+                            tmp_path)
+    assert result.returncode == 0, result.stderr
+    phase = report["repetitions"][0]["phases"]["p0"]
+    assert phase["primed_bytes"] == 128 * MIB and phase["resident_fraction_before"] > 0.9
     # tmpfs is the page cache: always resident
     result, report = kernel(kernels["openmpi"], 1, ["--dir", shm_dir, *args], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -552,7 +559,7 @@ def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_pat
         args = argparse.Namespace(
             kernel=str(binary), launcher=launcher(2), dir=str(where), reports=str(tmp_path / name),
             seed=1, fsync="inside", size_spread=0.5, warmup=0.2, requests=0, duration=0.6,
-            direct=False, prepare=2 * GIB)
+            direct=False, prepare=2 * GIB, passes=1)
         os.environ.update(MPI["openmpi"]["env"])
         k = selfscale_search.Kernel(args)
         sweep = [ss.Workload(u, 256 * KIB, 0.0, 0.0, 2)

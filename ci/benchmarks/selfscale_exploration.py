@@ -76,9 +76,10 @@ def job_script(args, params, kernel, work):
               "--reports", str(work / "reports"),
               "--unique-max", str(params.get("unique_max", "memory")),
               "--size-max", str(params.get("size_max", "16m")),
-              "--duration", str(params.get("duration", 1.5)),
-              "--warmup", str(params.get("warmup", 0.5)),
-              "--fsync", str(params.get("fsync", "none")),
+              "--duration", str(params.get("duration", 0.4)),
+              "--warmup", str(params.get("warmup", 0.2)),
+              "--passes", str(params.get("passes", 3)),
+              "--fsync", str(params.get("fsync", "outside")),
               "--repeat", str(params.get("repeat", 5)),
               "--validate", str(params.get("validate", 20)), "--rules", json.dumps(rules)]
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in MPI_ENV[args.mpi].items())
@@ -143,6 +144,9 @@ def report(result):
               (f", repeated {len(ex.repeat[regime])}x: variation {100 * cv:.1f}%" if cv else ""))
     print(f"  prediction error, median:        {100 * v.median_error:6.1f}% (goal: 10% or less)")
     print(f"  prediction error, maximum:       {100 * v.max_error:6.1f}%")
+    if v.spread is not None:
+        print(f"  noise under it:                  {100 * v.spread:6.1f}% (one measurement "
+              f"of a held-out workload against the median of its {len(v.passes[0])} passes)")
     print(f"  load average before / after:     {result['_load'][0][0]:.1f} / "
           f"{result['_load'][1][0]:.1f} (2 cores, shared)")
     print("  held-out workloads (predicted / measured MiB/s, error):")

@@ -72,7 +72,7 @@ class SelfScaleCheckBase(ScratchCheck):
         unique = "up to 1.25 x the node's memory" if str(p.get("unique_max", "memory")) == \
             "memory" else f"up to {p['unique_max']}"
         window = f"{p.get('requests')} requests" if p.get("requests") else \
-            f"{p.get('duration', 1.5)} s windows"
+            f"{p.get('passes', 3)} windows of {p.get('duration', 0.4)} s per point"
         self.workload_words = (f"uniqueBytes {unique}, processNum 1 to "
                                f"{self.tasks_per_node_used}, {window}, at most "
                                f"{p.get('max_rounds', 3)} rounds, {p.get('validate', 20)} "
@@ -98,8 +98,9 @@ class SelfScaleCheckBase(ScratchCheck):
             "--out", RESULT, "--reports", REPORTS,
             "--unique-max", str(p.get("unique_max", "memory")),
             "--size-max", str(p.get("size_max", "16m")),
-            "--duration", str(p.get("duration", 1.5)), "--warmup", str(p.get("warmup", 0.5)),
-            "--fsync", str(p.get("fsync", "none")), "--repeat", str(p.get("repeat", 5)),
+            "--duration", str(p.get("duration", 0.4)), "--warmup", str(p.get("warmup", 0.2)),
+            "--passes", str(p.get("passes", 3)),
+            "--fsync", str(p.get("fsync", "outside")), "--repeat", str(p.get("repeat", 5)),
             "--validate", str(p.get("validate", 20)), "--rules", shlex.quote(json.dumps(rules))]
         self.keep_files = [RESULT, REPORTS]
 
@@ -232,6 +233,10 @@ def declared_figures(result):
     add("prediction_error_max", 100.0 * validation.max_error, unit="%", better="lower",
         label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
               "workloads")
+    if validation.spread is not None:
+        add("validation_spread", 100.0 * validation.spread, unit="%", better="lower",
+            label="Noise under the prediction error: how far one measurement of a held-out "
+                  "workload lies from the median of its passes (median)")
     add("exploration_time", result["timing"]["total_s"], unit="s", better="lower",
         label=f"Time of the exploration ({exploration.points_measured} points, "
               f"{len(exploration.rounds)} rounds) and its validation")

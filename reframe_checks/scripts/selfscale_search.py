@@ -76,7 +76,7 @@ class Kernel:
     def common(self):
         a = self.args
         opts = ["--seed", str(a.seed), "--fsync", a.fsync, "--size-spread", str(a.size_spread),
-                "--warmup", str(a.warmup), "--progress"]
+                "--warmup", str(a.warmup), "--progress", "--prime"]
         if a.requests:
             opts += ["--requests", str(a.requests)]
         else:
@@ -108,52 +108,59 @@ class Kernel:
                                           f"failed: {why}")
         return data
 
-    def measure(self, workloads, reps, label="sweep"):
-        # In a shuffled order: a change of the background load during a sweep then
-        # scatters its points instead of drawing a trend through the curve.
+    def measure(self, workloads, reps, label="sweep", last=False):
+        """[[bytes/s per repetition] per workload]: at least --passes repetitions (the
+        kernel runs every point once per repetition, so the passes of a point lie a
+        whole sweep apart), in a shuffled order: a change of the background load during
+        a sweep then scatters its points instead of drawing a trend through the curve.
+        ``last``: the data is discarded after this launch."""
         order = list(range(len(workloads)))
         random.Random(self.args.seed * 7919 + len(self.launches)).shuffle(order)
-        results = self._measure([workloads[i] for i in order], reps, label)
+        results = self._measure([workloads[i] for i in order], max(reps, self.args.passes),
+                                label, last)
         out = [None] * len(workloads)
         for position, index in enumerate(order):
             out[index] = results[position]
         return out
 
-    def _measure(self, workloads, reps, label):
+    def _measure(self, workloads, reps, label, last):
         points = [a for w in workloads for a in ("--point", w.kernel_point())]
         if self.run_dir is None:
             largest = max(self.args.prepare, max(w.unique_bytes for w in workloads))
             extra = ["--dir", self.args.dir, "--keep", "--prepare", str(largest)]
             self.prepare_bytes = largest
         else:
-            extra = ["--existing", self.run_dir]
-        report = self.run(extra + points + ["--reps", str(reps)], label)
+            extra = ["--existing", self.run_dir] + (["--discard"] if last else [])
+        try:
+            report = self.run(extra + points + ["--reps", str(reps)], label)
+        finally:
+            if last and self.run_dir and not Path(self.run_dir).exists():
+                self.run_dir = None
         out = []
         for i, w in enumerate(workloads):
             phase = f"p{i}"
             values = [rep["phases"][phase]["throughput_Bps"] for rep in report["repetitions"]]
-            last = report["repetitions"][-1]["phases"][phase]
+            final = report["repetitions"][-1]["phases"][phase]
             self.points.append({"launch": len(self.launches), "label": label,
                                 "workload": w.as_dict(), "throughput_Bps": values,
                                 "requests_per_s": [rep["phases"][phase]["requests_per_s"]
                                                    for rep in report["repetitions"]],
-                                "resident_fraction_before": last["resident_fraction_before"],
-                                "resident_fraction_after": last["resident_fraction_after"],
-                                "measured": last["measured"]})
+                                "resident_fraction_before": final["resident_fraction_before"],
+                                "resident_fraction_after": final["resident_fraction_after"],
+                                "primed_bytes": final.get("primed_bytes", 0),
+                                "measured": final["measured"]})
             if any(v is None or not v > 0 for v in values):
                 raise LaunchFailed(1, f"kernel launch {len(self.launches)} ({label}): point "
                                       f"{w.words()} measured no throughput")
             out.append(values)
         return out
 
-    def discard(self, workloads=None, label="discard"):
-        """The last launch: optional points, then the kept data is removed."""
+    def discard(self, label="discard"):
+        """A launch that only removes the kept data."""
         if self.run_dir is None:
             return None
-        extra = ["--existing", self.run_dir, "--discard"]
-        points = [a for w in workloads or [] for a in ("--point", w.kernel_point())]
         try:
-            return self.run(extra + points, label)
+            return self.run(["--existing", self.run_dir, "--discard"], label)
         finally:
             if self.run_dir and not Path(self.run_dir).exists():
                 self.run_dir = None
@@ -211,23 +218,19 @@ def search(args, kernel, result):
         f"{len(exploration.rounds)} round(s)")
 
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
-    say(f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed})")
+    say(f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed}), "
+        f"{args.passes} passes each")
     t0 = time.monotonic()
-    report = kernel.discard(held_out, label="validation")
-    measured = [[rep["phases"][f"p{i}"]["throughput_Bps"] for rep in report["repetitions"]][0]
-                for i in range(len(held_out))]
-    for i, w in enumerate(held_out):
-        phase = report["repetitions"][-1]["phases"][f"p{i}"]
-        kernel.points.append({"launch": len(kernel.launches), "label": "validation",
-                              "workload": w.as_dict(), "throughput_Bps": [measured[i]],
-                              "resident_fraction_before": phase["resident_fraction_before"],
-                              "resident_fraction_after": phase["resident_fraction_after"],
-                              "measured": phase["measured"]})
-    validation = ss.Validation(held_out, [model.predict(w) for w in held_out], measured)
+    validation = ss.validate(
+        model, lambda ws, reps: kernel.measure(ws, reps, label="validation", last=True),
+        held_out)
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
+    spread = validation.spread
     say(f"validation: prediction error median {100 * validation.median_error:.1f}%, "
-        f"maximum {100 * validation.max_error:.1f}%")
+        f"maximum {100 * validation.max_error:.1f}%" +
+        (f"; one measurement lies {100 * spread:.1f}% from the median of its passes "
+         "(median over the workloads): the noise the errors stand on" if spread else ""))
 
 
 def main(argv=None):
@@ -242,13 +245,18 @@ def main(argv=None):
     p.add_argument("--reports", default="selfscale-reports",
                    help="directory for the kernel's report of every launch")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--duration", type=float, default=1.5, help="timed window per point (s)")
-    p.add_argument("--warmup", type=float, default=0.5, help="untimed start of each point (s)")
+    p.add_argument("--duration", type=float, default=0.4, help="timed window per point (s)")
+    p.add_argument("--warmup", type=float, default=0.2, help="untimed start of each point (s)")
+    p.add_argument("--passes", type=int, default=3,
+                   help="measurements of every point, a sweep apart; a curve takes their "
+                        "median")
     p.add_argument("--requests", type=int, default=0,
                    help="a fixed number of requests per rank instead of --duration")
-    p.add_argument("--fsync", choices=("none", "outside", "inside"), default="none",
-                   help="after each point's writes (none: the page cache writes back as it "
-                        "would for an application)")
+    p.add_argument("--fsync", choices=("none", "outside", "inside"), default="outside",
+                   help="after each point's writes: outside (the default) writes them back "
+                        "untimed, so every point starts without dirty pages and points do "
+                        "not depend on the ones before; inside times it; none leaves "
+                        "write-back to the kernel")
     p.add_argument("--size-spread", type=float, default=0.5)
     p.add_argument("--size-min", type=parse_size, default=ss.KIB)
     p.add_argument("--size-max", type=parse_size, default=16 * ss.MIB)
@@ -261,7 +269,7 @@ def main(argv=None):
     p.add_argument("--validate-seed", type=int, default=2003)
     p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
     args = p.parse_args(argv)
-    for name in ("processes", "validate"):
+    for name in ("processes", "validate", "passes"):
         if getattr(args, name) < 1:
             p.error(f"--{name}: expected at least 1, got {getattr(args, name)}")
     if not os.path.isdir(args.dir):
@@ -273,7 +281,8 @@ def main(argv=None):
     kernel = Kernel(args)
     result = {"schema": SCHEMA, "target": args.dir, "processes": args.processes,
               "settings": {k: getattr(args, k) for k in (
-                  "seed", "duration", "warmup", "requests", "fsync", "size_spread", "repeat",
+                  "seed", "duration", "warmup", "passes", "requests", "fsync", "size_spread",
+                  "repeat",
                   "validate", "validate_seed", "direct", "launcher")},
               "timing": {}, "error": None}
 

@@ -17,6 +17,32 @@
     busy = false;
     window.requestAnimationFrame(drain);
   }
+  // A 3-D plot holds a WebGL context, and a browser keeps only about 16 per page (it
+  // drops the oldest, leaving a blank plot): past LIVE_3D, the plot drawn longest ago is
+  // kept as a picture of itself, which turns back into a live plot when clicked.
+  var LIVE_3D = 6, live3d = [];
+  function freeze(el) {
+    return window.Plotly.toImage(el, {format: "png", width: el.clientWidth || 500,
+                                      height: el.clientHeight || 420}).then(function (url) {
+      window.Plotly.purge(el);
+      el.textContent = "";
+      var img = document.createElement("img");
+      img.className = "snapshot";
+      img.src = url;
+      img.alt = img.title = "3-D surface (a picture): click to turn it";
+      img.addEventListener("click", function () {
+        el.textContent = "";
+        el.dataset.rendered = "";
+        render(el);
+      });
+      el.appendChild(img);
+    });
+  }
+  function drawn(el) {
+    if (!el.dataset.webgl) return Promise.resolve();
+    live3d.push(el);
+    return live3d.length > LIVE_3D ? freeze(live3d.shift()) : Promise.resolve();
+  }
   function drain() {
     if (busy || !queue.length) return;
     busy = true;
@@ -28,7 +54,9 @@
       return;
     }
     var spec = JSON.parse(document.getElementById(el.dataset.plot).textContent);
-    window.Plotly.newPlot(el, spec.data, spec.layout, config).then(function () { done(el); });
+    window.Plotly.newPlot(el, spec.data, spec.layout, config)
+      .then(function () { return drawn(el); })
+      .then(function () { done(el); });
   }
   function render(el) {
     if (el.dataset.rendered) return;

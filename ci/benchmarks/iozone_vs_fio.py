@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): the kernel's iozone mode against fio's matching rw= modes.
+
+The same work on both sides, pattern by pattern, at the same record size on the same
+file in the same directory, with pread/pwrite (fio `--ioengine=psync`), in IOzone's order
+so the file and the page cache are in the same state before each pattern:
+
+  kernel pattern    fio job                                    match
+  write             rw=write on a new file                     same requests
+  rewrite           rw=write on that file                      same requests
+  read              rw=read                                    same requests
+  reread            rw=read again (cache kept)                 same requests
+  random-read       rw=randread (random map: each block once)  same kind, another order
+  random-write      rw=randwrite                               same kind, another order
+  backward-read     rw=read:-2*bs (fio's backward read)        fio reads block 0 twice and
+                                                               never the last block
+  record-rewrite    rw=write:-bs (offset 0, once per block)    same requests
+  stride-read       rw=read:(stride-1)*bs                      fio does not wrap to the
+                                                               next start: it re-reads one
+                                                               column, so no goal applies
+  random-mix        2 ranks: 1 reads, 1 writes, at random      2 jobs, rw=randrw
+                    (throughput mode)                          rwmixread=50, a file each
+
+Writes end with an fsync inside the timed region (kernel `--fsync inside`, fio
+`--end_fsync=1`); no preallocation (fio `--fallocate=none`); no access hints (fio
+`--fadvise_hint=0`: IOzone and the kernel give none, while fio's default tells the kernel
+POSIX_FADV_RANDOM for random jobs, which turns readahead off: with this disk's 8 MiB
+readahead that makes another workload, see `--fio-hints`).  `--direct` runs both with
+O_DIRECT (the device); without it the page cache is measured, and the first read of each
+kind starts from a dropped cache on both sides (kernel `--fadvise`, fio `--invalidate=1`),
+re-read and the writes from what the pattern before left.  The kernel verifies every
+word it reads (outside its timers; `--no-verify` turns that off); fio checks nothing.
+Throughput: the kernel's `throughput_Bps` (with 2 ranks, the sum of each rank's rate,
+IOzone's "children see"); fio's bytes / runtime, summed over its jobs.
+
+Rounds are interleaved, the order of the two tools alternating, so drift hits both
+alike; each round gives one pair per pattern.  Printed per pattern: each tool's
+min/median/max in MiB/s, the ratio kernel/fio as the geometric mean of the pairs' ratios
+with a 95% bootstrap interval over the pairs, and the goal (0.95x where fio has the
+pattern).  Exits 0 whatever the figures are.
+
+    .venv/bin/python ci/benchmarks/iozone_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
+        [--record-sizes 4k,1m] [--file-size 512m] [--direct] [--no-verify] [--json FILE]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MIB = 2**20
+OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+STRIDE = 17
+# pattern -> (fio rw, drop the cache before it when buffered, goal applies, note)
+PATTERNS = {
+    "write": ("write", False, True, ""),
+    "rewrite": ("write", False, True, ""),
+    "read": ("read", True, True, ""),
+    "reread": ("read", False, True, ""),
+    "random-read": ("randread", True, True, ""),
+    "random-write": ("randwrite", False, True, ""),
+    "backward-read": ("read:-{back}", True, True, "fio: block 0 twice, not the last"),
+    "record-rewrite": ("write:-{bs}", False, True, ""),
+    "stride-read": ("read:{skip}", True, False, "fio re-reads one column: no goal"),
+}
+MIX = "random-mix"
+
+
+def size_bytes(text):
+    text = str(text).strip().lower()
+    scale = {"k": 2**10, "m": 2**20, "g": 2**30}.get(text[-1:], 1)
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def sh(cmd, env=None):
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                            env=dict(os.environ, **OMPI_ENV, **(env or {})))
+    if result.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
+    return result.stdout
+
+
+def kernel_round(kernel, directory, record, size, direct, verify):
+    """Every pattern once (one rank), then the random mix (two ranks): {pattern: MiB/s}."""
+    common = ["--dir", directory, "--file-sizes", str(size), "--record-sizes", str(record),
+              "--all-records", "--fsync", "inside", "--stride", str(STRIDE)]
+    common += ["--direct"] if direct else ["--fadvise"]
+    common += [] if verify else ["--no-verify"]
+    out = {}
+    report = json.loads(sh(["mpirun.openmpi", "-np", "1", kernel, "iozone", *common,
+                            "--patterns", ",".join(PATTERNS)]))
+    mix = json.loads(sh(["mpirun.openmpi", "-np", "2", kernel, "iozone", *common,
+                         "--patterns", f"write,{MIX}"]))
+    for rep, patterns in ((report, PATTERNS), (mix, [MIX])):
+        if rep["exit_code"] != 0:
+            raise RuntimeError(f"kernel: {rep['errors']}")
+        phases = rep["repetitions"][0]["phases"]
+        for pattern in patterns:
+            phase = phases[f"{pattern.replace('-', '_')}_f{size}_r{record}"]
+            if phase["bytes_all"] != rep["mpi"]["nranks"] * size:
+                raise RuntimeError(f"kernel {pattern} moved {phase['bytes_all']} bytes")
+            out[pattern] = phase["throughput_Bps"] / MIB
+    return out
+
+
+def fio_job(work, name, rw, record, size, direct, invalidate, hints, jobs=1, fsync=False):
+    """One fio run; returns the sum over its jobs of bytes / runtime, in MiB/s."""
+    # io_size: fio counts a strided job's skipped bytes against --size; this keeps n requests
+    cmd = ["fio", f"--name={name}", f"--directory={work}", f"--bs={record}", f"--size={size}",
+           f"--io_size={size}",
+           f"--rw={rw}", "--ioengine=psync", f"--direct={int(direct)}", "--fallocate=none",
+           f"--fadvise_hint={int(hints)}",
+           f"--invalidate={int(invalidate)}", f"--numjobs={jobs}", "--output-format=json",
+           "--filename_format=$jobname.$jobnum"]
+    if rw.startswith("randrw"):
+        cmd.append("--rwmixread=50")
+    if fsync:
+        cmd.append("--end_fsync=1")
+    total = 0.0
+    for job in json.loads(sh(cmd))["jobs"]:
+        moved = job["read"]["io_bytes"] + job["write"]["io_bytes"]
+        if moved != size:
+            raise RuntimeError(f"fio {rw} moved {moved} bytes, expected {size}")
+        total += job["read"]["bw_bytes"] + job["write"]["bw_bytes"]
+    return total / MIB
+
+
+def fio_round(directory, record, size, direct, hints):
+    work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
+    try:
+        out = {}
+        for pattern, (rw, drop, _, _) in PATTERNS.items():
+            # fio's offset suffix: bytes skipped (or stepped back) after each request
+            rw = rw.format(back=2 * record, bs=record, skip=(STRIDE - 1) * record)
+            if pattern == "write":
+                for old in work.glob("iz.*"):
+                    old.unlink()      # a new file, as IOzone's write test makes
+            out[pattern] = fio_job(work, "iz", rw, record, size, direct,
+                                   invalidate=drop and not direct, hints=hints,
+                                   fsync="write" in rw)
+        fio_job(work, "mix", "write", record, size, direct, invalidate=False, hints=hints,
+                jobs=2, fsync=True)
+        out[MIX] = fio_job(work, "mix", "randrw", record, size, direct,
+                           invalidate=not direct, hints=hints, jobs=2, fsync=True)
+        return out
+    finally:
+        shutil.rmtree(work)
+
+
+def ratio_interval(pairs, resamples=10000, seed=1):
+    """Geometric mean of kernel/fio over the pairs and its 95% percentile bootstrap."""
+    logs = [math.log(k / f) for k, f in pairs]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
+    lo, hi = means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+    return math.exp(statistics.fmean(logs)), math.exp(lo), math.exp(hi)
+
+
+def spread(values):
+    return f"{min(values):7.0f} {statistics.median(values):7.0f} {max(values):7.0f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="/var/tmp/sb-bench",
+                        help="directory on the file system to measure (created if missing)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--record-sizes", default="4k,1m")
+    parser.add_argument("--file-size", default="512m", help="bytes per file (default 512m)")
+    parser.add_argument("--direct", action="store_true", help="O_DIRECT on both sides")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="the kernel does not check what it reads")
+    parser.add_argument("--json", help="also write every round's figures to this file")
+    parser.add_argument("--fio-hints", action="store_true",
+                        help="let fio give the kernel its access hints (its default)")
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
+    sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
+    kernel = build / "scratchbench-kernel"
+    size = size_bytes(args.file_size)
+    records = [size_bytes(r) for r in args.record_sizes.split(",")]
+    cache = "O_DIRECT" if args.direct else \
+        "page cache (dropped before the first read of each kind)"
+    print(f"directory {args.dir}; {size // MIB} MiB file, pread/pwrite, {cache}, fsync "
+          f"inside the writes, kernel verification {'off' if args.no_verify else 'on'}, "
+          f"fio access hints {'on' if args.fio_hints else 'off'}; "
+          f"{args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}")
+    samples = {r: {"kernel": [], "fio": []} for r in records}
+    try:
+        for n in range(args.rounds):
+            for i, record in enumerate(records):
+                order = ["kernel", "fio"] if (n + i) % 2 == 0 else ["fio", "kernel"]
+                for tool in order:
+                    samples[record][tool].append(
+                        kernel_round(kernel, args.dir, record, size, args.direct,
+                                     not args.no_verify) if tool == "kernel" else
+                        fio_round(args.dir, record, size, args.direct, args.fio_hints))
+            print(f"  round {n + 1}/{args.rounds} done", file=sys.stderr)
+    finally:
+        shutil.rmtree(build)
+    if args.json:
+        Path(args.json).write_text(json.dumps({str(r): v for r, v in samples.items()}, indent=1))
+    print(f"{'record':<7} {'pattern':<15} {'kernel MiB/s min med max':>25} "
+          f"{'fio MiB/s min med max':>25}   kernel/fio [95% bootstrap]   goal >= 0.95")
+    for record in records:
+        for pattern in [*PATTERNS, MIX]:
+            k = [s[pattern] for s in samples[record]["kernel"]]
+            f = [s[pattern] for s in samples[record]["fio"]]
+            ratio, lo, hi = ratio_interval(list(zip(k, f)))
+            goal, note = (True, "") if pattern == MIX else PATTERNS[pattern][2:]
+            verdict = ("met" if lo >= 0.95 else "not shown" if hi >= 0.95 else "missed") \
+                if goal else "no goal"
+            label = f"{record // 1024} KiB"
+            print(f"{label:<7} {pattern:<15} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
+                  f"[{lo:4.2f}, {hi:4.2f}]   {verdict}{'  (' + note + ')' if note else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
