@@ -736,14 +736,15 @@ static int ss_manifest_read(sbk_ctx *ctx, const sbk_manifest *m, char *msg, size
 
 static void ss_teardown(sbk_ctx *ctx, int code)
 {
-    (void)code;
     ss_state *s = ctx->state;
     if (!s)
         return;
     if (s->fd >= 0)
         close(s->fd);
     const sbk_config *c = ctx->cfg;
-    int remove_data = c->existing ? s->o->discard : !c->keep;
+    /* A first launch stopped by a signal removes its data even with --keep: nobody would
+     * know to discard a half-written data file. */
+    int remove_data = c->existing ? s->o->discard : (!c->keep || code == SBK_ESTOPPED);
     MPI_Barrier(MPI_COMM_WORLD);
     if (remove_data && ctx->targets[0].fd >= 0 && ctx->node_rank == 0) {
         char name[64];

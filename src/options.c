@@ -135,7 +135,8 @@ static const sbk_option core_options[] = {
      .help = "stop writing/creating after SEC seconds [off]", .parse = parse_stonewall,
      .needs = SBK_F_STONEWALL},
     {.name = "keep", .kind = SBK_OPT_FLAG, .offset = CORE(keep),
-     .help = "keep the files (the run directory is printed)"},
+     .help = "keep the files (the run directory is printed); a run stopped by\n"
+             "SIGTERM/SIGINT removes them all the same"},
     {.name = "seed", .kind = SBK_OPT_LONG, .offset = CORE(seed), .arg = "N",
      .help = "seed of the verification pattern [1]", .hi = LONG_MAX},
     {.name = "direct", .kind = SBK_OPT_FLAG, .offset = CORE(direct),

@@ -213,7 +213,7 @@ int sbk_workdir_close(sbk_ctx *ctx)
         t->fd = -1;
         if (!t->created)
             continue;
-        if (ctx->cfg->keep) {
+        if (ctx->cfg->keep && !sbk_stop_signal) {
             if (ctx->rank == 0)
                 fprintf(stderr, "scratchbench-kernel: kept the files in %s\n", t->rundir);
         } else if (rmdir(t->rundir) != 0) {

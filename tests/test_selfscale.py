@@ -508,12 +508,13 @@ def test_kernel_bad_input_is_one_line(kernels, tmp_path, args, message):
 
 
 # ---- the driver: sweeps through the kernel, in one allocation -------------------------------------
-def driver(args, timeout=600, **popen):
+def driver(args, timeout=600, background=False):
+    """The driver's completed run, or with background=True its Popen (own session)."""
     env = dict(os.environ, **MPI["openmpi"]["env"])
     cmd = [sys.executable, DRIVER, *map(str, args)]
-    if popen:
+    if background:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, **popen)
+                                text=True, start_new_session=True)
     return run(cmd, env=env, timeout=timeout)
 
 
@@ -601,7 +602,7 @@ def test_driver_stopped_by_a_signal_removes_the_data(kernels, shm_dir, tmp_path)
     proc = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
                    "--processes", 2, "--out", tmp_path / "r.json", "--reports",
                    tmp_path / "reports", "--unique-max", "64m", "--duration", 1,
-                   "--warmup", 0], popen=True, start_new_session=True)
+                   "--warmup", 0], background=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list(shm_dir.glob("sbk.selfscale.*")):
         time.sleep(0.2)
