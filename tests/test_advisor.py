@@ -213,8 +213,8 @@ def known_model(scale=1.0):
 
 
 def selfscale_case(target, model, error_median, error_max):
-    """The figures a self-scaling check stores for this model, the two prediction errors
-    declared with their roles (what this branch proposes the check declares)."""
+    """The figures a self-scaling check stores for this model (its two prediction errors
+    declare their roles)."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
     exploration = ss.Exploration(domain=domain, rules=ss.Rules(), model=model, rounds=[],
                                  settled=True, points_measured=40)
@@ -226,8 +226,8 @@ def selfscale_case(target, model, error_median, error_max):
                                          "timing": {"total_s": 300.0}})
     declarations = {n: d.as_dict() for n, (_, d) in figures.items()}
     values = {n: v for n, (v, _) in figures.items()}
-    declarations["prediction_error_median"]["role"] = "model_error_median"
-    declarations["prediction_error_max"]["role"] = "model_error_max"
+    assert declarations["prediction_error_median"]["role"] == "model_error_median"
+    assert declarations["prediction_error_max"]["role"] == "model_error_max"
     values["prediction_error_max"] = 100 * error_max
     return make_case("SelfScaleCheck", {"scratch_target": target}, "gnu-openmpi", target,
                      {n: (values[n], d["unit"], samples.get(n, [])) for n, d in
