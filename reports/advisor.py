@@ -150,10 +150,10 @@ class Profile:
                      f"{self.files_written:,} written")
         if self.opens or self.stats:
             parts.append(f"{self.opens:,} opens, {self.stats:,} stats")
-        if self.staging:
-            parts.append("stages " + ", ".join(
-                f"{leg} {ss.size_words(s['bytes'])} in {s['files']:,} files"
-                for leg, s in self.staging.items()))
+        legs = [f"{leg} {ss.size_words(s['bytes'])} in {s['files']:,} files"
+                for leg, s in (self.staging or {}).items() if s["bytes"] or s["files"]]
+        if legs:
+            parts.append("stages " + ", ".join(legs))
         return "; ".join(parts)
 
 
