@@ -2,6 +2,7 @@
 
     scratchbench cluster up|down|status     the embedded Slurm cluster on this machine
     scratchbench run --tag quick            a tag of the suite on a site, via ReFrame
+    scratchbench advise LOG|YAML            a job's I/O time on each scratch target
 
 Every error is one line, ``scratchbench: error: ...``, and a non-zero exit code.
 """
@@ -127,6 +128,18 @@ def _report(args):
     return 0
 
 
+def _advise(args):
+    from reports import advisor
+
+    profile = advisor.load_profile(args.workload, nodes=args.nodes, stage=args.stage)
+    result = advisor.advise(profile)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(advisor.format_advice(result))
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="scratchbench",
@@ -235,6 +248,29 @@ def build_parser():
     report.add_argument("--out", default=str(paths.state_dir() / "pages"),
                         help="output directory (default $SCRATCHBENCH_HOME/pages)")
     report.set_defaults(func=_report)
+
+    advise = sub.add_parser(
+        "advise", help="how long a job's I/O would take on each scratch target",
+        description="Predict a job's I/O time on every scratch target from the history "
+                    "store: data through each target's self-scaling model, metadata "
+                    "(creations, opens, stats), deletion and staging at the stored rates, "
+                    "each with its interval over recent runs and the model's validation "
+                    "error; then the target to use where the intervals allow naming one. "
+                    "The job comes from its Darshan log or from a YAML description "
+                    "(processes, nodes, bytes, read_fraction, request_size, "
+                    "sequential_fraction, footprint, files, files_written, opens, stats, "
+                    "stage_in, stage_out; see README.md). Exit 2 on a log or description "
+                    "it cannot use, 7 when the store has no figures of any target.",
+        epilog=EPILOG)
+    advise.add_argument("workload", metavar="LOG|YAML",
+                        help="a Darshan log (.darshan) or a workload description (YAML)")
+    advise.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    advise.add_argument("--nodes", type=int, default=None,
+                        help="a log's job ran on N nodes (a log does not say; default 1)")
+    advise.add_argument("--stage", action="store_true",
+                        help="a log's job stages: the files it only read are staged in, "
+                             "the files it wrote are staged out")
+    advise.set_defaults(func=_advise)
     return parser
 
 

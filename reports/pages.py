@@ -11,6 +11,8 @@ The pages, and what each rests on:
   charts the checks declare, scaling, and every other figure folded by check.
 * ``compare.html``: every file system side by side, the same variant next to the same
   variant, with the spread of recent runs.
+* ``advisor.html``: which scratch for a job: common workloads predicted on every file
+  system, and a form for a job of one's own (``reports.advisor``).
 * ``run-ID.html``: one run: configuration, wall time, every case with its parameters as
   columns, result, cause, time and a link to its output; ``runs.html`` lists the runs.
 
@@ -61,7 +63,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from reports import naming, runreport, store
+from reports import advisor, naming, runreport, store
 
 HISTORY_RUNS = 200        # runs of each tag the pages read and plot
 RECENT_RUNS = 10          # runs a spread, a ranking or a piece of advice rests on
@@ -1238,6 +1240,12 @@ def _build(conn, out, nightly_verdicts, title):
           tables=headline_table(headline_rankings, targets), recent=list(reversed(runs))[:RUNS_ON_INDEX],
           across=across, plots=False)
     write("runs.html", "runs.html", runs=list(reversed(runs)), plots=False)
+    # The advisor: pre-computed here (one implementation of the prediction, in Python);
+    # its form does only the arithmetic on what this build computed (see advisor.py).
+    advisor_data = advisor.page_data(conn)
+    write("advisor.html", "advisor.html", advisor=advisor_data,
+          advisor_json=plot_json(advisor_data),
+          seconds=advisor.seconds_words, size=advisor.ss.size_words, plots=False)
     for page in across:
         write(page["file"], "across.html", page=page, plots=True)
     written += _run_pages(conn, env, common, out, runs)
@@ -1276,7 +1284,7 @@ def _run_pages(conn, env, common, out, runs):
 
 def _copy_assets(out):
     assets = resources.files("reports") / "templates"
-    for name in ("style.css", "pages.js"):
+    for name in ("style.css", "pages.js", "advisor.js"):
         source = Path(str(assets / name))
         target = out / "assets" / name
         if not target.exists() or target.read_bytes() != source.read_bytes():

@@ -186,7 +186,8 @@ def ingest_report(conn, report, meta=None, source=""):
                     "reference": _num(ref), "lower": _num(lower), "upper": _num(upper),
                     "result": result, "label": meaning.get("label"),
                     "better": meaning.get("better"), "headline": meaning.get("headline") or None,
-                    "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None})
+                    "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None,
+                    "role": meaning.get("role") or None})
                 added += 1
                 values = samples.get(metric) or []
                 conn.executemany("INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
@@ -287,7 +288,7 @@ def figure_rows(conn, where="", args=()):
     """Every figure with its case and run, oldest run first."""
     return conn.execute(
         "SELECT f.figure_id, f.metric, f.value, f.unit, f.reference, f.lower, f.upper,"
-        " f.result AS figure_result, f.label, f.better, f.headline, f.chart, c.*, r.tag, r.note, r.revision, r.site, r.started,"
+        " f.result AS figure_result, f.label, f.better, f.headline, f.chart, f.role, c.*, r.tag, r.note, r.revision, r.site, r.started,"
         " r.finished, r.reframe_version "
         "FROM figures f JOIN cases c ON f.case_id = c.case_id JOIN runs r ON c.run_id = r.run_id "
         f"{where} ORDER BY r.started, r.run_id", args).fetchall()

@@ -14,6 +14,24 @@ from dataclasses import asdict, dataclass
 
 BETTER = ("higher", "lower")
 CHART_KINDS = ("lines", "surface")
+#: What a figure measures, for programs that compute with figures (the workload advisor
+#: turns a job's operation counts into time with them): a check that measures one of
+#: these says so with ``role``, and readers find the figure by its role, never by the
+#: check's or the metric's name.  Each role has one meaning and a unit family.
+ROLES = {
+    "creations_per_s": "files created per second, all ranks together",
+    "opens_per_s": "opens and closes of existing files per second, all ranks together",
+    "stats_per_s": "stats of existing files per second, all ranks together",
+    "deletions_per_s": "files deleted per second, all ranks together",
+    "stage_in_bytes_per_s": "bytes copied into the scratch target per second",
+    "stage_out_bytes_per_s": "bytes copied out of the scratch target per second",
+    "stage_in_files_per_s": "files copied into the scratch target per second",
+    "stage_out_files_per_s": "files copied out of the scratch target per second",
+    "model_error_median": "median relative error of a prediction model on workloads it "
+                          "was not built from",
+    "model_error_max": "largest relative error of a prediction model on workloads it was "
+                       "not built from",
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +51,9 @@ class FigureDeclaration:
     #: (["file size", 65536, "64 KiB"]); "marks" (optional) are thresholds to draw on the
     #: chart: [{"axis": "x", "value": 25769803776, "label": "node memory, 24 GiB"}]
     chart: dict = None
+    #: what the figure measures, one of ROLES, for programs that compute with it; ""
+    #: when nothing computes with it
+    role: str = ""
 
     def __post_init__(self):
         if self.better not in BETTER:
@@ -40,6 +61,9 @@ class FigureDeclaration:
                              "'higher' or 'lower'")
         if not self.unit or not self.label:
             raise ValueError(f"figure declaration {self!r}: unit and label are required")
+        if self.role and self.role not in ROLES:
+            raise ValueError(f"figure '{self.label}': role {self.role!r}, expected one of "
+                             f"{', '.join(ROLES)}")
         if self.chart is not None:
             chart = self.chart
             if not isinstance(chart, dict) or chart.get("kind") not in CHART_KINDS or \
@@ -62,7 +86,7 @@ class FigureDeclaration:
         try:
             return cls(unit=str(data["unit"]), label=str(data["label"]),
                        better=data["better"], headline=str(data.get("headline") or ""),
-                       chart=data.get("chart"))
+                       chart=data.get("chart"), role=str(data.get("role") or ""))
         except KeyError as exc:
             raise ValueError(f"{where}: no '{exc.args[0]}' field") from None
 

@@ -368,8 +368,9 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     again, _, _ = pages.build(out, db_path=made_up_site["db"])
     fs_pages = len(list(out.glob("fs-*.html")))
     across = len(list(out.glob("across-*.html")))
-    # index, compare, runs, the file-system pages and the charts across them; no run page
-    assert across == 2 and first == again + RUNS and again == 3 + fs_pages + across
+    # index, compare, runs, advisor, the file-system pages and the charts across them;
+    # no run page
+    assert across == 2 and first == again + RUNS and again == 4 + fs_pages + across
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
@@ -415,7 +416,7 @@ def test_a_history_written_by_the_previous_code_renders(tmp_path):
     conn.commit()
     conn.close()
     written, figures, _ = pages.build(tmp_path / "pages", db_path=db)
-    assert figures == 216 and written == 6
+    assert figures == 216 and written == 7     # index, compare, runs, advisor, fs, 2 runs
     index = text_of((tmp_path / "pages" / "index.html").read_text())
     assert "No headline figures yet" in index
     assert "34 checks: 26 passed, 8 skipped" in index

@@ -42,14 +42,17 @@ SCHEDULER_CAUSES = {
 }
 
 
-def figure(unit, label, better="higher", headline=""):
+def figure(unit, label, better="higher", headline="", role=""):
     """``@performance_function(unit)`` that also declares what the figure means.
 
     ``label`` says what the number is; ``better`` is ``"higher"`` or ``"lower"``;
     ``headline`` names the workload in words when this figure leads the pages; it
-    applies to the variants the concrete check picks with ``headline_when``.
+    applies to the variants the concrete check picks with ``headline_when``; ``role``
+    (one of ``scratchbench.figures.ROLES``) says what it measures to programs that
+    compute with it.
     """
-    declared = FigureDeclaration(unit=unit, label=label, better=better, headline=headline)
+    declared = FigureDeclaration(unit=unit, label=label, better=better, headline=headline,
+                                 role=role)
 
     def wrap(function):
         perf = performance_function(unit)(function)

@@ -229,20 +229,22 @@ class MetadataCheckBase(KernelCheck):
                 "stat_rate": self.per_rep(report, "stat", "rate_ops"),
                 "delete_rate": remove, "delete_rate_worst": remove}
 
-    @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files")
+    @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files",
+            role="creations_per_s")
     def create_rate(self):
         return self.summary_value("create", "rate_ops", "trimmed_mean")
 
     @figure("ops/s", "Opens and closes of existing files per second (all ranks)",
-            headline="Open and close existing files")
+            headline="Open and close existing files", role="opens_per_s")
     def open_close_rate(self):
         return self.summary_value("open", "rate_ops", "trimmed_mean")
 
-    @figure("ops/s", "Stats per second (all ranks)")
+    @figure("ops/s", "Stats per second (all ranks)", role="stats_per_s")
     def stat_rate(self):
         return self.summary_value("stat", "rate_ops", "trimmed_mean")
 
-    @figure("deletions/s", "Deletions per second (all ranks)", headline="Delete files")
+    @figure("deletions/s", "Deletions per second (all ranks)", headline="Delete files",
+            role="deletions_per_s")
     def delete_rate(self):
         """Deletions per second with this many parallel removers per rank."""
         return self.summary_value("remove", "rate_ops", "trimmed_mean")

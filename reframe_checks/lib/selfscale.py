@@ -227,11 +227,11 @@ def declared_figures(result):
             label="uniqueBytes where throughput falls from the page cache to the device "
                   "(the knee)")
     add("prediction_error_median", 100.0 * validation.median_error, unit="%", better="lower",
-        headline="Self-scaling prediction error (median)",
+        headline="Self-scaling prediction error (median)", role="model_error_median",
         label=f"Median error of predicted throughput, {len(validation.workloads)} held-out "
               "workloads")
     add("prediction_error_max", 100.0 * validation.max_error, unit="%", better="lower",
-        label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
+        role="model_error_max", label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
               "workloads")
     if validation.spread is not None:
         add("validation_spread", 100.0 * validation.spread, unit="%", better="lower",

@@ -108,19 +108,21 @@ class StagingCheckBase(ScratchCheck):
         seconds = self.staging_report()[seconds_key]
         return amount / seconds if seconds > 0 else float("inf")
 
-    @figure("MiB/s", "Stage-in bandwidth (copy into scratch)", headline="Stage a data set into scratch")
+    @figure("MiB/s", "Stage-in bandwidth (copy into scratch)",
+            headline="Stage a data set into scratch", role="stage_in_bytes_per_s")
     def stage_in_bw(self):
         return self._rate(self.staging_report()["bytes_in"] / MIB, "stage_in_s")
 
-    @figure("MiB/s", "Stage-out bandwidth (copy results home)", headline="Copy results home from scratch")
+    @figure("MiB/s", "Stage-out bandwidth (copy results home)",
+            headline="Copy results home from scratch", role="stage_out_bytes_per_s")
     def stage_out_bw(self):
         return self._rate(self.staging_report()["bytes_out"] / MIB, "stage_out_s")
 
-    @figure("files/s", "Files staged in per second")
+    @figure("files/s", "Files staged in per second", role="stage_in_files_per_s")
     def stage_in_files_rate(self):
         return self._rate(self.staging_report()["files"], "stage_in_s")
 
-    @figure("files/s", "Files staged out per second")
+    @figure("files/s", "Files staged out per second", role="stage_out_files_per_s")
     def stage_out_files_rate(self):
         return self._rate(self.staging_report()["files"], "stage_out_s")
 

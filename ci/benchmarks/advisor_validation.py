@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): the workload advisor checked against reality on the
+embedded cluster: predicted against measured I/O time of known workloads per target.
+
+1. Unless --reuse-history, the suite's self-scaling, metadata and staging checks run
+   first (`scratchbench run --tag TAG --name KernelSelfScale --name KernelMetadata
+   --name StageInOut`) so the history store holds each target's curves and rates.
+2. Every workload below is described as a user would describe it (the advisor's YAML
+   keys), and the advisor predicts it on every target from the store, BEFORE it runs.
+3. Then one Slurm job per target (one node, 2 ranks) runs each workload --repeats times
+   with the kernel (iotest, selfscale and metadata modes with set parameters) or, for
+   staging, `cp -r` as the staging check's script does; the measured I/O time is the
+   kernel's own timers (the slowest rank's time of each timed phase, added up) or the
+   copy's wall time.  The median of the repeats is compared with the prediction.
+
+It prints, per workload and target: predicted (with the interval over the stored runs),
+measured (median, min to max of the repeats), and the relative error |p - m| / m; then
+the median error over every row (the issue's goal: within 20%).  Which parts of the
+prediction are compared is stated per workload: a kernel's timers do not include the
+deletion of its files, so the data workloads compare data + metadata, and the metadata
+workload compares metadata + deletion.
+
+    .venv/bin/python ci/benchmarks/advisor_validation.py [--tag quick]
+        [--targets localscratch,sanscratch] [--repeats 3] [--reuse-history]
+
+Run under your own SCRATCHBENCH_HOME (the embedded cluster is started there if it is not
+running; SCRATCHBENCH_TEST_BASE_PORT pins its ports).  Exits 0 whatever the figures
+are; non-zero only when a step could not run.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from cluster import ClusterSpec, EmbeddedCluster  # noqa: E402
+from reports import advisor  # noqa: E402
+from scratchbench import paths  # noqa: E402
+
+MIB = 1024 ** 2
+PROCESSES = 2          # ranks of every workload, on one node (the cluster's 2 CPUs)
+MPI_ENV = {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
+           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+           "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+TARGET_DIRS = {"localscratch": "$LOCALSCRATCH", "sanscratch": "$MYSANSCRATCH"}
+SUITE_CHECKS = ("KernelSelfScale", "KernelMetadata", "StageInOut")
+
+# The workloads: what the user says (the advisor's description keys), how the job runs
+# it, and which parts of the prediction its measurement covers.  Sizes are small enough
+# that the whole benchmark stays within minutes on 2 shared cores.
+STAGE_FILES, STAGE_FILE_BYTES = 64, 2 * MIB
+WORKLOADS = [
+    {"name": "iotest fpp seq write+read 1MiB",
+     "words": "file per process, 64 x 1 MiB sequential writes per rank, then read back, 4 "
+              "times (iotest --niter 4 --iread 2, --fsync outside: no durability asked)",
+     "description": {"processes": PROCESSES, "bytes": f"{4 * 2 * PROCESSES * 64} MiB",
+                     "read_fraction": 0.5, "request_size": "1 MiB",
+                     "sequential_fraction": 1.0, "footprint": f"{PROCESSES * 64} MiB",
+                     "files": PROCESSES, "files_written": PROCESSES, "opens": PROCESSES},
+     "kernel": ["iotest", "--nr", "131072", "--nc", "64", "--niter", "4", "--iread", "2",
+                "--layout", "fpp", "--api", "posix", "--fsync", "outside"],
+     "phases": ("write", "read"), "timer": "total", "parts": ("data", "metadata")},
+    {"name": "iotest fpp seq write 64KiB",
+     "words": "file per process, 1024 x 64 KiB sequential writes per rank, 4 times "
+              "(iotest --niter 4 --iread 0, --fsync outside)",
+     "description": {"processes": PROCESSES, "bytes": f"{4 * PROCESSES * 64} MiB",
+                     "read_fraction": 0.0, "request_size": "64 KiB",
+                     "sequential_fraction": 1.0, "footprint": f"{PROCESSES * 64} MiB",
+                     "files": PROCESSES, "files_written": PROCESSES, "opens": PROCESSES},
+     "kernel": ["iotest", "--nr", "8192", "--nc", "1024", "--niter", "4", "--iread", "0",
+                "--layout", "fpp", "--api", "posix", "--fsync", "outside"],
+     "phases": ("write",), "timer": "total", "parts": ("data", "metadata")},
+    {"name": "selfscale random 16KiB mixed",
+     "words": "one 64 MiB data set shared by the ranks, 16000 random 16 KiB requests per "
+              "rank, half reads (selfscale --point 64m:16k:0.5:0:2 --requests 16000 "
+              "--prime --fsync outside)",
+     "description": {"processes": PROCESSES, "bytes": f"{PROCESSES * 16000 * 16} KiB",
+                     "read_fraction": 0.5, "request_size": "16 KiB",
+                     "sequential_fraction": 0.0, "footprint": "64 MiB", "files": 1,
+                     "files_written": 0, "opens": 0},
+     "kernel": ["selfscale", "--point", f"64m:16k:0.5:0:{PROCESSES}", "--requests", "16000",
+                "--warmup", "0", "--prime", "--fsync", "outside"],
+     "phases": ("p0",), "timer": "window", "parts": ("data",)},
+    {"name": "selfscale seq 256KiB reads",
+     "words": "one 128 MiB data set, 4000 sequential 256 KiB reads per rank, wrapping at "
+              "its end (selfscale --point 128m:256k:1:1:2 --requests 4000 --prime)",
+     "description": {"processes": PROCESSES, "bytes": f"{PROCESSES * 4000 * 256} KiB",
+                     "read_fraction": 1.0, "request_size": "256 KiB",
+                     "sequential_fraction": 1.0, "footprint": "128 MiB", "files": 1,
+                     "files_written": 0, "opens": 0},
+     "kernel": ["selfscale", "--point", f"128m:256k:1:1:{PROCESSES}", "--requests", "4000",
+                "--warmup", "0", "--prime", "--fsync", "outside"],
+     "phases": ("p0",), "timer": "window", "parts": ("data",)},
+    {"name": "metadata create/stat/delete 4000",
+     "words": "2000 empty files per rank in one shared directory: create, stat, delete "
+              "(metadata --files 2000 --phases create,stat,remove --removers 1)",
+     "description": {"processes": PROCESSES, "bytes": 0, "files": PROCESSES * 2000,
+                     "files_written": PROCESSES * 2000, "opens": PROCESSES * 2000,
+                     "stats": PROCESSES * 2000},
+     "kernel": ["metadata", "--files", "2000", "--phases", "create,stat,remove",
+                "--removers", "1"],
+     "phases": ("create", "stat", "remove"), "timer": "time",
+     "parts": ("metadata", "deletion")},
+    {"name": f"stage in {STAGE_FILES} x 2 MiB",
+     "words": f"cp -r of {STAGE_FILES} files of 2 MiB from a home directory into the "
+              "target, as the staging check's script stages in",
+     "description": {"processes": 1, "bytes": 0, "files": 0, "files_written": 0,
+                     "opens": 0, "stage_in": {"bytes": f"{STAGE_FILES * 2} MiB",
+                                              "files": STAGE_FILES}},
+     "copy": True, "parts": ("staging",)},
+]
+
+
+def run_suite(args, env):
+    command = [str(REPO / ".venv" / "bin" / "scratchbench"), "run", "--tag", args.tag,
+               "--note", "advisor validation: the figures it predicts from"]
+    for check in SUITE_CHECKS:
+        command += ["--name", check]
+    if len(args.targets) == 1:
+        command += ["--target", args.targets[0]]
+    print(f"suite: {' '.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    took = time.monotonic() - started
+    tail = result.stdout.strip().splitlines()[-1:] or ["(no output)"]
+    print(f"  took {took / 60:.1f} min: {tail[0]}", flush=True)
+    if result.returncode not in (0, 4):
+        sys.exit(f"advisor_validation: the suite failed (exit {result.returncode}):\n"
+                 f"{result.stderr[-2000:]}")
+    return took
+
+
+def build_kernel(where):
+    result = subprocess.run(["make", "-C", str(REPO / "src"), "MPICC=mpicc.openmpi",
+                             f"BUILD={where}"], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"advisor_validation: the kernel did not build:\n{result.stderr}")
+    return where / "scratchbench-kernel"
+
+
+def predict(figures):
+    """{(workload, target): (seconds, low, high, figures date)} of the compared parts."""
+    out = {}
+    for w in WORKLOADS:
+        profile = advisor.description_profile(w["description"], w["name"])
+        result = advisor.predict_all(profile, figures)
+        for t in result["targets"]:
+            parts = [t["parts"][p] for p in w["parts"]]
+            if any(p["seconds"] is None for p in parts):
+                missing = "; ".join(p["missing"] for p in parts if p["seconds"] is None)
+                out[w["name"], t["target"]] = (None, None, None, missing)
+                continue
+            seconds = sum(p["seconds"] for p in parts)
+            spread = all(p["low"] is not None or p["seconds"] == 0 for p in parts)
+            low = sum(p["seconds"] if p["low"] is None else p["low"] for p in parts)
+            high = sum(p["seconds"] if p["high"] is None else p["high"] for p in parts)
+            out[w["name"], t["target"]] = (seconds, low if spread else None,
+                                          high if spread else None, t["figures_to"])
+    return out
+
+
+def job_script(target, kernel, work, repeats, stage_home):
+    """One job on one node: every workload `repeats` times, round-robin, each kernel
+    report to its own file; the copies timed with date."""
+    directory = TARGET_DIRS.get(target, target)
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in MPI_ENV.items())
+    lines = ["#!/bin/bash", "#SBATCH --job-name=advisor-validation", "#SBATCH --nodes=1",
+             f"#SBATCH --ntasks={PROCESSES}", "#SBATCH --exclusive", "#SBATCH --time=30:00",
+             f"#SBATCH --output={work}/job.out", f"#SBATCH --error={work}/job.err",
+             exports.rstrip("\n"), f"cd {shlex.quote(str(work))}", f'dir="{directory}"',
+             'mkdir -p "$dir" || exit 3']
+    for rep in range(repeats):
+        for i, w in enumerate(WORKLOADS):
+            if w.get("copy"):
+                dest = f'"$dir/stage-{rep}"'
+                lines += [f"t0=$(date +%s.%N); cp -r -- {shlex.quote(str(stage_home))} "
+                          f"{dest} || exit 5; t1=$(date +%s.%N)",
+                          f"echo \"$t0 $t1\" > copy-{i}-{rep}.txt; rm -rf -- {dest}"]
+                continue
+            args = " ".join(shlex.quote(a) for a in w["kernel"])
+            lines.append(f"srun -n {PROCESSES} {shlex.quote(str(kernel))} {args} "
+                         f"--seed {rep + 1} --dir \"$dir\" --output report-{i}-{rep}.json "
+                         f"|| echo \"workload {i} repeat {rep}: exit $?\" >&2")
+    return "\n".join(lines) + "\n"
+
+
+def measured_seconds(work, index, rep, w):
+    """The I/O time one run of a workload measured; None (with a reason) when it did
+    not complete."""
+    if w.get("copy"):
+        path = work / f"copy-{index}-{rep}.txt"
+        if not path.exists():
+            return None, "the copy did not run"
+        t0, t1 = map(float, path.read_text().split())
+        return t1 - t0, ""
+    path = work / f"report-{index}-{rep}.json"
+    if not path.exists():
+        return None, "no report"
+    report = json.loads(path.read_text())
+    if not report.get("complete"):
+        return None, f"incomplete: {report.get('exit_reason')}"
+    phases = report["repetitions"][0]["phases"]
+    moved = sum(phases[p].get("bytes", 0) for p in w["phases"])
+    described = advisor.parse_size(w["description"]["bytes"], w["name"])
+    if moved and described and abs(moved - described) > 0.02 * described:
+        return None, (f"the run moved {moved} bytes, the description says {described}: "
+                      "the workload is not what was predicted")
+    if w["timer"] == "window":
+        # the slowest active rank's window: the time all requests took
+        return sum(max(phases[p]["per_rank"]["window"]) for p in w["phases"]), ""
+    return sum(phases[p]["time_s"][w["timer"]]["max"] for p in w["phases"]), ""
+
+
+def seconds_words(seconds):
+    return "-" if seconds is None else f"{seconds:.3f}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tag", default="quick", choices=("quick", "nightly", "acceptance"),
+                   help="the suite's sizes for the figures (default quick)")
+    p.add_argument("--targets", default="localscratch,sanscratch",
+                   type=lambda s: [t for t in s.split(",") if t])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--reuse-history", action="store_true",
+                   help="predict from the figures already stored; do not run the suite")
+    args = p.parse_args()
+    started = time.monotonic()
+    env = dict(os.environ)
+    cluster = EmbeddedCluster(paths.cluster_dir())
+    if not cluster.running_daemons():
+        port = os.environ.get("SCRATCHBENCH_TEST_BASE_PORT")
+        print(f"starting the embedded cluster in {paths.cluster_dir()}", flush=True)
+        cluster.up(ClusterSpec(nodes=2, cpus_per_node=2,
+                               base_port=int(port) if port else None))
+    load_before = os.getloadavg()
+    suite_s = None if args.reuse_history else run_suite(args, env)
+
+    figures = advisor.load_figures()
+    missing = [t for t in args.targets if t not in figures]
+    if missing:
+        sys.exit(f"advisor_validation: the store has no figures of {', '.join(missing)}")
+    predictions = predict(figures)
+    predicted_at = time.time()
+    print(f"\npredictions made at {advisor.date_words(predicted_at)}, before any workload ran, "
+          f"from figures of {', '.join(f'{t}: {advisor.date_words(figures[t].models[0][0])}' for t in args.targets if figures[t].models)}",
+          flush=True)
+    for t in args.targets:
+        e = figures[t].errors.get("model_error_median")
+        print(f"  {t}: {len(figures[t].models)} stored self-scaling model(s); the model's own "
+              "validation error (median) " + (f"{e.value:.0%}" if e else "not stored"))
+
+    build = Path(tempfile.mkdtemp(prefix="advisor-validation-kernel-"))
+    kernel = build_kernel(build)
+    measured = {}
+    for target in args.targets:
+        work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-",
+                                     dir=paths.state_dir()))
+        os.chmod(work, 0o755)
+        stage_home = work / "home-input"
+        stage_home.mkdir()
+        for i in range(STAGE_FILES):
+            (stage_home / f"part-{i:03d}").write_bytes(os.urandom(STAGE_FILE_BYTES))
+        script = work / "job.sh"
+        script.write_text(job_script(target, kernel, work, args.repeats, stage_home))
+        t0 = time.monotonic()
+        submit = subprocess.run(["sbatch", "--wait", "--partition=batch", str(script)],
+                                capture_output=True, text=True, env=cluster.client_env())
+        print(f"{target}: the job took {time.monotonic() - t0:.0f} s (sbatch exit "
+              f"{submit.returncode}); work files in {work}", flush=True)
+        err = (work / "job.err").read_text().strip() if (work / "job.err").exists() else ""
+        if err:
+            print("  job stderr: " + err.splitlines()[-1][:200])
+        for i, w in enumerate(WORKLOADS):
+            values, reasons = [], []
+            for rep in range(args.repeats):
+                value, reason = measured_seconds(work, i, rep, w)
+                (values.append(value) if value is not None else reasons.append(reason))
+            measured[w["name"], target] = (values, reasons)
+
+    print("\nWorkload (parts compared)" + " " * 20 + "target        predicted s "
+          "(stored runs' interval)   measured s (min-max of repeats)   error")
+    errors, within = [], []
+    for w in WORKLOADS:
+        print(f"{w['name']}: {w['words']}")
+        for target in args.targets:
+            seconds, low, high, note = predictions[w["name"], target]
+            values, reasons = measured[w["name"], target]
+            interval = f"({low:.3f}-{high:.3f})" if low is not None else "(1 run)"
+            if not values:
+                row = f"not measured: {'; '.join(reasons)}"
+            elif seconds is None:
+                row = f"no prediction: {note}"
+            else:
+                m = statistics.median(values)
+                error = abs(seconds - m) / m
+                errors.append(error)
+                inside = low is not None and low <= m <= high
+                within.append(inside)
+                row = (f"{seconds_words(seconds):>9s} {interval:22s}  {m:9.3f} "
+                       f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
+                       f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
+                       f"{', inside the interval' if inside else ''}")
+            print(f"  {'+'.join(w['parts']):43s} {target:13s} {row}")
+    if errors:
+        print(f"\nmedian relative error over {len(errors)} workload x target rows: "
+              f"{100 * statistics.median(errors):.1f}% (goal: within 20%); largest "
+              f"{100 * max(errors):.1f}%; measured inside the stored runs' interval: "
+              f"{sum(within)} of {len(within)}")
+    print(f"load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
+          f"(2 cores, shared); suite {'reused' if suite_s is None else f'{suite_s / 60:.1f} min'}; "
+          f"benchmark total {(time.monotonic() - started) / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1063 @@
+"""The workload advisor: how long would this job's I/O take on each scratch target?
+
+A job is described by a **profile** (:class:`Profile`): bytes read and written, the
+request sizes (a histogram of size classes), the share of requests that continue the
+previous one, the bytes it touches, files opened, written, stat'ed, processes, and, from
+a Darshan log, the I/O time the job itself saw.  A profile comes from
+
+* a **Darshan log** (:func:`profile_from_darshan`), read with PyDarshan (the wheel
+  bundles libdarshan-util) in a child process: the C library prints its complaints on
+  stderr and, on a truncated log, can abort the process; the child keeps both away from
+  the caller and they become one line naming what is missing;
+* a **description** (:func:`profile_from_description`): a small YAML file for users
+  without a log (``DESCRIPTION_KEYS`` says what it may hold).
+
+The **prediction** (:func:`advise`) reads the history store and, per scratch target,
+splits the job's I/O time into
+
+* *data*: each size class and direction through the target's self-scaling model
+  (``scratchbench.selfscale.Model``, rebuilt from the figures whose declarations carry
+  a ``selfscale`` chart entry): time = bytes / predicted throughput; with the model's
+  measured validation error beside it (the figures declared with the roles
+  ``model_error_median`` and ``model_error_max``);
+* *metadata*: files created (the files the job writes), other opens and stats at the
+  stored rates (roles ``creations_per_s``, ``opens_per_s``, ``stats_per_s``);
+* *deletion*: the files it writes, at the stored deletion rate (``deletions_per_s``) of the
+  variant the check leads its pages with, and of the fastest variant (parallel
+  removers) beside it;
+* *staging*: when the job stages into the target (a description's ``stage_in`` and
+  ``stage_out``, or ``--stage`` for a log: its read-only files in, its written files
+  out), each leg at the slower of the stored byte and file rates (``stage_*`` roles).
+
+Figures are found by what their declarations say (a role, a ``selfscale`` chart entry),
+never by a check's or a metric's name.  Each part has an interval: the lowest and
+highest prediction over the target's last ``RECENT_RUNS`` runs (the stored spread); with
+one run there is none yet, and the table says so.  A target without self-scaling curves
+says "no self-scaling curves yet" instead of a data time.
+
+Assumptions, stated where they are made: the self-scaling model measures one node, so a
+job on several nodes is predicted per node (its processes and bytes divided evenly) and
+the nodes are taken to add up; the page cache holds what the job touches as it held what
+the benchmark touched (uniqueBytes decides the regime); reads and writes take their
+own time (a job's phases follow each other); metadata rates are those measured at the
+check's rank count.
+"""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from reports import store
+from scratchbench import selfscale as ss
+from scratchbench.errors import ScratchbenchError
+
+KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
+#: the runs of a series whose figures give a prediction its interval
+RECENT_RUNS = 10
+#: the history store has no figure of any scratch target
+EXIT_NO_FIGURES = 7
+
+#: Darshan's request-size bins (POSIX_SIZE_{READ,WRITE}_<bin>): (name, low, high) bytes
+DARSHAN_BINS = (("0_100", 0, 100), ("100_1K", 100, KIB), ("1K_10K", KIB, 10 * KIB),
+                ("10K_100K", 10 * KIB, 100 * KIB), ("100K_1M", 100 * KIB, MIB),
+                ("1M_4M", MIB, 4 * MIB), ("4M_10M", 4 * MIB, 10 * MIB),
+                ("10M_100M", 10 * MIB, 100 * MIB), ("100M_1G", 100 * MIB, GIB),
+                ("1G_PLUS", GIB, 4 * GIB))
+#: the roles (scratchbench.figures.ROLES) of the model's measured error
+ERROR_ROLES = ("model_error_median", "model_error_max")
+#: a figure's unit -> factor to the advisor's base units (bytes/s, operations/s, fraction)
+UNIT_SCALE = {"B/s": 1.0, "KiB/s": KIB, "MiB/s": MIB, "GiB/s": GIB, "kB/s": 1e3, "MB/s": 1e6,
+              "GB/s": 1e9, "ops/s": 1.0, "deletions/s": 1.0, "files/s": 1.0, "%": 0.01}
+
+
+class AdvisorError(ScratchbenchError):
+    """A log or description the advisor cannot use; the message is one line."""
+
+    exit_code = 2
+
+
+# ---- the profile ---------------------------------------------------------------------------
+@dataclass
+class Profile:
+    """What a job's I/O is, whatever it was read from.  Sizes in bytes, times in s."""
+
+    source: str                      # "Darshan log x.darshan" / "description x.yaml"
+    processes: int
+    nodes: int = 1
+    bytes_read: int = 0
+    bytes_written: int = 0
+    reads: int = 0                   # read requests
+    writes: int = 0
+    #: {"read": [[request bytes, bytes moved], ...], "write": [...]}: size classes
+    size_classes: dict = field(default_factory=lambda: {"read": [], "write": []})
+    #: Darshan's histogram as it is: {"read": {bin: requests}, "write": {...}}
+    histogram: dict = field(default_factory=dict)
+    #: share of requests that start where the previous one ended (the self-scaling
+    #: model's seqFrac), per direction; and of those at a higher offset (Darshan's
+    #: "sequential", gaps allowed)
+    consecutive: dict = field(default_factory=lambda: {"read": 1.0, "write": 1.0})
+    sequential: dict = field(default_factory=lambda: {"read": 1.0, "write": 1.0})
+    unique_bytes: int = 0            # bytes touched (the footprint), all nodes together
+    files: int = 0                   # distinct files opened
+    files_written: int = 0           # files the job wrote: created, and deleted later
+    opens: int = 0
+    stats: int = 0
+    #: {"in": {"bytes": b, "files": f}, "out": {...}} when the job stages, else None
+    staging: dict = None
+    #: what a log says the job read without writing, and what it wrote: {"bytes",
+    #: "files"}; what it would stage in and out (``--stage``)
+    inputs: dict = None
+    outputs: dict = None
+    #: what a log says the job spent in I/O: the slowest rank's time (Darshan's estimate)
+    observed_io_s: float = None
+    observed: dict = None            # {"read_s", "write_s", "meta_s"} over all ranks
+    run_time_s: float = None
+    notes: list = field(default_factory=list)
+
+    def as_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**data)
+
+    @property
+    def read_fraction(self):
+        total = self.reads + self.writes
+        return self.reads / total if total else 0.0
+
+    def words(self):
+        """The profile in one sentence."""
+        parts = [f"{self.processes} process{'es' * (self.processes != 1)}"
+                 + (f" on {self.nodes} nodes" if self.nodes > 1 else "")]
+        for direction, amount, count in (("read", self.bytes_read, self.reads),
+                                         ("written", self.bytes_written, self.writes)):
+            if amount:
+                key = "read" if direction == "read" else "write"
+                parts.append(f"{ss.size_words(amount)} {direction} in {count:,} requests "
+                             f"(mean {ss.size_words(amount / max(count, 1))}, "
+                             f"{self.consecutive[key]:.0%} consecutive)")
+        parts.append(f"{ss.size_words(self.unique_bytes)} touched")
+        parts.append(f"{self.files:,} file{'s' * (self.files != 1)} opened, "
+                     f"{self.files_written:,} written")
+        if self.opens or self.stats:
+            parts.append(f"{self.opens:,} opens, {self.stats:,} stats")
+        legs = [f"{leg} {ss.size_words(s['bytes'])} in {s['files']:,} files"
+                for leg, s in (self.staging or {}).items() if s["bytes"] or s["files"]]
+        if legs:
+            parts.append("stages " + ", ".join(legs))
+        return "; ".join(parts)
+
+
+def size_classes_of(histogram, access_sizes, total_bytes):
+    """[[request bytes, bytes moved]] of one direction from Darshan's histogram of
+    request counts.  A bin's request size is the mean of the log's most common access
+    sizes that fall in it (Darshan keeps the four most common exactly), else the
+    geometric middle of the bin; bytes per class are scaled so they add up to the bytes
+    the log says moved."""
+    classes = []
+    for name, low, high in DARSHAN_BINS:
+        count = histogram.get(name, 0)
+        if not count:
+            continue
+        exact = [(size, n) for size, n in access_sizes.items() if low <= size < high
+                 or (name == "1G_PLUS" and size >= GIB)]
+        if exact:
+            size = sum(s * n for s, n in exact) / sum(n for _, n in exact)
+        else:
+            size = math.sqrt(max(low, 1) * high)
+        classes.append([size, count * size])
+    estimated = sum(b for _, b in classes)
+    if total_bytes and not classes:
+        return [[float(total_bytes), float(total_bytes)]]
+    scale = total_bytes / estimated if estimated else 0.0
+    return [[round(size), b * scale] for size, b in classes]
+
+
+# ---- Darshan logs --------------------------------------------------------------------------
+#: what libdarshan-util's complaints mean, in words (its messages on stderr)
+DARSHAN_COMPLAINTS = (
+    (re.compile(r"failed to read .*header"), "its header (it is not a Darshan log, or is "
+                                             "cut short before its first kilobytes)"),
+    (re.compile(r"failed to read name hash"), "the table of file names"),
+    (re.compile(r"failed to read module (\S+) data"), "the {0} module's records"),
+    (re.compile(r"failed to read job"), "the job record"),
+)
+
+
+def profile_from_darshan(path, nodes=1, stage=False):
+    """The profile of a Darshan log; AdvisorError (one line) when the log cannot be
+    read, is truncated, or has no POSIX data."""
+    path = Path(path)
+    if not path.is_file():
+        raise AdvisorError(f"{path}: no such file")
+    try:
+        child = subprocess.run([sys.executable, "-m", "reports.advisor", "--darshan-profile",
+                                str(path)], capture_output=True, text=True, timeout=600,
+                               env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    except subprocess.TimeoutExpired:
+        raise AdvisorError(f"{path}: reading the log took more than 10 minutes") from None
+    complaints = _darshan_complaints(child.stderr)
+    try:
+        answer = json.loads(child.stdout.strip().splitlines()[-1]) if child.stdout.strip() \
+            else {}
+    except ValueError:
+        answer = {}
+    if complaints:
+        raise AdvisorError(f"{path}: truncated or damaged Darshan log: libdarshan-util could "
+                           f"not read {' or '.join(complaints)}")
+    if child.returncode != 0 or not answer:
+        last = (child.stderr.strip().splitlines() or ["no message"])[-1]
+        raise AdvisorError(f"{path}: not a readable Darshan log ({last[:200]})")
+    if answer.get("error"):
+        raise AdvisorError(f"{path}: {answer['error']}")
+    profile = Profile.from_dict(answer["profile"])
+    return _spread_and_stage(profile, nodes, stage)
+
+
+def _darshan_complaints(stderr):
+    found = []
+    for line in stderr.splitlines():
+        for pattern, words in DARSHAN_COMPLAINTS:
+            match = pattern.search(line)
+            if match:
+                text = words.format(*match.groups())
+                if text not in found:
+                    found.append(text)
+    return found
+
+
+def _spread_and_stage(profile, nodes, stage):
+    if not isinstance(nodes, int) or nodes < 1:
+        raise AdvisorError(f"--nodes: expected an integer of at least 1, got {nodes!r}")
+    profile.nodes = nodes
+    if nodes == 1:
+        profile.notes.append("a Darshan log does not say how many nodes the job used: one "
+                             "node assumed (--nodes N says otherwise)")
+    if stage:
+        profile.staging = {"in": dict(profile.inputs), "out": dict(profile.outputs)}
+        profile.notes.append("staging: the files the job only read are staged in, the "
+                             "files it wrote are staged out")
+    return profile
+
+
+def _read_darshan(path):
+    """Runs in the child: the profile of the log at path as a dict, or {"error": ...}."""
+    import warnings
+    warnings.simplefilter("ignore")
+    import darshan
+
+    report = darshan.DarshanReport(path, read_all=False)
+    modules = report.modules
+    if "POSIX" not in modules:
+        others = ", ".join(sorted(modules)) or "none"
+        return {"error": f"no POSIX module data: the log holds {others}; the advisor needs "
+                         "POSIX counters (Darshan records them for every file a job opens "
+                         "through POSIX, MPI-IO and HDF5 included)"}
+    report.mod_read_all_records("POSIX")
+    records = report.records["POSIX"]
+    if len(records) == 0:
+        if modules["POSIX"].get("len"):
+            return {"error": "truncated or damaged Darshan log: its POSIX module has "
+                             f"{modules['POSIX']['len']} bytes of records but none could "
+                             "be read"}
+        return {"error": "no POSIX records: the job opened no file through POSIX"}
+    frames = records.to_df()
+    job = report.metadata["job"]
+    return {"profile": profile_of_records(frames["counters"], frames["fcounters"],
+                                          int(job["nprocs"]), float(job.get("run_time") or 0),
+                                          bool(modules["POSIX"].get("partial_flag")))
+            .as_dict()}
+
+
+def profile_of_records(counters, fcounters, nprocs, run_time, partial=False, source=""):
+    """A profile from PyDarshan's POSIX data frames (one row per record: a file on one
+    rank, or rank -1 for a file shared by every rank)."""
+    def total(column):
+        return int(counters[column].sum())
+
+    reads, writes = total("POSIX_READS"), total("POSIX_WRITES")
+    access = {}
+    for k in range(1, 5):
+        for size, count in zip(counters[f"POSIX_ACCESS{k}_ACCESS"],
+                               counters[f"POSIX_ACCESS{k}_COUNT"]):
+            if count > 0:
+                access[int(size)] = access.get(int(size), 0) + int(count)
+    histogram = {d: {name: total(f"POSIX_SIZE_{d.upper()}_{name}") for name, _, _ in
+                     DARSHAN_BINS} for d in ("read", "write")}
+    bytes_read, bytes_written = total("POSIX_BYTES_READ"), total("POSIX_BYTES_WRITTEN")
+
+    def share(column, count):
+        return total(column) / count if count else 1.0
+
+    # per file (a record id), over its ranks: the bytes it spans, whether it was written
+    per_file = counters.assign(span=1 + counters[["POSIX_MAX_BYTE_READ",
+                                                  "POSIX_MAX_BYTE_WRITTEN"]].max(axis=1),
+                               moved=counters["POSIX_BYTES_READ"] +
+                               counters["POSIX_BYTES_WRITTEN"])
+    grouped = per_file.groupby("id").agg(span=("span", "max"), moved=("moved", "sum"),
+                                         written=("POSIX_BYTES_WRITTEN", "sum"),
+                                         read=("POSIX_BYTES_READ", "sum"))
+    touched = grouped[grouped["moved"] > 0]
+    read_only = grouped[(grouped["read"] > 0) & (grouped["written"] == 0)]
+    written = grouped[grouped["written"] > 0]
+    # Darshan's estimate of the job's I/O time: the slowest rank's time in files of its
+    # own, plus each shared file's slowest rank (darshan-util's agg_time_by_slowest)
+    times = fcounters.assign(io=fcounters["POSIX_F_READ_TIME"] +
+                             fcounters["POSIX_F_WRITE_TIME"] + fcounters["POSIX_F_META_TIME"])
+    own = times[times["rank"] >= 0].groupby("rank")["io"].sum()
+    shared = times[times["rank"] < 0]["POSIX_F_SLOWEST_RANK_TIME"].sum()
+    notes = []
+    if partial:
+        notes.append("Darshan ran out of its record memory in this job: some files are not "
+                     "in the log, so the profile undercounts")
+    return Profile(
+        source=source, processes=int(nprocs), bytes_read=bytes_read,
+        bytes_written=bytes_written, reads=reads, writes=writes,
+        size_classes={"read": size_classes_of(histogram["read"], access, bytes_read),
+                      "write": size_classes_of(histogram["write"], access, bytes_written)},
+        histogram=histogram,
+        consecutive={"read": share("POSIX_CONSEC_READS", reads),
+                     "write": share("POSIX_CONSEC_WRITES", writes)},
+        sequential={"read": share("POSIX_SEQ_READS", reads),
+                    "write": share("POSIX_SEQ_WRITES", writes)},
+        unique_bytes=int(touched["span"].sum()), files=int(len(grouped)),
+        files_written=int(len(written)), opens=total("POSIX_OPENS"),
+        stats=total("POSIX_STATS"),
+        inputs={"bytes": int(read_only["span"].sum()), "files": int(len(read_only))},
+        outputs={"bytes": int(written["span"].sum()), "files": int(len(written))},
+        observed_io_s=float((own.max() if len(own) else 0.0) + shared),
+        observed={"read_s": float(fcounters["POSIX_F_READ_TIME"].sum()),
+                  "write_s": float(fcounters["POSIX_F_WRITE_TIME"].sum()),
+                  "meta_s": float(fcounters["POSIX_F_META_TIME"].sum())},
+        run_time_s=run_time or None, notes=notes)
+
+
+# ---- workload descriptions -----------------------------------------------------------------
+#: what a description may hold: key -> (required, what it is)
+DESCRIPTION_KEYS = {
+    "processes": (True, "processes doing I/O, an integer of at least 1"),
+    "nodes": (False, "nodes they run on, an integer of at least 1 (default 1)"),
+    "bytes": (True, "data read and written together, a size such as 20 GiB, 512m or "
+                    "1048576 (0 for a job that only opens and deletes files)"),
+    "read_fraction": (False, "share of the requests that read, 0 to 1 (default 0)"),
+    "request_size": (False, "mean request size, a size (needed when bytes > 0)"),
+    "sequential_fraction": (False, "share of requests that continue where the previous "
+                                   "one ended, 0 to 1 (default 1)"),
+    "footprint": (False, "bytes touched, a size (default: bytes)"),
+    "files": (False, "files opened, an integer (default: processes)"),
+    "files_written": (False, "files the job writes (and later deletes), an integer "
+                             "(default: files when it writes, else 0)"),
+    "opens": (False, "opens, an integer (default: files)"),
+    "stats": (False, "stats, an integer (default 0)"),
+    "stage_in": (False, "data staged into the target before the job: {bytes: SIZE, "
+                        "files: N}"),
+    "stage_out": (False, "results staged out after it: {bytes: SIZE, files: N}"),
+}
+SIZE_UNITS = {"": 1, "b": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GIB,
+              "gib": GIB, "t": TIB, "tib": TIB, "kb": 1000, "mb": 1000 ** 2,
+              "gb": 1000 ** 3, "tb": 1000 ** 4}
+
+
+def parse_size(value, where):
+    """4096, '4k', '4 KiB', '1.5 GiB', '2 GB' -> bytes; AdvisorError otherwise."""
+    if isinstance(value, bool):
+        raise AdvisorError(f"{where}: expected a size such as 4 GiB, 512m or 1048576, got "
+                           f"{value!r}")
+    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", str(value))
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in SIZE_UNITS:
+        raise AdvisorError(f"{where}: expected a size such as 4 GiB, 512m or 1048576, got "
+                           f"{value!r}")
+    return int(float(match.group(1)) * SIZE_UNITS[unit])
+
+
+def _count(value, where, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise AdvisorError(f"{where}: expected an integer of at least {minimum}, got "
+                           f"{value!r}")
+    return value
+
+
+def _fraction(value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0 <= value <= 1:
+        raise AdvisorError(f"{where}: expected a fraction from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def description_profile(data, where="description"):
+    """A profile from a parsed description (a mapping); AdvisorError naming the key."""
+    if not isinstance(data, dict):
+        raise AdvisorError(f"{where}: expected a mapping of workload keys "
+                           f"({', '.join(DESCRIPTION_KEYS)}), got {type(data).__name__}")
+    unknown = sorted(str(k) for k in data if k not in DESCRIPTION_KEYS)
+    if unknown:
+        raise AdvisorError(f"{where}: unknown key {unknown[0]!r}; expected some of "
+                           f"{', '.join(DESCRIPTION_KEYS)}")
+    missing = [k for k, (required, _) in DESCRIPTION_KEYS.items() if required and k not in data]
+    if missing:
+        raise AdvisorError(f"{where}: missing {missing[0]!r}: "
+                           f"{DESCRIPTION_KEYS[missing[0]][1]}")
+    processes = _count(data["processes"], f"{where}: processes", 1)
+    nodes = _count(data.get("nodes", 1), f"{where}: nodes", 1)
+    if nodes > processes:
+        raise AdvisorError(f"{where}: nodes: {nodes} nodes for {processes} processes; "
+                           "expected at most one node per process")
+    total = parse_size(data["bytes"], f"{where}: bytes")
+    read_fraction = _fraction(data.get("read_fraction", 0.0), f"{where}: read_fraction")
+    sequential = _fraction(data.get("sequential_fraction", 1.0),
+                           f"{where}: sequential_fraction")
+    if total and "request_size" not in data:
+        raise AdvisorError(f"{where}: missing 'request_size': "
+                           f"{DESCRIPTION_KEYS['request_size'][1]}")
+    request = parse_size(data.get("request_size", 0), f"{where}: request_size")
+    if total and request < 1:
+        raise AdvisorError(f"{where}: request_size: expected at least 1 byte, got "
+                           f"{data['request_size']!r}")
+    footprint = parse_size(data.get("footprint", total), f"{where}: footprint")
+    files = _count(data.get("files", processes), f"{where}: files")
+    bytes_read = int(round(total * read_fraction))
+    bytes_written = total - bytes_read
+    files_written = _count(data.get("files_written", files if bytes_written else 0),
+                           f"{where}: files_written")
+    if files_written > files:
+        raise AdvisorError(f"{where}: files_written: {files_written} is more than the "
+                           f"{files} files opened")
+    staging = {}
+    for key, leg in (("stage_in", "in"), ("stage_out", "out")):
+        if key in data:
+            value = data[key]
+            if not isinstance(value, dict) or set(value) - {"bytes", "files"} or \
+                    "bytes" not in value:
+                raise AdvisorError(f"{where}: {key}: expected {{bytes: SIZE, files: N}}, got "
+                                   f"{value!r}")
+            staging[leg] = {"bytes": parse_size(value["bytes"], f"{where}: {key}: bytes"),
+                            "files": _count(value.get("files", 1), f"{where}: {key}: files",
+                                            1)}
+    reads = int(round(bytes_read / request)) if bytes_read else 0
+    writes = int(round(bytes_written / request)) if bytes_written else 0
+    return Profile(
+        source=where, processes=processes, nodes=nodes, bytes_read=bytes_read,
+        bytes_written=bytes_written, reads=reads, writes=writes,
+        size_classes={"read": [[request, bytes_read]] if bytes_read else [],
+                      "write": [[request, bytes_written]] if bytes_written else []},
+        consecutive={"read": sequential, "write": sequential},
+        sequential={"read": sequential, "write": sequential},
+        unique_bytes=footprint, files=files, files_written=files_written,
+        opens=_count(data.get("opens", files), f"{where}: opens"),
+        stats=_count(data.get("stats", 0), f"{where}: stats"), staging=staging or None)
+
+
+def profile_from_description(path):
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise AdvisorError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AdvisorError(f"{path}: unreadable ({getattr(exc, 'strerror', None) or exc})") \
+            from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        raise AdvisorError(f"{path}: not valid YAML{at} "
+                           f"({getattr(exc, 'problem', None) or 'parse error'})") from None
+    return description_profile(data, f"description {path.name}")
+
+
+def is_darshan_log(path):
+    """A Darshan log starts with its format version ("3.41") in an 8-byte field; a
+    description is text."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except FileNotFoundError:
+        raise AdvisorError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise AdvisorError(f"{path}: unreadable ({exc.strerror})") from None
+    return str(path).endswith(".darshan") or (head[:2] in (b"2.", b"3.") and b"\0" in head)
+
+
+def load_profile(path, nodes=None, stage=False):
+    """The profile of a Darshan log or a description, by what the file is."""
+    if is_darshan_log(path):
+        profile = profile_from_darshan(path, nodes or 1, stage)
+        profile.source = f"Darshan log {Path(path).name}"
+        return profile
+    if nodes is not None or stage:
+        raise AdvisorError(f"{path}: --nodes and --stage are for Darshan logs; a "
+                           "description says nodes, stage_in and stage_out itself")
+    return profile_from_description(path)
+
+
+# ---- what the store holds about each target ----------------------------------------------
+@dataclass
+class Rate:
+    """A stored rate of one role on one target: the latest value and the spread over the
+    recent runs of its series, in base units."""
+
+    role: str
+    value: float
+    low: float
+    high: float
+    runs: int
+    date: float
+    label: str
+    variant: str
+    ranks: int
+    nodes: int
+    leads: bool
+
+    def as_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class TargetFigures:
+    """What the advisor computes with on one scratch target."""
+
+    name: str
+    kind: str = ""
+    models: list = field(default_factory=list)     # [(run date, Model)], newest first
+    model_notes: list = field(default_factory=list)
+    errors: dict = field(default_factory=dict)      # role -> Rate (a fraction)
+    rates: dict = field(default_factory=dict)       # role -> [Rate], the leading one first
+
+
+def _base(value, unit):
+    scale = UNIT_SCALE.get(unit or "")
+    return None if scale is None or value is None or not math.isfinite(value) else \
+        value * scale
+
+
+def stored_figures(conn, recent=RECENT_RUNS):
+    """{target: TargetFigures} from the history store."""
+    targets = {}
+
+    def target(row):
+        name = row["scratch_target"] or "unspecified"
+        t = targets.setdefault(name, TargetFigures(name))
+        t.kind = t.kind or row["scratch_kind"] or ""
+        return t
+
+    # The self-scaling models: the cases with figures whose chart has a selfscale entry,
+    # grouped by series; the newest series of each target gives its models.
+    cases = {}
+    for row in conn.execute(
+            "SELECT f.metric, f.value, f.unit, f.label, f.better, f.chart, c.case_id, "
+            "c.series, c.scratch_target, c.scratch_kind, r.started FROM figures f "
+            "JOIN cases c ON f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id "
+            "WHERE f.chart LIKE '%\"selfscale\"%' AND f.value IS NOT NULL"):
+        entry = cases.setdefault(row["case_id"], {"row": row, "figures": {}})
+        entry["figures"][row["metric"]] = (row["value"], {
+            "unit": row["unit"], "label": row["label"], "better": row["better"],
+            "chart": json.loads(row["chart"])})
+    by_series = {}
+    for case_id, entry in cases.items():
+        row = entry["row"]
+        by_series.setdefault((row["scratch_target"], row["series"]), []).append(entry)
+    newest = {}
+    for (name, series), entries in by_series.items():
+        last = max(e["row"]["started"] or 0 for e in entries)
+        if name not in newest or last > newest[name][0]:
+            newest[name] = (last, series)
+    for (name, series), entries in by_series.items():
+        if newest[name][1] != series:
+            continue
+        t = target(entries[0]["row"])
+        for entry in sorted(entries, key=lambda e: e["row"]["started"] or 0,
+                            reverse=True)[:recent]:
+            try:
+                t.models.append((entry["row"]["started"], ss.Model.from_figures(
+                    entry["figures"])))
+            except ss.SelfScaleError as exc:
+                t.model_notes.append(f"a run's self-scaling figures give no model: {exc}")
+
+    # Rates by role: per series, the latest value and the spread of the recent runs.
+    rows = conn.execute(
+        "SELECT f.role, f.value, f.unit, f.label, c.case_id, c.series, c.scratch_target, "
+        "c.scratch_kind, c.variant, c.num_tasks, c.nodes, r.started, "
+        "EXISTS (SELECT 1 FROM figures h WHERE h.case_id = c.case_id AND h.headline IS NOT "
+        "NULL AND h.headline != '') AS leads FROM figures f JOIN cases c ON "
+        "f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id WHERE f.role IS NOT NULL "
+        "AND f.role != '' AND f.value IS NOT NULL ORDER BY r.started DESC").fetchall()
+    series = {}
+    for row in rows:
+        value = _base(row["value"], row["unit"])
+        if value is None or value <= 0:
+            continue
+        series.setdefault((row["scratch_target"], row["role"], row["series"]), []).append(
+            (row, value))
+    for (name, role, _), points in series.items():
+        points = points[:recent]
+        row, value = points[0]
+        values = [v for _, v in points]
+        rate = Rate(role=role, value=value, low=min(values), high=max(values),
+                    runs=len(values), date=row["started"] or 0, label=row["label"] or role,
+                    variant=row["variant"] or "", ranks=row["num_tasks"] or 0,
+                    nodes=row["nodes"] or 0, leads=bool(row["leads"]))
+        t = target(row)
+        if role in ERROR_ROLES:
+            if role not in t.errors or rate.date > t.errors[role].date:
+                t.errors[role] = rate
+        else:
+            t.rates.setdefault(role, []).append(rate)
+    for t in targets.values():
+        for role, rates in t.rates.items():
+            # the variant the check leads its pages with, then the newest
+            rates.sort(key=lambda r: (not r.leads, -r.date))
+    return targets
+
+
+# ---- the prediction ------------------------------------------------------------------------
+@dataclass
+class Part:
+    """One part of a target's predicted I/O time."""
+
+    seconds: float = None            # None: cannot be predicted (see missing)
+    low: float = None                # the interval over recent runs; None with one run
+    high: float = None
+    runs: int = 0
+    date: float = None               # the newest figures it rests on
+    rests_on: str = ""
+    missing: str = ""
+    notes: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def _interval(values):
+    return (min(values), max(values)) if len(values) > 1 else (None, None)
+
+
+def workload_of(profile, size, direction, model):
+    """The self-scaling workload of one size class and direction, per node."""
+    per_node = max(1, math.ceil(profile.processes / profile.nodes))
+    unique = max(ss.UNIT, profile.unique_bytes / profile.nodes)
+    return ss.Workload.from_dict({
+        "unique_bytes": unique, "size_mean": min(max(size, ss.UNIT), GIB),
+        "read_frac": 1.0 if direction == "read" else 0.0,
+        "seq_frac": profile.consecutive[direction], "process_num": per_node})
+
+
+def data_seconds(profile, model):
+    """Seconds to move the profile's bytes with one model: each size class and
+    direction at its predicted throughput, the nodes adding up."""
+    seconds = 0.0
+    for direction in ("read", "write"):
+        for size, moved in profile.size_classes.get(direction, []):
+            if moved > 0:
+                throughput = model.predict(workload_of(profile, size, direction, model))
+                seconds += moved / (throughput * profile.nodes)
+    return seconds
+
+
+def _measured_range(model):
+    """{parameter: (low, high)} the model's curves were measured over."""
+    ranges = {"unique_bytes": (min(model.unique_curve.xs), max(model.unique_curve.xs))}
+    for regime in model.regimes.values():
+        for p, curve in regime.curves.items():
+            lo, hi = ranges.get(p, (math.inf, -math.inf))
+            ranges[p] = (min(lo, min(curve.xs)), max(hi, max(curve.xs)))
+    return ranges
+
+
+def _beyond(profile, model):
+    """Where the job lies outside what the model measured, in words."""
+    ranges = _measured_range(model)
+    per_node = math.ceil(profile.processes / profile.nodes)
+    unique = profile.unique_bytes / profile.nodes
+    sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, [])
+                    if b})
+    words = []
+    lo, hi = ranges["process_num"]
+    if per_node > hi:
+        words.append(f"{per_node} processes per node, more than the {hi:.0f} measured (the "
+                     f"curve's end is used)")
+    lo, hi = ranges["unique_bytes"]
+    if unique > hi * 1.001:
+        words.append(f"{ss.size_words(unique)} touched per node, beyond the "
+                     f"{ss.size_words(hi)} measured")
+    lo, hi = ranges["size_mean"]
+    out = [s for s in sizes if s < lo * 0.999 or s > hi * 1.001]
+    if out:
+        words.append(f"requests of {', '.join(ss.size_words(s) for s in out)} outside the "
+                     f"{ss.size_words(lo)} to {ss.size_words(hi)} measured")
+    return words
+
+
+def predict_data(profile, figures):
+    if not figures.models:
+        return Part(missing="no self-scaling curves yet", notes=list(figures.model_notes))
+    if not (profile.bytes_read or profile.bytes_written):
+        return Part(seconds=0.0, rests_on="no data moved", runs=len(figures.models),
+                    date=figures.models[0][0])
+    date, model = figures.models[0]
+    values = [data_seconds(profile, m) for _, m in figures.models]
+    low, high = _interval(values)
+    regime = "page cache" if model.regime_weight(workload_of(
+        profile, MIB, "read", model)) <= 0.0 else (
+            "beyond the page cache" if model.regime_weight(workload_of(
+                profile, MIB, "read", model)) >= 1.0 else "between page cache and device")
+    throughput = (profile.bytes_read + profile.bytes_written) / values[0] if values[0] else 0
+    part = Part(seconds=values[0], low=low, high=high, runs=len(values), date=date,
+                rests_on=f"self-scaling model ({regime}), {throughput / MIB:,.0f} MiB/s "
+                         "predicted",
+                notes=_beyond(profile, model) + list(figures.model_notes))
+    for role in ERROR_ROLES:
+        error = figures.errors.get(role)
+        part.extra[role] = error.value if error else None
+    if not figures.errors:
+        part.notes.append("the model's validation error is not in the store (no figure "
+                          "declares the roles model_error_median/max)")
+    return part
+
+
+def _rate(figures, role):
+    rates = figures.rates.get(role) or []
+    return rates[0] if rates else None
+
+
+def _counted(parts, what):
+    """Seconds (and interval) of [(count, Rate, words)]: count / rate, summed."""
+    seconds = low = high = 0.0
+    runs, dates, rests = [], [], []
+    for count, rate, words in parts:
+        if not count:
+            continue
+        seconds += count / rate.value
+        low += count / rate.high
+        high += count / rate.low
+        runs.append(rate.runs)
+        dates.append(rate.date)
+        rests.append(f"{count:,} {words} at {rate.value:,.0f}/s")
+    spread = bool(runs) and min(runs) > 1
+    return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
+                runs=min(runs) if runs else 0, date=max(dates) if dates else None,
+                rests_on="; ".join(rests) or "nothing to do")
+
+
+def predict_metadata(profile, figures):
+    creations = profile.files_written
+    others = max(0, profile.opens - creations)
+    needed = [(creations, "creations_per_s", "creations"), (others, "opens_per_s",
+                                                        "opens of existing files"),
+              (profile.stats, "stats_per_s", "stats")]
+    parts = []
+    for count, role, words in needed:
+        rate = _rate(figures, role)
+        if count and rate is None:
+            return Part(missing=f"no stored {role.replace('_', ' ')} (no figure declares the "
+                                f"role {role})")
+        if rate is not None:
+            parts.append((count, rate, words))
+    part = _counted(parts, "metadata")
+    ranks = {(r.ranks, r.nodes) for _, r, _ in parts if r.ranks}
+    if ranks:
+        part.notes.append("rates measured with " + ", ".join(
+            f"{n} rank{'s' * (n != 1)} on {m} node{'s' * (m != 1)}" for n, m in sorted(ranks)))
+    return part
+
+
+def predict_deletion(profile, figures):
+    rates = figures.rates.get("deletions_per_s") or []
+    if not profile.files_written:
+        return Part(seconds=0.0, rests_on="the job writes no file")
+    if not rates:
+        return Part(missing="no stored deletion rate (no figure declares the role "
+                            "deletions_per_s)")
+    part = _counted([(profile.files_written, rates[0], "deletions")], "deletion")
+    if rates[0].variant:
+        part.rests_on += f" ({rates[0].variant})"
+    fastest = max(rates, key=lambda r: r.value)
+    if fastest is not rates[0] and fastest.value > rates[0].value * 1.1:
+        part.extra["faster"] = {"seconds": profile.files_written / fastest.value,
+                                "variant": fastest.variant or fastest.label}
+        part.notes.append(f"with {fastest.variant or fastest.label}: "
+                          f"{seconds_words(profile.files_written / fastest.value)}")
+    return part
+
+
+def predict_staging(profile, figures):
+    if not profile.staging:
+        return Part(seconds=0.0, rests_on="the job does not stage" + (
+            " (--stage: stage its inputs in and outputs out)" if profile.inputs else ""))
+    seconds = low = high = 0.0
+    runs, dates, rests = [], [], []
+    for leg in ("in", "out"):
+        amount = profile.staging.get(leg)
+        if not amount or not (amount["bytes"] or amount["files"]):
+            continue
+        bandwidth = _rate(figures, f"stage_{leg}_bytes_per_s")
+        files = _rate(figures, f"stage_{leg}_files_per_s")
+        if bandwidth is None or files is None:
+            return Part(missing=f"no stored stage-{leg} rates (no figures declare the roles "
+                                f"stage_{leg}_bytes_per_s and stage_{leg}_files_per_s)")
+        # a copy is bound by bytes for large files and by files for small ones: the
+        # slower of the two measured rates
+        def leg_time(b, f):
+            return max(amount["bytes"] / b, amount["files"] / f)
+        seconds += leg_time(bandwidth.value, files.value)
+        low += leg_time(bandwidth.high, files.high)
+        high += leg_time(bandwidth.low, files.low)
+        runs += [bandwidth.runs, files.runs]
+        dates += [bandwidth.date, files.date]
+        rests.append(f"{leg}: {ss.size_words(amount['bytes'])} in {amount['files']:,} files "
+                     f"at {bandwidth.value / MIB:,.0f} MiB/s, {files.value:,.0f} files/s")
+    spread = bool(runs) and min(runs) > 1
+    return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
+                runs=min(runs) if runs else 0, date=max(dates) if dates else None,
+                rests_on="; ".join(rests) or "nothing staged")
+
+
+PARTS = ("data", "metadata", "deletion", "staging")
+
+
+def predict_target(profile, figures):
+    parts = {"data": predict_data(profile, figures),
+             "metadata": predict_metadata(profile, figures),
+             "deletion": predict_deletion(profile, figures),
+             "staging": predict_staging(profile, figures)}
+    missing = [name for name, p in parts.items() if p.seconds is None]
+    if missing:
+        total = Part(missing=f"incomplete: {', '.join(missing)} cannot be predicted")
+    else:
+        seconds = sum(p.seconds for p in parts.values())
+        spread = all(p.low is not None or p.seconds == 0 for p in parts.values())
+        total = Part(seconds=seconds,
+                     low=sum(p.low if p.low is not None else p.seconds
+                             for p in parts.values()) if spread else None,
+                     high=sum(p.high if p.high is not None else p.seconds
+                              for p in parts.values()) if spread else None,
+                     date=max((p.date for p in parts.values() if p.date), default=None))
+    dates = [p.date for p in parts.values() if p.date]
+    return {"target": figures.name, "kind": figures.kind,
+            "figures_from": min(dates) if dates else None,
+            "figures_to": max(dates) if dates else None,
+            "parts": {name: p.as_dict() for name, p in parts.items()},
+            "total": total.as_dict()}
+
+
+def recommend(predictions):
+    """The target to use, when the intervals allow naming one; else why not."""
+    complete = [p for p in predictions if p["total"]["seconds"] is not None]
+    if not complete:
+        return {"target": None, "words": "no target has every figure the prediction needs"}
+    complete.sort(key=lambda p: p["total"]["seconds"])
+    best = complete[0]
+    if len(complete) == 1:
+        return {"target": best["target"], "words": f"{best['target']}: the only target "
+                                                  "with a complete prediction"}
+    runner = complete[1]
+    if best["total"]["high"] is None or runner["total"]["low"] is None:
+        return {"target": None, "words": f"fastest predicted: {best['target']}, but without "
+                                         "an interval (one stored run) no target can be "
+                                         "named best yet"}
+    if best["total"]["high"] < runner["total"]["low"]:
+        return {"target": best["target"],
+                "words": f"{best['target']}: its slowest prediction beats the fastest of "
+                         f"{runner['target']} (recent runs)"}
+    return {"target": None, "words": f"no clear winner: {best['target']} and "
+                                     f"{runner['target']} overlap over recent runs"}
+
+
+def predict_all(profile, figures):
+    """{"profile", "targets": [per target], "recommendation"} from stored_figures()."""
+    predictions = [predict_target(profile, figures[name]) for name in sorted(figures)]
+    return {"profile": profile.as_dict(), "profile_words": profile.words(),
+            "targets": predictions, "recommendation": recommend(predictions)}
+
+
+def load_figures(conn=None, db_path=None):
+    """stored_figures() of the history store, read in one snapshot; an error when it has
+    no figures of any target."""
+    own = conn is None
+    conn = conn or store.connect(db_path)
+    try:
+        with store.snapshot(conn):
+            figures = stored_figures(conn)
+    finally:
+        if own:
+            conn.close()
+    if not figures:
+        raise ScratchbenchError("the history store has no figures of any scratch target that "
+                                "the advisor computes with: run the suite first "
+                                "(`scratchbench run`)", EXIT_NO_FIGURES)
+    return figures
+
+
+def advise(profile, conn=None, db_path=None):
+    return predict_all(profile, load_figures(conn, db_path))
+
+
+# ---- the page ---------------------------------------------------------------------------------
+#: Common workloads the page predicts for every target (data, not code).
+CLASSES_FILE = Path(__file__).with_name("advisor_workloads.yaml")
+#: The page's form: each field's choices (per node), the grid its throughputs are
+#: computed at.  A description with these values gets the same answer from the CLI.
+FORM_GRID = {"request_size": [4 * KIB, 64 * KIB, MIB, 16 * MIB],
+             "sequential_fraction": [0.0, 0.5, 1.0],
+             "processes_per_node": [1, 2, 4, 8, 16, 32, 64],
+             "footprint_per_node": [64 * MIB, GIB, 16 * GIB, 256 * GIB]}
+
+
+def load_classes(path=CLASSES_FILE):
+    """[(name, words, Profile)] of the workload classes file."""
+    try:
+        entries = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise AdvisorError(f"{path}: unreadable workload classes ({exc})") from None
+    if not isinstance(entries, list):
+        raise AdvisorError(f"{path}: expected a list of workload classes")
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != {"name", "words", "description"}:
+            raise AdvisorError(f"{path}: class {i + 1}: expected name, words and description")
+        out.append((entry["name"], entry["words"],
+                    description_profile(entry["description"], f"{path.name}: "
+                                                              f"{entry['name']}")))
+    return out
+
+
+def _grid_throughputs(figures):
+    """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...]}}: what
+    the models predict at every point of the form's grid, newest model first."""
+    out = {}
+    for size in FORM_GRID["request_size"]:
+        for seq in FORM_GRID["sequential_fraction"]:
+            for procs in FORM_GRID["processes_per_node"]:
+                for unique in FORM_GRID["footprint_per_node"]:
+                    key = f"{size}|{seq:g}|{procs}|{unique}"
+                    out[key] = {d: [m.predict(ss.Workload.from_dict({
+                        "unique_bytes": unique, "size_mean": size,
+                        "read_frac": 1.0 if d == "read" else 0.0, "seq_frac": seq,
+                        "process_num": procs})) for _, m in figures.models]
+                        for d in ("read", "write")}
+    return out
+
+
+def page_data(conn, classes_path=CLASSES_FILE):
+    """What the advisor page shows: the common workloads predicted here, and for the
+    form, each target's model throughputs on the form's grid and its stored rates.  The
+    caller holds the store's snapshot (a page build reads one)."""
+    figures = stored_figures(conn)
+    classes = []
+    for name, words, profile in load_classes(classes_path):
+        result = predict_all(profile, figures)
+        classes.append({"name": name, "words": words, "result": result})
+    targets = []
+    for name in sorted(figures):
+        t = figures[name]
+        dates = [d for d, _ in t.models] + [r.date for rs in t.rates.values() for r in rs]
+        targets.append({
+            "name": name, "kind": t.kind,
+            "figures_from": min(dates) if dates else None,
+            "figures_to": max(dates) if dates else None,
+            "model_dates": [d for d, _ in t.models],
+            "throughput": _grid_throughputs(t) if t.models else {},
+            "measured": _measured_range(t.models[0][1]) if t.models else None,
+            "errors": {role: r.value for role, r in t.errors.items()},
+            "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()}})
+    return {"classes": classes, "targets": targets, "grid": FORM_GRID,
+            "parts": list(PARTS), "recent_runs": RECENT_RUNS,
+            "keys": {k: words for k, (_, words) in DESCRIPTION_KEYS.items()}}
+
+
+# ---- words ----------------------------------------------------------------------------------
+def seconds_words(seconds):
+    """0.0042 -> '4.2 ms', 75 -> '1 min 15 s', 12.3 -> '12.3 s'."""
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us" if seconds else "0 s"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return " ".join([f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes)
+                    + [f"{secs} s"] * bool(secs)) or "0 s"
+
+
+def date_words(ts):
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "-"
+
+
+def interval_words(part):
+    if part.get("seconds") is None:
+        return ""
+    if part.get("low") is None:
+        return "no spread yet (1 run)" if part.get("runs") == 1 else ""
+    return f"{seconds_words(part['low'])} to {seconds_words(part['high'])}"
+
+
+def format_advice(result):
+    """The advice as text: the workload, then a table per target."""
+    p = result["profile"]
+    lines = [f"Workload ({p['source']}): {result['profile_words']}"]
+    if p.get("observed_io_s") is not None:
+        lines.append(f"  the log says: {seconds_words(p['observed_io_s'])} of I/O at the "
+                     f"slowest rank (Darshan's estimate), run time "
+                     f"{seconds_words(p.get('run_time_s'))}")
+    lines += [f"  note: {n}" for n in p.get("notes") or []]
+    for t in result["targets"]:
+        lines.append("")
+        span = date_words(t["figures_from"]) if t["figures_from"] == t["figures_to"] else \
+            f"{date_words(t['figures_from'])} to {date_words(t['figures_to'])}"
+        lines.append(f"{t['target']}" + (f" ({t['kind']})" if t["kind"] else "") +
+                     f": figures of {span}")
+        rows = [("part", "predicted", "interval (recent runs)", "rests on")]
+        for name in PARTS + ("total",):
+            part = t["total"] if name == "total" else t["parts"][name]
+            if part["seconds"] is None:
+                rows.append((name, "-", "", part["missing"]))
+                continue
+            rests = part["rests_on"]
+            if name == "data" and "model_error_median" in part["extra"]:
+                med, top = part["extra"].get("model_error_median"), \
+                    part["extra"].get("model_error_max")
+                if med is not None:
+                    rests += f"; model's validation error median {med:.0%}" + (
+                        f", max {top:.0%}" if top is not None else "")
+            rows.append((name, seconds_words(part["seconds"]), interval_words(part), rests))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        for r in rows:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths))
+                         + "  " + r[3])
+        for name in PARTS:
+            for note in t["parts"][name]["notes"]:
+                lines.append(f"  {name}: {note}")
+    lines.append("")
+    lines.append(f"Use: {result['recommendation']['words']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # The child that reads a Darshan log (see profile_from_darshan).
+    if len(sys.argv) == 3 and sys.argv[1] == "--darshan-profile":
+        try:
+            answer = _read_darshan(sys.argv[2])
+        except Exception as exc:      # the library's own words, for the parent's one line
+            answer = {"error": f"not a readable Darshan log ({type(exc).__name__}: "
+                               f"{str(exc)[:200]})"}
+        print(json.dumps(answer), flush=True)
+        # Skip the interpreter's teardown: after a damaged log, libdarshan-util's handle
+        # may be freed twice, which aborts the process.
+        os._exit(0)
+    sys.exit(f"usage: {sys.argv[0]} --darshan-profile LOG")

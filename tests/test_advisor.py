@@ -1,0 +1,515 @@
+"""The workload advisor: profiles from real Darshan logs (the ones PyDarshan's wheel
+ships), checked against PyDarshan's own reports; workload descriptions and their
+errors; predictions from a history whose answers are known; the command; the page in a
+real Chromium."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, VENV_BIN
+from reframe_checks.lib.selfscale import declared_figures
+from reports import advisor, pages, store
+from reports.synthetic import make_case, make_report
+from scratchbench import selfscale as ss
+
+darshan = pytest.importorskip("darshan")
+DARSHAN_DIR = Path(darshan.__file__).parent
+EXAMPLES = DARSHAN_DIR / "examples" / "example_logs"
+TEST_INPUT = DARSHAN_DIR / "tests" / "input"
+WITH_POSIX = [EXAMPLES / "example.darshan", EXAMPLES / "dxt.darshan",
+              EXAMPLES / "ior_hdf5_example.darshan", EXAMPLES / "sample-badost.darshan",
+              EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158"
+                         ".darshan",
+              TEST_INPUT / "sample-goodost.darshan", TEST_INPUT / "sample-dxt-simple.darshan",
+              TEST_INPUT / "noposixopens.darshan"]
+ARTIFACTS = REPO / "var" / "test-artifacts"
+KIB, MIB, GIB = ss.KIB, ss.MIB, ss.GIB
+DAY = 86400
+START = 1_800_000_000
+
+
+def run_cli(*args, env=None):
+    full = dict(os.environ, **(env or {}))
+    return subprocess.run([str(VENV_BIN / "scratchbench"), *map(str, args)],
+                          capture_output=True, text=True, env=full, timeout=300)
+
+
+# ---- profiles of real logs -------------------------------------------------------------------
+def pydarshan_reports(path):
+    """What PyDarshan itself says about a log: darshan-util's derived metrics (the
+    numbers of its job summary) and its experimental aggregator of request sizes."""
+    import warnings
+    warnings.simplefilter("ignore")
+    from darshan.backend.cffi_backend import accumulate_records
+    darshan.enable_experimental()
+    report = darshan.DarshanReport(str(path), read_all=True)
+    frames = report.records["POSIX"].to_df()
+    metrics = accumulate_records(frames, "POSIX", report.metadata["job"]["nprocs"]) \
+        .derived_metrics
+    return report, metrics, report.agg_ioops(mode="dict")["POSIX"]
+
+
+@pytest.mark.parametrize("path", WITH_POSIX, ids=lambda p: p.name[:30])
+def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
+    profile = advisor.load_profile(path)
+    report, metrics, ioops = pydarshan_reports(path)
+    totals = metrics.category_counters[0]
+    assert profile.processes == report.metadata["job"]["nprocs"]
+    assert profile.bytes_read == totals.total_read_volume_bytes
+    assert profile.bytes_written == totals.total_write_volume_bytes
+    assert profile.bytes_read + profile.bytes_written == metrics.total_bytes
+    assert profile.files == totals.count
+    # darshan-util's file categories: read-only (1), write-only (2), read/write (3)
+    assert profile.inputs["files"] == metrics.category_counters[1].count
+    assert profile.outputs["files"] == metrics.category_counters[2].count + \
+        metrics.category_counters[3].count == profile.files_written
+    assert profile.observed_io_s == pytest.approx(metrics.agg_time_by_slowest, rel=1e-9,
+                                                  abs=1e-12)
+    assert profile.reads == ioops["POSIX_READS"] and profile.writes == ioops["POSIX_WRITES"]
+    assert profile.opens == ioops["POSIX_OPENS"] and profile.stats == ioops["POSIX_STATS"]
+    for direction in ("read", "write"):
+        for name, _, _ in advisor.DARSHAN_BINS:
+            assert profile.histogram[direction][name] == \
+                ioops[f"POSIX_SIZE_{direction.upper()}_{name}"], (direction, name)
+        classes = profile.size_classes[direction]
+        moved = profile.bytes_read if direction == "read" else profile.bytes_written
+        assert sum(b for _, b in classes) == pytest.approx(moved, rel=1e-9)
+    # bytes touched: darshan-util sums each file's largest offset + 1; the profile leaves
+    # out files that moved no data (at most a byte each there)
+    spans = totals.total_max_offset_bytes + totals.count
+    assert 0 <= spans - profile.unique_bytes <= profile.files
+
+
+def test_an_ior_log_gives_the_workload_its_command_line_says():
+    """sample-goodost.darshan: `ior -t 8m -b 256m -s 4 -F -C -e -a POSIX -w -k` on 48
+    processes: a file per process, 1 GiB each, 8 MiB writes, all consecutive."""
+    profile = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan")
+    assert (profile.processes, profile.files, profile.files_written) == (48, 48, 48)
+    assert profile.bytes_written == 48 * GIB and profile.bytes_read == 0
+    assert profile.writes == 48 * 4 * 256 // 8
+    assert profile.size_classes["write"] == [[8 * MIB, 48 * GIB]]
+    assert profile.consecutive["write"] > 0.99 and profile.unique_bytes == 48 * GIB
+    assert profile.outputs == {"bytes": 48 * GIB, "files": 48}
+    assert 0 < profile.observed_io_s < profile.run_time_s
+
+
+def test_a_log_without_posix_data_is_one_line_naming_what_it_holds():
+    with pytest.raises(advisor.AdvisorError) as err:
+        advisor.load_profile(TEST_INPUT / "noposix.darshan")
+    message = str(err.value)
+    assert "no POSIX module data" in message and "LUSTRE, STDIO" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("keep, missing", [
+    (100, "its header"), (1000, "the table of file names"),
+    (6000, "the POSIX module's records")])
+def test_a_truncated_log_is_one_line_naming_what_is_missing(tmp_path, keep, missing):
+    log = tmp_path / "cut.darshan"
+    log.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes()[:keep])
+    with pytest.raises(advisor.AdvisorError) as err:
+        advisor.load_profile(log)
+    message = str(err.value)
+    assert "truncated or damaged Darshan log" in message and missing in message
+    assert "\n" not in message
+    result = run_cli("advise", log)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and missing in result.stderr
+
+
+# ---- descriptions ----------------------------------------------------------------------------
+GOOD = {"processes": 8, "nodes": 2, "bytes": "2 GiB", "read_fraction": 0.25,
+        "request_size": "64k", "sequential_fraction": 0.5, "footprint": "4 GiB",
+        "files": 16, "files_written": 8, "opens": 20, "stats": 30,
+        "stage_in": {"bytes": "1 GiB", "files": 4}}
+
+
+def test_a_description_becomes_the_profile_it_says():
+    p = advisor.description_profile(GOOD)
+    assert (p.processes, p.nodes) == (8, 2)
+    assert p.bytes_read == GIB // 2 and p.bytes_written == 3 * GIB // 2
+    assert p.size_classes == {"read": [[64 * KIB, GIB // 2]], "write": [[64 * KIB, 3 * GIB // 2]]}
+    assert p.reads == 8192 and p.writes == 24576
+    assert p.consecutive == {"read": 0.5, "write": 0.5} and p.unique_bytes == 4 * GIB
+    assert (p.files, p.files_written, p.opens, p.stats) == (16, 8, 20, 30)
+    assert p.staging == {"in": {"bytes": GIB, "files": 4}}
+    defaults = advisor.description_profile({"processes": 4, "bytes": "1m", "request_size": 4096})
+    assert (defaults.files, defaults.files_written, defaults.opens, defaults.stats) == (4, 4, 4, 0)
+    assert defaults.unique_bytes == MIB and defaults.consecutive["write"] == 1.0
+
+
+DROP = object()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"procs": 3}, "unknown key 'procs'"),
+    ({"processes": DROP}, "missing 'processes'"),
+    ({"processes": None}, "processes: expected an integer of at least 1"),
+    ({"processes": 0}, "processes: expected an integer of at least 1"),
+    ({"bytes": "lots"}, "bytes: expected a size such as 4 GiB"),
+    ({"bytes": "3 parsecs"}, "bytes: expected a size"),
+    ({"read_fraction": 1.5}, "read_fraction: expected a fraction from 0 to 1"),
+    ({"sequential_fraction": "most"}, "sequential_fraction: expected a fraction"),
+    ({"files_written": 17}, "files_written: 17 is more than the 16 files opened"),
+    ({"nodes": 9}, "nodes: 9 nodes for 8 processes"),
+    ({"stage_in": "yes"}, "stage_in: expected {bytes: SIZE, files: N}"),
+    ({"stage_out": {"bytes": "1g", "files": 0}}, "stage_out: files: expected an integer of at least 1"),
+    ({"request_size": 0}, "request_size: expected at least 1 byte"),
+])
+def test_a_bad_description_is_one_line_naming_the_key(tmp_path, change, message):
+    data = {k: v for k, v in dict(GOOD, **change).items() if v is not DROP}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(advisor.AdvisorError) as err:
+        advisor.load_profile(path)
+    assert message in str(err.value) and "job.yaml" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_description_that_is_not_yaml_or_not_a_mapping_is_one_line(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("processes: 4\nbytes: [1, 2\n")
+    with pytest.raises(advisor.AdvisorError, match=r"broken.yaml: not valid YAML at line 3"):
+        advisor.load_profile(broken)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    with pytest.raises(advisor.AdvisorError, match="expected a mapping of workload keys"):
+        advisor.load_profile(listed)
+    with pytest.raises(advisor.AdvisorError, match="no such file"):
+        advisor.load_profile(tmp_path / "nothing.yaml")
+    with pytest.raises(advisor.AdvisorError, match="--nodes and --stage are for Darshan logs"):
+        advisor.load_profile(listed, nodes=2)
+
+
+# ---- predictions from a history with known answers ------------------------------------------
+def known_model(scale=1.0):
+    """A one-regime model whose curves give round answers: 1000 MiB/s at the focal point
+    (64 MiB, 1 MiB, readFrac 0.5, seqFrac 0.5, 2 processes); 64 KiB requests reach 0.4 of
+    it, reads 1.25x and writes 0.8x, seqFrac 1 is 2x seqFrac 0.5; uniqueBytes and
+    processNum do not matter."""
+    focal = ss.Workload(64 * MIB, MIB, 0.5, 0.5, 2)
+
+    def curve(p, xs, factors):
+        return ss.Curve(p, xs, [1000 * MIB * scale * f for f in factors], regime="cache")
+
+    unique = ss.Curve("unique_bytes", [MIB, 64 * MIB, GIB], [1000 * MIB * scale] * 3)
+    curves = {"size_mean": curve("size_mean", [4 * KIB, 64 * KIB, MIB, 16 * MIB],
+                                 [0.1, 0.4, 1.0, 1.2]),
+              "read_frac": curve("read_frac", [0.0, 0.5, 1.0], [0.8, 1.0, 1.25]),
+              "seq_frac": curve("seq_frac", [0.0, 0.5, 1.0], [0.5, 1.0, 2.0]),
+              "process_num": curve("process_num", [1, 2, 4], [1.0, 1.0, 1.0])}
+    return ss.Model(unique_curve=unique, regimes={"cache": ss.Regime(
+        "cache", focal, 1000 * MIB * scale, curves)})
+
+
+def selfscale_case(target, model, error_median, error_max):
+    """The figures a self-scaling check stores for this model (its two prediction errors
+    declare their roles)."""
+    domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
+    exploration = ss.Exploration(domain=domain, rules=ss.Rules(), model=model, rounds=[],
+                                 settled=True, points_measured=40)
+    workloads = ss.draw_workloads(domain, 4, seed=1)
+    predicted = [model.predict(w) for w in workloads]
+    validation = ss.Validation(workloads, predicted, [p / (1 + error_median) for p in predicted])
+    figures, samples = declared_figures({"exploration": exploration.as_dict(),
+                                         "validation": validation.as_dict(),
+                                         "timing": {"total_s": 300.0}})
+    declarations = {n: d.as_dict() for n, (_, d) in figures.items()}
+    values = {n: v for n, (v, _) in figures.items()}
+    assert declarations["prediction_error_median"]["role"] == "model_error_median"
+    assert declarations["prediction_error_max"]["role"] == "model_error_max"
+    values["prediction_error_max"] = 100 * error_max
+    return make_case("SelfScaleCheck", {"scratch_target": target}, "gnu-openmpi", target,
+                     {n: (values[n], d["unit"], samples.get(n, [])) for n, d in
+                      declarations.items()}, declarations=declarations)
+
+
+def declared(label, unit, role, headline=""):
+    return {"label": label, "unit": unit, "better": "higher", "headline": headline,
+            "chart": None, "role": role}
+
+
+def rate_cases(target, factor):
+    """Metadata rates in two variants (one leads the pages) and staging rates."""
+    cases = []
+    for removers, lead in ((1, True), (4, False)):
+        cases.append(make_case(
+            "MetadataCheck", {"scratch_target": target, "layout": f"r{removers}"},
+            "gnu-openmpi", target,
+            {"c": (1000 * factor, "ops/s", []), "o": (5000 * factor, "ops/s", []),
+             "s": (20000 * factor, "ops/s", []),
+             "d": (400 * factor * removers ** 2 / 4 if removers > 1 else 400 * factor,
+                   "deletions/s", [])},
+            declarations={"c": declared("creations", "ops/s", "creations_per_s",
+                                        "Create empty files" if lead else ""),
+                          "o": declared("opens", "ops/s", "opens_per_s"),
+                          "s": declared("stats", "ops/s", "stats_per_s"),
+                          "d": declared("deletions", "deletions/s", "deletions_per_s")},
+            variant=f"{removers} remover{'s' * (removers > 1)} per rank"))
+    cases.append(make_case(
+        "StagingCheck", {"scratch_target": target}, "builtin", target,
+        {"bi": (100 * factor, "MiB/s", []), "fi": (50 * factor, "files/s", []),
+         "bo": (80 * factor, "MiB/s", []), "fo": (40 * factor, "files/s", [])},
+        declarations={"bi": declared("in", "MiB/s", "stage_in_bytes_per_s"),
+                      "fi": declared("files in", "files/s", "stage_in_files_per_s"),
+                      "bo": declared("out", "MiB/s", "stage_out_bytes_per_s"),
+                      "fo": declared("files out", "files/s", "stage_out_files_per_s")}))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def known_history(tmp_path_factory):
+    """Two nights.  fastfs: the known model at 0.8x then 1.0x (the latest), rates at 0.8x
+    then 1.0x.  slowfs: rates only, no self-scaling curves."""
+    home = tmp_path_factory.mktemp("advisor-home")
+    runs = home / "results" / "runs"
+    for night, scale in enumerate((0.8, 1.0)):
+        cases = [selfscale_case("fastfs", known_model(scale), 0.08, 0.2)]
+        cases += rate_cases("fastfs", scale) + rate_cases("slowfs", scale / 2)
+        run_dir = runs / f"night{night}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "report.json").write_text(json.dumps(make_report(
+            f"night{night}", START + night * DAY, cases)))
+    db = home / "history.sqlite"
+    conn = store.connect(db)
+    assert store.ingest_all(conn, runs)[0] == 2
+    conn.close()
+    return home, db
+
+
+KNOWN = {"processes": 2, "bytes": "1 GiB", "read_fraction": 0.5, "request_size": "64 KiB",
+         "sequential_fraction": 1.0, "footprint": "64 MiB", "files": 100,
+         "files_written": 40, "opens": 100, "stats": 50,
+         "stage_in": {"bytes": "1 GiB", "files": 10}}
+
+
+def test_prediction_on_known_curves_and_rates(known_history):
+    _, db = known_history
+    result = advisor.advise(advisor.description_profile(KNOWN, "known"), db_path=db)
+    fast, slow = result["targets"]
+    assert (fast["target"], slow["target"]) == ("fastfs", "slowfs")
+    data = fast["parts"]["data"]
+    # reads: 512 MiB at 1000 x 0.4 x 1.25 x 2 = 1000 MiB/s; writes: 512 MiB at
+    # 1000 x 0.4 x 0.8 x 2 = 640 MiB/s; the night before everything was 0.8x
+    expected = 512 / 1000 + 512 / 640
+    assert data["seconds"] == pytest.approx(expected, rel=1e-9)
+    assert (data["low"], data["high"]) == (pytest.approx(expected, rel=1e-9),
+                                           pytest.approx(expected / 0.8, rel=1e-9))
+    assert data["runs"] == 2
+    assert data["extra"]["model_error_median"] == pytest.approx(0.08, abs=1e-6)
+    assert data["extra"]["model_error_max"] == pytest.approx(0.2, abs=1e-9)
+    meta = fast["parts"]["metadata"]
+    # 40 creations at 1000/s, 60 opens of existing files at 5000/s, 50 stats at 20000/s
+    assert meta["seconds"] == pytest.approx(0.04 + 0.012 + 0.0025, rel=1e-9)
+    assert meta["high"] == pytest.approx((0.04 + 0.012 + 0.0025) / 0.8, rel=1e-9)
+    deletion = fast["parts"]["deletion"]
+    assert deletion["seconds"] == pytest.approx(40 / 400, rel=1e-9)
+    assert "1 remover per rank" in deletion["rests_on"]
+    assert deletion["extra"]["faster"]["seconds"] == pytest.approx(40 / 1600, rel=1e-9)
+    assert deletion["extra"]["faster"]["variant"] == "4 removers per rank"
+    staging = fast["parts"]["staging"]
+    # 1 GiB in 10 files: bound by the 100 MiB/s, not by 50 files/s
+    assert staging["seconds"] == pytest.approx(10.24, rel=1e-9)
+    total = fast["total"]
+    assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 10.24, rel=1e-9)
+    assert total["low"] <= total["seconds"] <= total["high"]
+    assert fast["figures_to"] == START + DAY and fast["figures_from"] == START + DAY
+    # no curves: said, not guessed; the rest still predicted
+    assert slow["parts"]["data"]["seconds"] is None
+    assert slow["parts"]["data"]["missing"] == "no self-scaling curves yet"
+    assert slow["parts"]["metadata"]["seconds"] == pytest.approx(2 * 0.0545, rel=1e-9)
+    assert slow["total"]["seconds"] is None and "data" in slow["total"]["missing"]
+    assert result["recommendation"]["target"] == "fastfs"
+    text = advisor.format_advice(result)
+    assert "no self-scaling curves yet" in text
+    assert "model's validation error median 8%, max 20%" in text
+
+
+def test_the_target_is_named_only_when_the_intervals_part(known_history):
+    a = {"target": "a", "total": {"seconds": 10.0, "low": 9.0, "high": 11.0}}
+    b = {"target": "b", "total": {"seconds": 12.0, "low": 11.5, "high": 13.0}}
+    close = {"target": "c", "total": {"seconds": 10.5, "low": 10.0, "high": 12.0}}
+    lone = {"target": "d", "total": {"seconds": 20.0, "low": None, "high": None}}
+    assert advisor.recommend([b, a])["target"] == "a"
+    assert advisor.recommend([a, close])["target"] is None
+    assert "no clear winner" in advisor.recommend([a, close])["words"]
+    assert advisor.recommend([lone, dict(a, total=dict(a["total"], low=None, high=None))]) \
+        ["target"] is None
+
+
+def test_a_job_beyond_the_measured_range_says_so(known_history):
+    _, db = known_history
+    wide = dict(KNOWN, processes=64, request_size="256 MiB", footprint="64 GiB")
+    result = advisor.advise(advisor.description_profile(wide, "wide"), db_path=db)
+    notes = " ".join(result["targets"][0]["parts"]["data"]["notes"])
+    assert "64 processes per node, more than the 4 measured" in notes
+    assert "beyond the 1 GiB measured" in notes
+    assert "requests of 256 MiB outside the 4 KiB to 16 MiB measured" in notes
+
+
+def test_a_log_with_several_nodes_divides_the_job_evenly(known_history):
+    _, db = known_history
+    one = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan")
+    four = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan", nodes=4)
+    staged = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan", stage=True)
+    assert staged.staging == {"in": {"bytes": 0, "files": 0},
+                              "out": {"bytes": 48 * GIB, "files": 48}}
+    figures = advisor.load_figures(db_path=db)
+    t1 = advisor.predict_target(one, figures["fastfs"])["parts"]["data"]["seconds"]
+    t4 = advisor.predict_target(four, figures["fastfs"])["parts"]["data"]["seconds"]
+    # the known model does not depend on processes or uniqueBytes: 4 nodes, 4x as fast
+    assert t4 == pytest.approx(t1 / 4, rel=1e-9)
+    assert "one node assumed" in " ".join(one.notes)
+
+
+# ---- the command ------------------------------------------------------------------------------
+def test_advise_prints_a_table_per_target_for_a_shipped_log(known_history):
+    home, db = known_history
+    env = {"SCRATCHBENCH_HISTORY": str(db)}
+    result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan", env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Workload (Darshan log sample-goodost.darshan): 48 processes" in out
+    assert "the log says: 3.76 s of I/O at the slowest rank" in out
+    for target in ("fastfs", "slowfs"):
+        assert f"\n{target} (parallel): figures of " in out
+    assert "no self-scaling curves yet" in out
+    as_json = run_cli("advise", TEST_INPUT / "sample-goodost.darshan", "--json", env=env)
+    parsed = json.loads(as_json.stdout)
+    assert [t["target"] for t in parsed["targets"]] == ["fastfs", "slowfs"]
+    assert parsed["profile"]["bytes_written"] == 48 * GIB
+
+
+def test_advise_on_a_description_matches_the_library(known_history, tmp_path):
+    _, db = known_history
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(KNOWN))
+    result = run_cli("advise", path, "--json", env={"SCRATCHBENCH_HISTORY": str(db)})
+    assert result.returncode == 0, result.stderr
+    cli = json.loads(result.stdout)
+    library = advisor.advise(advisor.load_profile(path), db_path=db)
+    assert cli == json.loads(json.dumps(library))
+
+
+def test_advise_errors_are_one_line_with_their_own_exit_codes(tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    store.connect(empty).close()
+    result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan",
+                     env={"SCRATCHBENCH_HISTORY": str(empty)})
+    assert result.returncode == advisor.EXIT_NO_FIGURES
+    assert result.stderr.count("\n") == 1 and "no figures of any scratch target" in result.stderr
+    bad = run_cli("advise", TEST_INPUT / "noposix.darshan")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "no POSIX module data" in bad.stderr
+    missing = run_cli("advise", tmp_path / "nothing.darshan")
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+# ---- the page ---------------------------------------------------------------------------------
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_the_advisor_page_in_chromium(known_history, tmp_path):
+    """The page built from the known history: common workloads with their parts, the
+    figures' dates; the form, filled in as a user would, gives per target exactly what
+    `scratchbench advise` gives for the YAML the page shows; no console errors."""
+    from playwright.sync_api import sync_playwright
+
+    _, db = known_history
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    html = (out / "advisor.html").read_text()
+    assert "2027-01-16" in html or "2027-01-17" in html, "the page states the figures' date"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    problems = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                      "--disable-component-update", "--disable-sync", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("console", lambda m: problems.append(f"{m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/advisor.html")
+            classes = page.locator("table.advisor-classes tbody tr")
+            assert classes.count() == len(advisor.load_classes())
+            # a user's job: 2 nodes x 4 processes, 6 GiB, a third read, 64 KiB requests
+            form = page.locator("#advisor-form")
+            for name, value in (("nodes", "2"), ("bytes", "6"), ("read_fraction", "0.3"),
+                                ("files", "400"), ("files_written", "300"), ("opens", "500"),
+                                ("stats", "1000"), ("stage_out_bytes", "2"),
+                                ("stage_out_files", "300")):
+                form.locator(f"[name={name}]").fill(value)
+            for name, value in (("processes_per_node", "4"), ("request_size", str(64 * KIB)),
+                                ("sequential_fraction", "0.5"),
+                                ("footprint_per_node", str(16 * GIB))):
+                form.locator(f"[name={name}]").select_option(value)
+            page.wait_for_timeout(200)
+            assert page.locator("#advisor-error").text_content() == ""
+            description = page.locator("#advisor-yaml").text_content()
+            shown = {}
+            for row in page.locator("#advisor-result tr[data-part]").all():
+                table = row.locator("xpath=ancestor::table")
+                shown[(table.get_attribute("data-target"), row.get_attribute("data-part"))] = \
+                    tuple(float(v) if v else None for v in (
+                        row.get_attribute("data-seconds"), row.get_attribute("data-low"),
+                        row.get_attribute("data-high")))
+            use = page.locator("#advisor-use").text_content()
+            page.locator("details").first.evaluate("d => d.open = true")
+            page.screenshot(path=str(ARTIFACTS / "advisor-page.png"), full_page=True)
+            # a bad value: one line on the page, nothing thrown
+            form.locator("[name=read_fraction]").fill("2")
+            page.wait_for_timeout(100)
+            assert "expected 0 to 1" in page.locator("#advisor-error").text_content()
+            browser.close()
+    finally:
+        server.shutdown()
+    assert problems == []
+    job = tmp_path / "job.yaml"
+    job.write_text(description)
+    expected = advisor.advise(advisor.load_profile(job), db_path=db)
+    assert expected["profile"]["nodes"] == 2 and expected["profile"]["processes"] == 8
+    for t in expected["targets"]:
+        for name in advisor.PARTS + ("total",):
+            part = t["total"] if name == "total" else t["parts"][name]
+            got = shown[(t["target"], name)]
+            for value, want in zip(got, (part["seconds"], part["low"], part["high"])):
+                if want is None:
+                    assert value is None, (t["target"], name, got)
+                else:
+                    assert value == pytest.approx(want, rel=1e-9), (t["target"], name, got)
+    assert expected["recommendation"]["words"] in use
+    print(f"screenshot: {ARTIFACTS / 'advisor-page.png'}")
+
+
+def test_the_advisor_names_no_check_and_no_metric():
+    """It finds figures by their declarations (roles, selfscale chart entries) only."""
+    import re
+    code = "".join((REPO / "reports" / name).read_text() for name in (
+        "advisor.py", "advisor_workloads.yaml", "templates/advisor.html",
+        "templates/advisor.js"))
+    sources = "\n".join(p.read_text() for p in (REPO / "reframe_checks").rglob("*.py"))
+    names = set(re.findall(r"^class (\w+)\(", sources, re.M))
+    names |= set(re.findall(r"@figure\(.*?\)\n\s+def (\w+)", sources, re.S))
+    names |= set(re.findall(r'add\(f?"(\w+)"', sources))       # selfscale's figures
+    assert {"create_rate", "delete_rate", "stage_in_bw", "prediction_error_median",
+            "KernelMetadata"} <= names
+    named = sorted(n for n in names if re.search(rf"\b{n}\b", code))
+    assert named == [], f"the advisor names {named}"
