@@ -17,15 +17,14 @@ Exits 0 whatever the figures are.
 
 import argparse
 import json
-import math
 import os
-import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from pairs import ratio_interval, spread  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 2**20
@@ -71,19 +70,6 @@ def fio_point(directory, bs, qd, size):
         return out
     finally:
         shutil.rmtree(work)
-
-
-def ratio_interval(pairs, resamples=10000, seed=1):
-    """Geometric mean of kernel/fio over the pairs and its 95% percentile bootstrap."""
-    logs = [math.log(k / f) for k, f in pairs]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
-    lo, hi = means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
-    return math.exp(statistics.fmean(logs)), math.exp(lo), math.exp(hi)
-
-
-def spread(values):
-    return f"{min(values):7.0f} {statistics.median(values):7.0f} {max(values):7.0f}"
 
 
 def main():

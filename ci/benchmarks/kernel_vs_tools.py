@@ -28,9 +28,7 @@ repository never builds them.  Exits 0 whatever the figures are.
 
 import argparse
 import json
-import math
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -41,6 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks" / "lib"))
 from parsers import parse_ior_json, parse_mdtest  # noqa: E402
+
+from pairs import ratio_interval, spread  # noqa: E402
 
 MIB = 2**20
 OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -175,26 +175,13 @@ def rounds(n, tools):
     return samples
 
 
-def ratio_interval(pairs, resamples=10000, seed=1):
-    """Geometric mean of a/b over the pairs and its 95% percentile bootstrap interval."""
-    logs = [math.log(a / b) for a, b in pairs]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
-    return (math.exp(statistics.fmean(logs)), math.exp(means[int(0.025 * resamples)]),
-            math.exp(means[int(0.975 * resamples) - 1]))
-
-
-def spread(values):
-    return f"{min(values):9.0f} {statistics.median(values):9.0f} {max(values):9.0f}"
-
-
 def compare(label, unit, op, samples, base, others, targets):
     k = [s[op] for s in samples[base]]
-    line = f"{label:<10} {op:<7} {base} {spread(k)} {unit}"
+    line = f"{label:<10} {op:<7} {base} {spread(k, width=9)} {unit}"
     for other in others:
         o = [s[op] for s in samples[other]]
         ratio, lo, hi = ratio_interval(list(zip(k, o)))
-        line += (f" | {other} {spread(o)} | {base}/{other} {ratio:4.2f} [{lo:4.2f}, {hi:4.2f}]"
+        line += (f" | {other} {spread(o, width=9)} | {base}/{other} {ratio:4.2f} [{lo:4.2f}, {hi:4.2f}]"
                  f" (target >= {targets[other]})")
     print(line)
 

@@ -1,0 +1,22 @@
+"""What the side-by-side benchmarks share: interleaved pairs of one tool against another,
+summarised as the geometric mean of their ratios with a bootstrap interval."""
+
+import math
+import random
+import statistics
+
+
+def ratio_interval(pairs, resamples=10000, seed=1):
+    """Geometric mean of a/b over the pairs (a, b) and its 95% percentile bootstrap
+    interval: (mean, low, high)."""
+    logs = [math.log(a / b) for a, b in pairs]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
+    return (math.exp(statistics.fmean(logs)), math.exp(means[int(0.025 * resamples)]),
+            math.exp(means[int(0.975 * resamples) - 1]))
+
+
+def spread(values, width=7):
+    """min, median and max of the values, in columns of `width`."""
+    return (f"{min(values):{width}.0f} {statistics.median(values):{width}.0f} "
+            f"{max(values):{width}.0f}")
