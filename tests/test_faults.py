@@ -243,15 +243,16 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
     stored = stored_failure(home, run_dir_of(result).name)
     assert len(stored) == 1 and re.search(cause, stored[0][2]), stored
     if fault == "scancel":
-        # Slurm's SIGTERM reaches the kernel, which removes what it made before it stops
-        # (a crashed node cannot; its local disk is cleaned when it comes back).  sacct
-        # says CANCELLED at once, while the job's processes may still be cleaning up on a
-        # loaded machine: wait for them (Slurm's KillWait bounds it) before looking.
+        # Slurm's SIGTERM reaches the kernel, which removes what it made before it stops.
+        # sacct says CANCELLED at once, while the job's processes may still be cleaning up
+        # on a loaded machine: wait for them (Slurm's KillWait bounds it) first.
         deadline = time.monotonic() + 40
         while job_processes(job) and time.monotonic() < deadline:
             time.sleep(0.5)
-        local = cluster.dir / "localscratch"
-        assert not list(local.rglob("sbk.*")), list(local.rglob("sbk.*"))
+        # The kernel's run directory is named after its job (sbk.<mode>.<time>.<job>.<pid>);
+        # only this job's counts (a crashed node of an earlier case could not clean up).
+        left = list((cluster.dir / "localscratch").rglob(f"sbk.*.{job}.*"))
+        assert not left, left
 
 
 def test_a_job_that_hits_its_time_limit(home, healthy):
