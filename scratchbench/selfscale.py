@@ -12,12 +12,15 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    * uniqueBytes is swept over its grid, the others at their focal values; the curve's
      **knee** (:func:`find_knee`) splits it into a *cache* regime, whose focal
      uniqueBytes sits ``Rules.regime_margin`` below the knee, and a *device* regime, at
-     the top of the range (beyond the node's memory);
+     the top of the range (beyond the node's memory), unless the page cache still held
+     the top of the range (``Rules.device_resident``, when the caller reports the cache
+     state): then the range never reached the device and is one regime;
    * in each regime, each other parameter is swept with the rest at that regime's
      focal values, and its **focal value** (:func:`focal_value`) becomes the value where
      the curve sits ``Rules.focal_fraction`` of the way from its minimum to its maximum
      (the paper's exact rule is not attested in the sources: the fraction is a
-     parameter, 0.5 by default, "the middle of the range");
+     parameter, 0.5 by default, "the middle of the range"), taken to the nearest point
+     the sweep measured, so that every focal point is a measured point;
    * each curve's **useful range** (:func:`useful_range`), where throughput still
      changes, is what the next round sweeps;
    * the search stops when no focal value moved by more than ``Rules.settle_steps``
@@ -26,7 +29,8 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
 2. **The prediction** (:class:`Model`), the paper's product form: within a regime,
    ``T(w) = T_focal * prod_p C_p(w_p) / C_p(focal_p)``, where ``C_p`` is the measured
    one-parameter curve of ``p`` (uniqueBytes's curve included) and ``T_focal`` the
-   throughput at the regime's focal point.  Between the two regimes' focal uniqueBytes
+   throughput measured at the regime's focal point (on the curves that pass through it
+   and in the repeated measurements).  Between the two regimes' focal uniqueBytes
    the two predictions are blended geometrically; below and above, one regime applies.
 
 3. **Validation** (:func:`draw_workloads`, :func:`validate`): workloads drawn at random
@@ -263,11 +267,14 @@ class Domain:
             n = int(round(1.0 / self.fraction_step))
             return [round(k / n, 6) for k in range(n + 1)]
         if name == "process_num":
+            # every count up to 4, then doubling: the cliff where ranks outnumber the
+            # cores lies at a small count on most nodes, and a curve interpolated
+            # across it (2 to 4) would put a count of 3 half-way down the cliff
             values, k = [], 1
             while k < hi:
                 if k >= lo:
                     values.append(k)
-                k *= 2
+                k = k + 1 if k < 4 else k * 2
             return values + [int(hi)]
         step = self.unique_step if name == "unique_bytes" else self.size_step
         values, v = [], float(lo)
@@ -320,6 +327,11 @@ class Rules:
     knee_drop: float = 0.7
     #: the cache regime's focal uniqueBytes sits this factor below the knee
     regime_margin: float = 8.0
+    #: a device regime needs the page cache to hold less than this share of the
+    #: largest uniqueBytes's footprint (when the caller can tell); with more, the
+    #: range never leaves the page cache, a fall of the curve is a CPU cache's or the
+    #: background load's, and the range is one regime
+    device_resident: float = 0.9
     #: the search has settled when no focal value moved more than this many grid steps
     settle_steps: float = 0.5
     max_rounds: int = 3
@@ -330,7 +342,7 @@ class Rules:
 
     def __post_init__(self):
         for name in ("focal_fraction", "range_fraction", "flat_span", "knee_drop",
-                     "free_space_fraction"):
+                     "free_space_fraction", "device_resident"):
             value = getattr(self, name)
             if not 0 < value < 1:
                 raise SelfScaleError(f"rule {name}: expected a number between 0 and 1, got "
@@ -502,8 +514,8 @@ def regime_focals(knee, curve, domain, rules):
     whatever the other parameters (the knee itself moves with them: the page cache
     holds reads up to about the node's memory, dirty pages only up to the kernel's
     write-back limits).  Without a knee there is one regime ('cache'), at the curve's
-    focal value."""
-    grid = domain.grid("unique_bytes")
+    focal value.  With a curve, the focal uniqueBytes are points it measured."""
+    grid = domain.grid("unique_bytes") if curve is None else [int(x) for x in curve.xs]
     if knee is None:
         return {"cache": _nearest(grid, focal_value(curve, rules, domain), "unique_bytes")}
     below = [u for u in grid if u <= knee.unique_bytes / rules.regime_margin]
@@ -735,11 +747,15 @@ def _unique_values(domain, knee, rules):
     return sorted(chosen)
 
 
-def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
+def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
+            resident=None):
     """Run the search with ``measure`` (see :data:`Measure`); returns an
     :class:`Exploration`.  ``repeats`` > 1 measures each regime's final focal point that
     many times (the variation of a repeated measurement); ``progress(line)`` hears what
-    it does."""
+    it does.  ``resident(workload)``, when given, tells the share of a measured
+    workload's footprint the page cache held after its last measurement (or None): a
+    knee splits the range into two regimes only when the page cache does not hold the
+    largest uniqueBytes (``Rules.device_resident``)."""
     rules = rules or Rules()
     say = progress or (lambda line: None)
     focal_of = {"cache": start or initial_focal(domain)}
@@ -773,6 +789,13 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
             f" the others at {base.words()}")
         unique_curve = sweep(base, "unique_bytes", None, values)
         knee = find_knee(unique_curve, rules)
+        top_resident = resident(base.with_value("unique_bytes", unique_curve.xs[-1])) \
+            if resident and knee else None
+        if top_resident is not None and top_resident >= rules.device_resident:
+            say(f"round {round_no}: the curve falls at {size_words(knee.unique_bytes)}, but "
+                f"the page cache held {100 * top_resident:.0f}% of the largest uniqueBytes "
+                f"({size_words(unique_curve.xs[-1])}): no device within the range")
+            knee = None
         unique_focal = regime_focals(knee, unique_curve, domain, rules)
         say(f"round {round_no}: " + (f"knee at {size_words(knee.unique_bytes)} (cache "
                                      f"{knee.cache_level / MIB:.1f} MiB/s, device "
@@ -787,7 +810,10 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
             for name in SHAPE_PARAMETERS:
                 curve = sweep(current, name, regime)
                 shapes[(regime, name)] = curve
-                value = focal_value(curve, rules, domain)
+                # The focal value is the measured point nearest the rule's value: the
+                # focal point is then a point of the curve, not an interpolation between
+                # two (across a cliff, such as more ranks than cores, that is far off).
+                value = _nearest(curve.xs, focal_value(curve, rules, domain), name)
                 current = current.with_value(name, value)
                 say(f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
                     f"{value_words(name, value)} (curve of {len(curve.xs)} points, "
@@ -816,9 +842,12 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
     repeat = {}
     for regime, workload in focal_of.items():
         curves = {p: shapes[(regime, p)] for p in SHAPE_PARAMETERS}
-        # The throughput at the focal point: the median of every estimate of it, each
-        # curve's value there and every repeated measurement.
-        estimates = [curves[p].at(workload.get(p)) for p in SHAPE_PARAMETERS]
+        # The throughput at the focal point: the median of its measurements, on the
+        # curves that pass through it (the last one swept always does; one swept before a
+        # later focal value moved was measured elsewhere) and every repeated measurement.
+        estimates = [curves[p].ys[curves[p].xs.index(workload.get(p))]
+                     for p in SHAPE_PARAMETERS if _passes_through(curves[p], workload)] or \
+            [curves[SHAPE_PARAMETERS[-1]].at(workload.get(SHAPE_PARAMETERS[-1]))]
         if repeats and repeats > 1:
             values = [float(v) for v in measure([workload], int(repeats))[0]]
             measured += 1
@@ -831,6 +860,13 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
     model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
     return Exploration(domain=domain, rules=rules, model=model, rounds=rounds, settled=settled,
                        points_measured=measured, repeat=repeat)
+
+
+def _passes_through(curve, workload):
+    """Whether the curve measured the workload itself: the others at its values, and its
+    own parameter's value among the measured points."""
+    return all(curve.fixed.get(p) == workload.get(p) for p in PARAMETERS
+               if p != curve.parameter) and workload.get(curve.parameter) in curve.xs
 
 
 # ---- validation ------------------------------------------------------------------------------

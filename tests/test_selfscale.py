@@ -160,6 +160,48 @@ def test_noise_still_settles_near_the_truth_and_the_repeat_variation_is_reported
         <= 1.0
 
 
+class CoreCliff(Synthetic):
+    """Throughput that falls off a cliff past 2 processes (more ranks than cores), as on
+    this 2-core machine: flat up to 2, 0.4 of that from 3 on."""
+
+    @staticmethod
+    def factor(name, v):
+        if name == "process_num":
+            return 1.0 if v <= 2 else 0.4
+        return Synthetic.factor(name, v)
+
+
+@pytest.mark.parametrize("fs", [Synthetic(), CoreCliff()], ids=["separable", "core-cliff"])
+def test_the_focal_throughput_is_the_focal_points_own_measurement(fs):
+    """Every focal point is a point the sweeps measured, and the model's throughput there
+    is its measurement, not an interpolation across a cliff nor a curve measured with
+    the other parameters elsewhere."""
+    ex = ss.explore(fs.measure, DOMAIN)
+    for name, regime in ex.model.regimes.items():
+        for p, curve in regime.curves.items():
+            assert regime.focal.get(p) in curve.xs, (name, p, regime.focal, curve.xs)
+        assert ex.model.predict(regime.focal) == pytest.approx(fs.throughput(regime.focal),
+                                                               rel=1e-6), name
+    v = ss.validate(ex.model, fs.measure, ss.draw_workloads(DOMAIN, 40, seed=5))
+    assert v.median_error < 0.03, sorted(v.errors)
+
+
+def test_a_range_the_page_cache_holds_is_one_regime_whatever_the_curve_does():
+    """A curve that falls (a CPU cache, the background load) while the page cache still
+    holds the largest uniqueBytes has no device regime; the same curve with the
+    footprint beyond the page cache has one."""
+    fs = Synthetic(cache=4 * GIB)
+    lines = []
+    held = ss.explore(fs.measure, DOMAIN, resident=lambda w: 1.0, progress=lines.append)
+    assert held.model.knee is None and set(held.focal) == {"cache"}
+    assert any("no device within the range" in line for line in lines), lines
+    spilled = ss.explore(fs.measure, DOMAIN,
+                         resident=lambda w: min(1.0, fs.cache / w.unique_bytes))
+    assert spilled.model.knee is not None and set(spilled.focal) == {"cache", "device"}
+    unknown = ss.explore(fs.measure, DOMAIN, resident=lambda w: None)
+    assert set(unknown.focal) == {"cache", "device"}
+
+
 def test_exploration_round_trips_through_json():
     ex = ss.explore(Synthetic().measure, DOMAIN, repeats=2)
     again = ss.Exploration.from_dict(json.loads(json.dumps(ex.as_dict())))
@@ -232,7 +274,7 @@ def test_domain_from_the_node_is_bounded_by_memory_and_free_space():
     d = ss.Domain.for_node(memory_bytes=16 * GIB, free_bytes=10 * GIB, max_processes=8)
     assert d.unique_bytes == (MIB, 5 * GIB)             # half the free space
     d = ss.Domain.for_node(16 * GIB, 1000 * GIB, 8, unique_max=256 * MIB)
-    assert d.unique_bytes[1] == 256 * MIB and d.grid("process_num") == [1, 2, 4, 8]
+    assert d.unique_bytes[1] == 256 * MIB and d.grid("process_num") == [1, 2, 3, 4, 8]
     assert d.grid("read_frac") == [0, 0.25, 0.5, 0.75, 1]
     grid = d.grid("unique_bytes")
     assert grid[0] == MIB and grid[-1] == 256 * MIB and len(grid) == 17
