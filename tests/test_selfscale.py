@@ -582,6 +582,10 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     assert len(v.workloads) == 4 and all(m > 0 for m in v.measured)
     for regime in ex.focal:
         assert len(ex.repeat[regime]) == 4 and ex.repeat_cv(regime) is not None
+    # tmpfs is the page cache: the driver reports the cache state, and whatever a CPU
+    # cache or the load does to the curve, the range is one regime
+    assert ex.model.knee is None and set(ex.focal) == {"cache"}, ex.rounds[-1]["knee"]
+    assert all(p["resident_fraction_after"] == 1.0 for p in data["points"])
     assert data["timing"]["launches"] == len(list((tmp_path / "reports").glob("launch-*.json")))
     assert ex.domain.unique_bytes[1] == 64 * MIB
     assert list(shm_dir.iterdir()) == [], "the kept data was left behind"
