@@ -411,6 +411,20 @@ class Curve:
     def span(self):
         return (max(self.ys) - min(self.ys)) / max(self.ys)
 
+    def smoothed(self, split=None):
+        """The curve with each point's log throughput averaged with its two neighbours'
+        (the ends with their one), never across ``split`` (a knee): on a fine grid,
+        one noisy point otherwise sets every ratio taken at it."""
+        if len(self.xs) < 3:
+            return self
+        logs = np.log(self.ys)
+        side = [split is not None and x > split for x in self.xs]
+        ys = []
+        for k in range(len(logs)):
+            near = [j for j in (k - 1, k, k + 1) if 0 <= j < len(logs) and side[j] == side[k]]
+            ys.append(float(np.exp(np.mean(logs[near]))))
+        return Curve(self.parameter, list(self.xs), ys, dict(self.fixed), self.regime)
+
     def as_dict(self):
         return {"parameter": self.parameter, "regime": self.regime, "xs": list(self.xs),
                 "ys": list(self.ys), "fixed": dict(self.fixed)}
@@ -576,10 +590,13 @@ class Model:
                                      f"{', '.join(missing)}")
 
     def predict_in(self, workload, regime_name):
-        """The product form within one regime."""
+        """The product form within one regime; the uniqueBytes curve smoothed (its grid
+        is fine, and a ratio to one noisy point at the focal uniqueBytes would move
+        every prediction of the regime)."""
         r = self.regimes[regime_name]
-        value = r.throughput * self.unique_curve.at(workload.unique_bytes) / \
-            self.unique_curve.at(r.focal.unique_bytes)
+        unique = self.unique_curve.smoothed(self.knee.unique_bytes if self.knee else None)
+        value = r.throughput * unique.at(workload.unique_bytes) / \
+            unique.at(r.focal.unique_bytes)
         for p in SHAPE_PARAMETERS:
             curve = r.curves[p]
             value *= curve.at(workload.get(p)) / curve.at(r.focal.get(p))
@@ -845,8 +862,8 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
         # The throughput at the focal point: the median of its measurements, on the
         # curves that pass through it (the last one swept always does; one swept before a
         # later focal value moved was measured elsewhere) and every repeated measurement.
-        estimates = [curves[p].ys[curves[p].xs.index(workload.get(p))]
-                     for p in SHAPE_PARAMETERS if _passes_through(curves[p], workload)] or \
+        through = [p for p in SHAPE_PARAMETERS if _passes_through(curves[p], workload)]
+        estimates = [curves[p].ys[curves[p].xs.index(workload.get(p))] for p in through] or \
             [curves[SHAPE_PARAMETERS[-1]].at(workload.get(SHAPE_PARAMETERS[-1]))]
         if repeats and repeats > 1:
             values = [float(v) for v in measure([workload], int(repeats))[0]]

@@ -202,6 +202,34 @@ def test_a_range_the_page_cache_holds_is_one_regime_whatever_the_curve_does():
     assert set(unknown.focal) == {"cache", "device"}
 
 
+def _one_regime_model(unique_ys, throughput):
+    focal = ss.Workload(16 * MIB, 64 * KIB, 0.5, 0.5, 2)
+    xs = [MIB * 2 ** k for k in range(len(unique_ys))]
+    curves = {p: ss.Curve(p, [focal.get(p) / 2, focal.get(p)], [throughput, throughput],
+                          {q: focal.get(q) for q in ss.PARAMETERS if q != p}, "cache")
+              for p in ss.SHAPE_PARAMETERS}
+    regime = ss.Regime("cache", focal, throughput, curves)
+    return ss.Model(ss.Curve("unique_bytes", xs, unique_ys), {"cache": regime}), focal
+
+
+def test_one_noisy_unique_bytes_point_does_not_move_every_prediction():
+    """A point of the fine uniqueBytes grid 1.5x too high at the focal uniqueBytes
+    (16 MiB) would scale every other uniqueBytes's prediction by 1/1.5: the model reads
+    the curve smoothed over neighbouring points, never across the knee."""
+    ys = [100.0] * 8
+    ys[4] = 150.0
+    model, focal = _one_regime_model(ys, 100.0)
+    for u in (MIB, 4 * MIB, 64 * MIB):
+        assert model.predict(focal.with_value("unique_bytes", u)) == \
+            pytest.approx(100.0, rel=0.2), u
+    step = ss.Curve("unique_bytes", [MIB * 2 ** k for k in range(6)], [10, 12, 10, 1, 1.2, 1])
+    smooth = step.smoothed(split=6 * MIB)
+    assert smooth.ys[1] == pytest.approx((10 * 12 * 10) ** (1 / 3))
+    # the points next to the knee average with their neighbour on their side only
+    assert smooth.ys[2] == pytest.approx((12 * 10) ** 0.5)
+    assert smooth.ys[3] == pytest.approx(1.2 ** 0.5)
+
+
 def test_exploration_round_trips_through_json():
     ex = ss.explore(Synthetic().measure, DOMAIN, repeats=2)
     again = ss.Exploration.from_dict(json.loads(json.dumps(ex.as_dict())))
