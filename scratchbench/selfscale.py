@@ -333,7 +333,9 @@ class Rules:
     #: background load's, and the range is one regime
     device_resident: float = 0.9
     #: the search has settled when no focal value moved more than this many grid steps
-    settle_steps: float = 0.5
+    #: (focal values are measured grid points: one step is a rule's value near the
+    #: middle between two of them, which a noisy point tips either way)
+    settle_steps: float = 1.0
     max_rounds: int = 3
     #: uniqueBytes goes up to this multiple of the node's memory...
     memory_factor: float = 1.25
