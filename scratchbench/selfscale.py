@@ -12,9 +12,12 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    * uniqueBytes is swept over its grid, the others at their focal values; the curve's
      **knee** (:func:`find_knee`) splits it into a *cache* regime, whose focal
      uniqueBytes sits ``Rules.regime_margin`` below the knee, and a *device* regime, at
-     the top of the range (beyond the node's memory), unless the page cache still held
-     the top of the range (``Rules.device_resident``, when the caller reports the cache
-     state): then the range never reached the device and is one regime;
+     the top of the range (beyond the node's memory).  When the caller reports the
+     page-cache state and the page cache still held the top of the range, the fall is
+     not the device's but the CPU caches' (or the load's): it still splits the range
+     in two (the shape curves differ on either side of any large fall), and the round
+     records what the page cache held (``top_resident``) so that nobody reads it as
+     the device's;
    * in each regime, each other parameter is swept with the rest at that regime's
      focal values, and its **focal value** (:func:`focal_value`) becomes the value where
      the curve sits ``Rules.focal_fraction`` of the way from its minimum to its maximum
@@ -70,6 +73,8 @@ LOG_SCALE = {"unique_bytes", "size_mean", "process_num"}
 REGIMES = ("cache", "device")
 SHAPE_PARAMETERS = PARAMETERS[1:]   # swept in each regime
 UNIT = 512                          # the kernel's request-size and offset unit
+#: a footprint this much resident after its measurement was held by the page cache
+HELD = 0.9
 
 
 class SelfScaleError(ValueError):
@@ -327,11 +332,6 @@ class Rules:
     knee_drop: float = 0.7
     #: the cache regime's focal uniqueBytes sits this factor below the knee
     regime_margin: float = 8.0
-    #: a device regime needs the page cache to hold less than this share of the
-    #: largest uniqueBytes's footprint (when the caller can tell); with more, the
-    #: range never leaves the page cache, a fall of the curve is a CPU cache's or the
-    #: background load's, and the range is one regime
-    device_resident: float = 0.9
     #: the search has settled when no focal value moved more than this many grid steps
     #: (focal values are measured grid points: one step is a rule's value near the
     #: middle between two of them, which a noisy point tips either way)
@@ -344,7 +344,7 @@ class Rules:
 
     def __post_init__(self):
         for name in ("focal_fraction", "range_fraction", "flat_span", "knee_drop",
-                     "free_space_fraction", "device_resident"):
+                     "free_space_fraction"):
             value = getattr(self, name)
             if not 0 < value < 1:
                 raise SelfScaleError(f"rule {name}: expected a number between 0 and 1, got "
@@ -772,9 +772,9 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
     :class:`Exploration`.  ``repeats`` > 1 measures each regime's final focal point that
     many times (the variation of a repeated measurement); ``progress(line)`` hears what
     it does.  ``resident(workload)``, when given, tells the share of a measured
-    workload's footprint the page cache held after its last measurement (or None): a
-    knee splits the range into two regimes only when the page cache does not hold the
-    largest uniqueBytes (``Rules.device_resident``)."""
+    workload's footprint the page cache held after its last measurement (or None):
+    each round records it for the largest uniqueBytes (``top_resident``), and says so
+    when a knee lies below a range the page cache held."""
     rules = rules or Rules()
     say = progress or (lambda line: None)
     focal_of = {"cache": start or initial_focal(domain)}
@@ -809,12 +809,12 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
         unique_curve = sweep(base, "unique_bytes", None, values)
         knee = find_knee(unique_curve, rules)
         top_resident = resident(base.with_value("unique_bytes", unique_curve.xs[-1])) \
-            if resident and knee else None
-        if top_resident is not None and top_resident >= rules.device_resident:
-            say(f"round {round_no}: the curve falls at {size_words(knee.unique_bytes)}, but "
-                f"the page cache held {100 * top_resident:.0f}% of the largest uniqueBytes "
-                f"({size_words(unique_curve.xs[-1])}): no device within the range")
-            knee = None
+            if resident else None
+        if knee and top_resident is not None and top_resident >= HELD:
+            say(f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
+                f"largest uniqueBytes ({size_words(unique_curve.xs[-1])}): the fall at "
+                f"{size_words(knee.unique_bytes)} is not the device's (CPU caches to memory,"
+                f" or the load); the upper regime is still in the page cache")
         unique_focal = regime_focals(knee, unique_curve, domain, rules)
         say(f"round {round_no}: " + (f"knee at {size_words(knee.unique_bytes)} (cache "
                                      f"{knee.cache_level / MIB:.1f} MiB/s, device "
@@ -842,6 +842,7 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
         rounds.append({"round": round_no,
                        "focal": {r: w.as_dict() for r, w in focal_of.items()},
                        "knee": knee.as_dict() if knee else None,
+                       "top_resident": top_resident,
                        "curves": [unique_curve.as_dict()] +
                                  [shapes[(r, p)].as_dict() for r in focal_of
                                   for p in SHAPE_PARAMETERS]})

@@ -186,20 +186,22 @@ def test_the_focal_throughput_is_the_focal_points_own_measurement(fs):
     assert v.median_error < 0.03, sorted(v.errors)
 
 
-def test_a_range_the_page_cache_holds_is_one_regime_whatever_the_curve_does():
-    """A curve that falls (a CPU cache, the background load) while the page cache still
-    holds the largest uniqueBytes has no device regime; the same curve with the
-    footprint beyond the page cache has one."""
+def test_a_knee_below_a_range_the_page_cache_held_is_not_called_the_devices():
+    """A curve that falls (CPU caches to memory, the background load) while the page
+    cache still holds the largest uniqueBytes keeps its two regimes (their shape curves
+    differ), and the rounds say what the page cache held."""
     fs = Synthetic(cache=4 * GIB)
     lines = []
     held = ss.explore(fs.measure, DOMAIN, resident=lambda w: 1.0, progress=lines.append)
-    assert held.model.knee is None and set(held.focal) == {"cache"}
-    assert any("no device within the range" in line for line in lines), lines
-    spilled = ss.explore(fs.measure, DOMAIN,
+    assert set(held.focal) == {"cache", "device"}
+    assert all(r["top_resident"] == 1.0 for r in held.rounds)
+    assert any("is not the device's" in line for line in lines), lines
+    lines = []
+    spilled = ss.explore(fs.measure, DOMAIN, progress=lines.append,
                          resident=lambda w: min(1.0, fs.cache / w.unique_bytes))
-    assert spilled.model.knee is not None and set(spilled.focal) == {"cache", "device"}
-    unknown = ss.explore(fs.measure, DOMAIN, resident=lambda w: None)
-    assert set(unknown.focal) == {"cache", "device"}
+    assert set(spilled.focal) == {"cache", "device"}
+    assert spilled.rounds[-1]["top_resident"] == pytest.approx(fs.cache / (64 * GIB))
+    assert not any("is not the device's" in line for line in lines)
 
 
 def _one_regime_model(unique_ys, throughput):
@@ -623,9 +625,8 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     assert len(v.workloads) == 4 and all(m > 0 for m in v.measured)
     for regime in ex.focal:
         assert len(ex.repeat[regime]) == 4 and ex.repeat_cv(regime) is not None
-    # tmpfs is the page cache: the driver reports the cache state, and whatever a CPU
-    # cache or the load does to the curve, the range is one regime
-    assert ex.model.knee is None and set(ex.focal) == {"cache"}, ex.rounds[-1]["knee"]
+    # tmpfs is the page cache: the driver reports the cache state to the search
+    assert all(r["top_resident"] == 1.0 for r in ex.rounds), ex.rounds
     assert all(p["resident_fraction_after"] == 1.0 for p in data["points"])
     assert data["timing"]["launches"] == len(list((tmp_path / "reports").glob("launch-*.json")))
     assert ex.domain.unique_bytes[1] == 64 * MIB
