@@ -12,12 +12,18 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    * uniqueBytes is swept over its grid, the others at their focal values; the curve's
      **knee** (:func:`find_knee`) splits it into a *cache* regime, whose focal
      uniqueBytes sits ``Rules.regime_margin`` below the knee, and a *device* regime, at
-     the top of the range (beyond the node's memory);
+     the top of the range (beyond the node's memory).  When the caller reports the
+     page-cache state and the page cache still held the top of the range, the fall is
+     not the device's but the CPU caches' (or the load's): it still splits the range
+     in two (the shape curves differ on either side of any large fall), and the round
+     records what the page cache held (``top_resident``) so that nobody reads it as
+     the device's;
    * in each regime, each other parameter is swept with the rest at that regime's
      focal values, and its **focal value** (:func:`focal_value`) becomes the value where
      the curve sits ``Rules.focal_fraction`` of the way from its minimum to its maximum
      (the paper's exact rule is not attested in the sources: the fraction is a
-     parameter, 0.5 by default, "the middle of the range");
+     parameter, 0.5 by default, "the middle of the range"), taken to the nearest point
+     the sweep measured, so that every focal point is a measured point;
    * each curve's **useful range** (:func:`useful_range`), where throughput still
      changes, is what the next round sweeps;
    * the search stops when no focal value moved by more than ``Rules.settle_steps``
@@ -26,7 +32,8 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
 2. **The prediction** (:class:`Model`), the paper's product form: within a regime,
    ``T(w) = T_focal * prod_p C_p(w_p) / C_p(focal_p)``, where ``C_p`` is the measured
    one-parameter curve of ``p`` (uniqueBytes's curve included) and ``T_focal`` the
-   throughput at the regime's focal point.  Between the two regimes' focal uniqueBytes
+   throughput measured at the regime's focal point (on the curves that pass through it
+   and in the repeated measurements).  Between the two regimes' focal uniqueBytes
    the two predictions are blended geometrically; below and above, one regime applies.
 
 3. **Validation** (:func:`draw_workloads`, :func:`validate`): workloads drawn at random
@@ -66,6 +73,8 @@ LOG_SCALE = {"unique_bytes", "size_mean", "process_num"}
 REGIMES = ("cache", "device")
 SHAPE_PARAMETERS = PARAMETERS[1:]   # swept in each regime
 UNIT = 512                          # the kernel's request-size and offset unit
+#: a footprint this much resident after its measurement was held by the page cache
+HELD = 0.9
 
 
 class SelfScaleError(ValueError):
@@ -263,11 +272,14 @@ class Domain:
             n = int(round(1.0 / self.fraction_step))
             return [round(k / n, 6) for k in range(n + 1)]
         if name == "process_num":
+            # every count up to 4, then doubling: the cliff where ranks outnumber the
+            # cores lies at a small count on most nodes, and a curve interpolated
+            # across it (2 to 4) would put a count of 3 half-way down the cliff
             values, k = [], 1
             while k < hi:
                 if k >= lo:
                     values.append(k)
-                k *= 2
+                k = k + 1 if k < 4 else k * 2
             return values + [int(hi)]
         step = self.unique_step if name == "unique_bytes" else self.size_step
         values, v = [], float(lo)
@@ -321,7 +333,9 @@ class Rules:
     #: the cache regime's focal uniqueBytes sits this factor below the knee
     regime_margin: float = 8.0
     #: the search has settled when no focal value moved more than this many grid steps
-    settle_steps: float = 0.5
+    #: (focal values are measured grid points: one step is a rule's value near the
+    #: middle between two of them, which a noisy point tips either way)
+    settle_steps: float = 1.0
     max_rounds: int = 3
     #: uniqueBytes goes up to this multiple of the node's memory...
     memory_factor: float = 1.25
@@ -398,6 +412,20 @@ class Curve:
     @property
     def span(self):
         return (max(self.ys) - min(self.ys)) / max(self.ys)
+
+    def smoothed(self, split=None):
+        """The curve with each point's log throughput averaged with its two neighbours'
+        (the ends with their one), never across ``split`` (a knee): on a fine grid,
+        one noisy point otherwise sets every ratio taken at it."""
+        if len(self.xs) < 3:
+            return self
+        logs = np.log(self.ys)
+        side = [split is not None and x > split for x in self.xs]
+        ys = []
+        for k in range(len(logs)):
+            near = [j for j in (k - 1, k, k + 1) if 0 <= j < len(logs) and side[j] == side[k]]
+            ys.append(float(np.exp(np.mean(logs[near]))))
+        return Curve(self.parameter, list(self.xs), ys, dict(self.fixed), self.regime)
 
     def as_dict(self):
         return {"parameter": self.parameter, "regime": self.regime, "xs": list(self.xs),
@@ -502,8 +530,8 @@ def regime_focals(knee, curve, domain, rules):
     whatever the other parameters (the knee itself moves with them: the page cache
     holds reads up to about the node's memory, dirty pages only up to the kernel's
     write-back limits).  Without a knee there is one regime ('cache'), at the curve's
-    focal value."""
-    grid = domain.grid("unique_bytes")
+    focal value.  With a curve, the focal uniqueBytes are points it measured."""
+    grid = domain.grid("unique_bytes") if curve is None else [int(x) for x in curve.xs]
     if knee is None:
         return {"cache": _nearest(grid, focal_value(curve, rules, domain), "unique_bytes")}
     below = [u for u in grid if u <= knee.unique_bytes / rules.regime_margin]
@@ -564,10 +592,13 @@ class Model:
                                      f"{', '.join(missing)}")
 
     def predict_in(self, workload, regime_name):
-        """The product form within one regime."""
+        """The product form within one regime; the uniqueBytes curve smoothed (its grid
+        is fine, and a ratio to one noisy point at the focal uniqueBytes would move
+        every prediction of the regime)."""
         r = self.regimes[regime_name]
-        value = r.throughput * self.unique_curve.at(workload.unique_bytes) / \
-            self.unique_curve.at(r.focal.unique_bytes)
+        unique = self.unique_curve.smoothed(self.knee.unique_bytes if self.knee else None)
+        value = r.throughput * unique.at(workload.unique_bytes) / \
+            unique.at(r.focal.unique_bytes)
         for p in SHAPE_PARAMETERS:
             curve = r.curves[p]
             value *= curve.at(workload.get(p)) / curve.at(r.focal.get(p))
@@ -735,11 +766,15 @@ def _unique_values(domain, knee, rules):
     return sorted(chosen)
 
 
-def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
+def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
+            resident=None):
     """Run the search with ``measure`` (see :data:`Measure`); returns an
     :class:`Exploration`.  ``repeats`` > 1 measures each regime's final focal point that
     many times (the variation of a repeated measurement); ``progress(line)`` hears what
-    it does."""
+    it does.  ``resident(workload)``, when given, tells the share of a measured
+    workload's footprint the page cache held after its last measurement (or None):
+    each round records it for the largest uniqueBytes (``top_resident``), and says so
+    when a knee lies below a range the page cache held."""
     rules = rules or Rules()
     say = progress or (lambda line: None)
     focal_of = {"cache": start or initial_focal(domain)}
@@ -773,6 +808,13 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
             f" the others at {base.words()}")
         unique_curve = sweep(base, "unique_bytes", None, values)
         knee = find_knee(unique_curve, rules)
+        top_resident = resident(base.with_value("unique_bytes", unique_curve.xs[-1])) \
+            if resident else None
+        if knee and top_resident is not None and top_resident >= HELD:
+            say(f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
+                f"largest uniqueBytes ({size_words(unique_curve.xs[-1])}): the fall at "
+                f"{size_words(knee.unique_bytes)} is not the device's (CPU caches to memory,"
+                f" or the load); the upper regime is still in the page cache")
         unique_focal = regime_focals(knee, unique_curve, domain, rules)
         say(f"round {round_no}: " + (f"knee at {size_words(knee.unique_bytes)} (cache "
                                      f"{knee.cache_level / MIB:.1f} MiB/s, device "
@@ -787,7 +829,10 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
             for name in SHAPE_PARAMETERS:
                 curve = sweep(current, name, regime)
                 shapes[(regime, name)] = curve
-                value = focal_value(curve, rules, domain)
+                # The focal value is the measured point nearest the rule's value: the
+                # focal point is then a point of the curve, not an interpolation between
+                # two (across a cliff, such as more ranks than cores, that is far off).
+                value = _nearest(curve.xs, focal_value(curve, rules, domain), name)
                 current = current.with_value(name, value)
                 say(f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
                     f"{value_words(name, value)} (curve of {len(curve.xs)} points, "
@@ -797,6 +842,7 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
         rounds.append({"round": round_no,
                        "focal": {r: w.as_dict() for r, w in focal_of.items()},
                        "knee": knee.as_dict() if knee else None,
+                       "top_resident": top_resident,
                        "curves": [unique_curve.as_dict()] +
                                  [shapes[(r, p)].as_dict() for r in focal_of
                                   for p in SHAPE_PARAMETERS]})
@@ -816,9 +862,12 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
     repeat = {}
     for regime, workload in focal_of.items():
         curves = {p: shapes[(regime, p)] for p in SHAPE_PARAMETERS}
-        # The throughput at the focal point: the median of every estimate of it, each
-        # curve's value there and every repeated measurement.
-        estimates = [curves[p].at(workload.get(p)) for p in SHAPE_PARAMETERS]
+        # The throughput at the focal point: the median of its measurements, on the
+        # curves that pass through it (the last one swept always does; one swept before a
+        # later focal value moved was measured elsewhere) and every repeated measurement.
+        through = [p for p in SHAPE_PARAMETERS if _passes_through(curves[p], workload)]
+        estimates = [curves[p].ys[curves[p].xs.index(workload.get(p))] for p in through] or \
+            [curves[SHAPE_PARAMETERS[-1]].at(workload.get(SHAPE_PARAMETERS[-1]))]
         if repeats and repeats > 1:
             values = [float(v) for v in measure([workload], int(repeats))[0]]
             measured += 1
@@ -831,6 +880,13 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None):
     model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
     return Exploration(domain=domain, rules=rules, model=model, rounds=rounds, settled=settled,
                        points_measured=measured, repeat=repeat)
+
+
+def _passes_through(curve, workload):
+    """Whether the curve measured the workload itself: the others at its values, and its
+    own parameter's value among the measured points."""
+    return all(curve.fixed.get(p) == workload.get(p) for p in PARAMETERS
+               if p != curve.parameter) and workload.get(curve.parameter) in curve.xs
 
 
 # ---- validation ------------------------------------------------------------------------------

@@ -160,6 +160,78 @@ def test_noise_still_settles_near_the_truth_and_the_repeat_variation_is_reported
         <= 1.0
 
 
+class CoreCliff(Synthetic):
+    """Throughput that falls off a cliff past 2 processes (more ranks than cores), as on
+    this 2-core machine: flat up to 2, 0.4 of that from 3 on."""
+
+    @staticmethod
+    def factor(name, v):
+        if name == "process_num":
+            return 1.0 if v <= 2 else 0.4
+        return Synthetic.factor(name, v)
+
+
+@pytest.mark.parametrize("fs", [Synthetic(), CoreCliff()], ids=["separable", "core-cliff"])
+def test_the_focal_throughput_is_the_focal_points_own_measurement(fs):
+    """Every focal point is a point the sweeps measured, and the model's throughput there
+    is its measurement, not an interpolation across a cliff nor a curve measured with
+    the other parameters elsewhere."""
+    ex = ss.explore(fs.measure, DOMAIN)
+    for name, regime in ex.model.regimes.items():
+        for p, curve in regime.curves.items():
+            assert regime.focal.get(p) in curve.xs, (name, p, regime.focal, curve.xs)
+        assert ex.model.predict(regime.focal) == pytest.approx(fs.throughput(regime.focal),
+                                                               rel=1e-6), name
+    v = ss.validate(ex.model, fs.measure, ss.draw_workloads(DOMAIN, 40, seed=5))
+    assert v.median_error < 0.03, sorted(v.errors)
+
+
+def test_a_knee_below_a_range_the_page_cache_held_is_not_called_the_devices():
+    """A curve that falls (CPU caches to memory, the background load) while the page
+    cache still holds the largest uniqueBytes keeps its two regimes (their shape curves
+    differ), and the rounds say what the page cache held."""
+    fs = Synthetic(cache=4 * GIB)
+    lines = []
+    held = ss.explore(fs.measure, DOMAIN, resident=lambda w: 1.0, progress=lines.append)
+    assert set(held.focal) == {"cache", "device"}
+    assert all(r["top_resident"] == 1.0 for r in held.rounds)
+    assert any("is not the device's" in line for line in lines), lines
+    lines = []
+    spilled = ss.explore(fs.measure, DOMAIN, progress=lines.append,
+                         resident=lambda w: min(1.0, fs.cache / w.unique_bytes))
+    assert set(spilled.focal) == {"cache", "device"}
+    assert spilled.rounds[-1]["top_resident"] == pytest.approx(fs.cache / (64 * GIB))
+    assert not any("is not the device's" in line for line in lines)
+
+
+def _one_regime_model(unique_ys, throughput):
+    focal = ss.Workload(16 * MIB, 64 * KIB, 0.5, 0.5, 2)
+    xs = [MIB * 2 ** k for k in range(len(unique_ys))]
+    curves = {p: ss.Curve(p, [focal.get(p) / 2, focal.get(p)], [throughput, throughput],
+                          {q: focal.get(q) for q in ss.PARAMETERS if q != p}, "cache")
+              for p in ss.SHAPE_PARAMETERS}
+    regime = ss.Regime("cache", focal, throughput, curves)
+    return ss.Model(ss.Curve("unique_bytes", xs, unique_ys), {"cache": regime}), focal
+
+
+def test_one_noisy_unique_bytes_point_does_not_move_every_prediction():
+    """A point of the fine uniqueBytes grid 1.5x too high at the focal uniqueBytes
+    (16 MiB) would scale every other uniqueBytes's prediction by 1/1.5: the model reads
+    the curve smoothed over neighbouring points, never across the knee."""
+    ys = [100.0] * 8
+    ys[4] = 150.0
+    model, focal = _one_regime_model(ys, 100.0)
+    for u in (MIB, 4 * MIB, 64 * MIB):
+        assert model.predict(focal.with_value("unique_bytes", u)) == \
+            pytest.approx(100.0, rel=0.2), u
+    step = ss.Curve("unique_bytes", [MIB * 2 ** k for k in range(6)], [10, 12, 10, 1, 1.2, 1])
+    smooth = step.smoothed(split=6 * MIB)
+    assert smooth.ys[1] == pytest.approx((10 * 12 * 10) ** (1 / 3))
+    # the points next to the knee average with their neighbour on their side only
+    assert smooth.ys[2] == pytest.approx((12 * 10) ** 0.5)
+    assert smooth.ys[3] == pytest.approx(1.2 ** 0.5)
+
+
 def test_exploration_round_trips_through_json():
     ex = ss.explore(Synthetic().measure, DOMAIN, repeats=2)
     again = ss.Exploration.from_dict(json.loads(json.dumps(ex.as_dict())))
@@ -232,7 +304,7 @@ def test_domain_from_the_node_is_bounded_by_memory_and_free_space():
     d = ss.Domain.for_node(memory_bytes=16 * GIB, free_bytes=10 * GIB, max_processes=8)
     assert d.unique_bytes == (MIB, 5 * GIB)             # half the free space
     d = ss.Domain.for_node(16 * GIB, 1000 * GIB, 8, unique_max=256 * MIB)
-    assert d.unique_bytes[1] == 256 * MIB and d.grid("process_num") == [1, 2, 4, 8]
+    assert d.unique_bytes[1] == 256 * MIB and d.grid("process_num") == [1, 2, 3, 4, 8]
     assert d.grid("read_frac") == [0, 0.25, 0.5, 0.75, 1]
     grid = d.grid("unique_bytes")
     assert grid[0] == MIB and grid[-1] == 256 * MIB and len(grid) == 17
@@ -459,6 +531,19 @@ def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
     assert report["filesystem"]["type"] == "tmpfs"
 
 
+def test_kernel_samples_the_cache_state_of_a_large_footprint(kernels, disk_dir, tmp_path):
+    """Beyond 1 GiB the kernel looks at 64 stretches of the footprint, not every page
+    (0.8 s a look at 18 GiB here): reading the first 128 MiB of a cold 1.25 GiB
+    footprint leaves a tenth of it resident, and the sample says so."""
+    args = ["--point", "1280m:1m:1:1:1", "--requests", 128, "--warmup", 0, "--seed", 3]
+    result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    phase = report["repetitions"][0]["phases"]["p0"]
+    assert phase["resident_fraction_before"] < 0.02, phase["resident_fraction_before"]
+    # 128 MiB of 1280 (the read-ahead may add a little)
+    assert 0.08 <= phase["resident_fraction_after"] <= 0.13, phase["resident_fraction_after"]
+
+
 def test_kernel_keeps_reuses_and_discards_its_data(kernels, tmp_path, request):
     k = kernels["openmpi"]
     # a short path: the core's message names the kept directory twice in 240 characters
@@ -540,6 +625,9 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     assert len(v.workloads) == 4 and all(m > 0 for m in v.measured)
     for regime in ex.focal:
         assert len(ex.repeat[regime]) == 4 and ex.repeat_cv(regime) is not None
+    # tmpfs is the page cache: the driver reports the cache state to the search
+    assert all(r["top_resident"] == 1.0 for r in ex.rounds), ex.rounds
+    assert all(p["resident_fraction_after"] == 1.0 for p in data["points"])
     assert data["timing"]["launches"] == len(list((tmp_path / "reports").glob("launch-*.json")))
     assert ex.domain.unique_bytes[1] == 64 * MIB
     assert list(shm_dir.iterdir()) == [], "the kept data was left behind"

@@ -137,6 +137,10 @@ def report(result):
     print("  knee:                            " + (
         f"{ss.size_words(knee.unique_bytes)} (cache {knee.cache_level / ss.MIB:.0f} MiB/s, "
         f"device {knee.device_level / ss.MIB:.0f} MiB/s)" if knee else "none within the range"))
+    held = ex.rounds[-1].get("top_resident") if ex.rounds else None
+    if held is not None:
+        print(f"  page cache at the largest uniqueBytes: {100 * held:.0f}% resident" +
+              (" (the knee is not the device's)" if knee and held >= ss.HELD else ""))
     for regime, r in ex.model.regimes.items():
         cv = ex.repeat_cv(regime)
         print(f"  focal point, {regime:6s} regime:     {r.focal.words()}: "

@@ -155,6 +155,15 @@ class Kernel:
             out.append(values)
         return out
 
+    def resident(self, workload):
+        """The share of the workload's footprint the page cache held after its last
+        measurement, or None if it was not measured."""
+        wanted = workload.as_dict()
+        for point in reversed(self.points):
+            if point["workload"] == wanted:
+                return point["resident_fraction_after"]
+        return None
+
     def discard(self, label="discard"):
         """A launch that only removes the kept data."""
         if self.run_dir is None:
@@ -208,7 +217,7 @@ def search(args, kernel, result):
     # The data is written once, as large as the search can go.
     args.prepare = domain.unique_bytes[1]
     exploration = ss.explore(lambda ws, reps: kernel.measure(ws, reps), domain, rules,
-                             repeats=args.repeat, progress=say)
+                             repeats=args.repeat, progress=say, resident=kernel.resident)
     result["exploration"] = exploration.as_dict()
     result["timing"]["search_s"] = time.monotonic() - started
     model = exploration.model
