@@ -29,7 +29,9 @@ MPI = {
                 "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                         "OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo",
                         "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_pml": "ob1",
-                        "OMPI_MCA_rmaps_base_oversubscribe": "1"},
+                        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+                        # as the site's module: PMIx's hash store (see its modulefile)
+                        "PMIX_MCA_gds": "hash"},
                 "srun_mpi": "pmix"},
     "mpich": {"cc": "mpicc.mpich", "run": "mpirun.mpich", "env": {}, "srun_mpi": "pmi2"},
 }

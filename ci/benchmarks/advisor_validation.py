@@ -50,7 +50,7 @@ MIB = 1024 ** 2
 PROCESSES = 2          # ranks of every workload, on one node (the cluster's 2 CPUs)
 MPI_ENV = {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-           "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "PMIX_MCA_gds": "hash",
            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 TARGET_DIRS = {"localscratch": "$LOCALSCRATCH", "sanscratch": "$MYSANSCRATCH"}
 SUITE_CHECKS = ("KernelSelfScale", "KernelMetadata", "StageInOut")

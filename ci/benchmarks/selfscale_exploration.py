@@ -45,7 +45,7 @@ from scratchbench import paths, selfscale as ss  # noqa: E402
 MPI_ENV = {
     "openmpi": {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
                 "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-                "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "PMIX_MCA_gds": "hash",
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
     "mpich": {"SLURM_MPI_TYPE": "pmi2"},
 }

@@ -13,6 +13,9 @@ setenv("OMPI_MCA_btl", "self,tcp")
 setenv("OMPI_MCA_btl_tcp_if_include", "lo")
 setenv("OMPI_MCA_oob_tcp_if_include", "lo")
 setenv("OMPI_MCA_pml", "ob1")
+-- PMIx's shared-memory data store (gds ds21) now and then crashes a rank in MPI_Init
+-- under srun (signal 11; open-mpi/ompi#12495, openpmix#1114): use its hash store.
+setenv("PMIX_MCA_gds", "hash")
 setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
 -- mpirun (the local-scheduler fallback) may start more ranks than cores.
 setenv("OMPI_MCA_rmaps_base_oversubscribe", "1")
