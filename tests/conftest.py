@@ -170,3 +170,11 @@ def quick_runs(cluster):
 def failures_of(run):
     """The FAILED lines of a `scratchbench run`, for assertion messages."""
     return "\n".join(ln for ln in run["result"].stdout.splitlines() if ln.startswith("FAILED"))
+
+
+def launch_chromium(playwright):
+    """Debian's Chromium, headless, as the browser tests use it (no sandbox as root)."""
+    return playwright.chromium.launch(
+        executable_path="/usr/bin/chromium",
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run"])

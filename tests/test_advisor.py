@@ -4,9 +4,7 @@ errors; predictions from a history whose answers are known; the command; the pag
 real Chromium."""
 
 import json
-import math
 import os
-import shutil
 import subprocess
 import threading
 from functools import partial
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, VENV_BIN
+from conftest import REPO, VENV_BIN, launch_chromium
 from reframe_checks.lib.selfscale import declared_figures
 from reports import advisor, pages, store
 from reports.synthetic import make_case, make_report
@@ -438,10 +436,7 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
     problems = []
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = launch_chromium(pw)
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.on("console", lambda m: problems.append(f"{m.type}: {m.text}")
                     if m.type in ("error", "warning") else None)

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import REPO, failures_of, scratchbench
+from conftest import REPO, failures_of, launch_chromium
 from reports import commands, pages, store
 from reports.synthetic import make_case, make_report
 
@@ -466,10 +466,7 @@ def browse(home, shots, unfolded=(), pages="pages"):
     problems, links = [], set()
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = launch_chromium(pw)
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.on("console", lambda m: problems.append(f"{page.url}: {m.type}: {m.text}")
                     if m.type in ("error", "warning") and

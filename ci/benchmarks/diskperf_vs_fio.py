@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import ratio_interval, spread  # noqa: E402
+from pairs import goal_verdict, ratio_interval, spread  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 2**20
@@ -112,7 +112,7 @@ def main():
             k = [s[op] for s in samples[(bs, qd)]["kernel"]]
             f = [s[op] for s in samples[(bs, qd)]["fio"]]
             ratio, lo, hi = ratio_interval(list(zip(k, f)))
-            verdict = "met" if lo >= 0.95 else "not shown" if hi >= 0.95 else "missed"
+            verdict = goal_verdict(lo, hi)
             label = f"{bs // 1024} KiB qd {qd}"
             print(f"{label:<16} {op:<5} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
                   f"[{lo:4.2f}, {hi:4.2f}]   {verdict}")

@@ -52,7 +52,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import ratio_interval, spread  # noqa: E402
+from pairs import goal_verdict, ratio_interval, spread  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 2**20
@@ -204,8 +204,7 @@ def main():
             f = [s[pattern] for s in samples[record]["fio"]]
             ratio, lo, hi = ratio_interval(list(zip(k, f)))
             goal, note = (True, "") if pattern == MIX else PATTERNS[pattern][2:]
-            verdict = ("met" if lo >= 0.95 else "not shown" if hi >= 0.95 else "missed") \
-                if goal else "no goal"
+            verdict = goal_verdict(lo, hi) if goal else "no goal"
             label = f"{record // 1024} KiB"
             print(f"{label:<7} {pattern:<15} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
                   f"[{lo:4.2f}, {hi:4.2f}]   {verdict}{'  (' + note + ')' if note else ''}")

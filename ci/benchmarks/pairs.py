@@ -20,3 +20,8 @@ def spread(values, width=7):
     """min, median and max of the values, in columns of `width`."""
     return (f"{min(values):{width}.0f} {statistics.median(values):{width}.0f} "
             f"{max(values):{width}.0f}")
+
+
+def goal_verdict(low, high, goal=0.95):
+    """Whether the interval [low, high] of a ratio shows the goal met, missed, or neither."""
+    return "met" if low >= goal else "not shown" if high >= goal else "missed"
