@@ -376,6 +376,17 @@ def test_declared_figures_rebuild_the_model():
         ss.Model.from_figures(stored)
 
 
+
+def test_the_headline_label_does_not_move_with_the_focal_point():
+    """Pages and verdicts follow a figure by its label: two file systems (or two nights)
+    whose searches find other focal points still share one headline series."""
+    small, big = (declared_figures(synthetic_result(Synthetic(cache=c, noise=0.02))[0])[0]
+                  for c in (1 * GIB, 8 * GIB))
+    assert small["focal_unique_bytes_cache"][1].label != big["focal_unique_bytes_cache"][1].label
+    for regime in ("cache", "device"):
+        name = f"focal_throughput_{regime}"
+        assert small[name][1].label == big[name][1].label
+
 def test_pages_draw_one_graph_per_parameter_and_compare_two_targets(tmp_path):
     """Two targets whose page caches differ 8x: each target's page has a graph per
     parameter, the compare page puts both targets' curves on the same axes, and a model
