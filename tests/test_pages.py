@@ -43,6 +43,15 @@ def kib_words(kib):
     return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
 
 
+#: the made-up IOzone-like patterns (each a surface on a page) and their relative speed
+PATTERNS = {"re-read": 1.0, "read": 0.8, "write": 0.6, "re-write": 0.7,
+            "random read": 0.3, "random write": 0.25, "backward read": 0.5}
+#: (file KiB, record KiB) measured; records larger than the file and small records of
+#: the largest file are left out, as IOzone skips them: holes in the surface
+SURFACE_CELLS = [(f, r) for f in (64, 256, 1024, 4096) for r in (4, 16, 64, 256)
+                 if r <= f and not (f >= 4096 and r < 16)]
+
+
 def made_up_history(home):
     """RUNS nightly runs, one a day, on two file systems, stored as run directories
     under home/results/runs (with output directories, as real runs have them).
@@ -137,21 +146,23 @@ def made_up_history(home):
                         f"Read bandwidth, {block}, queue depth {depth}", "MiB/s", chart={
                             "title": "Read bandwidth against queue depth", "kind": "lines",
                             "x": ["queue depth", depth], "line": block})
-            for file_kib in (64, 256, 1024, 4096):
-                for record_kib in (4, 16, 64, 256):
-                    if record_kib > file_kib or (file_kib >= 4096 and record_kib < 16):
-                        continue     # as IOzone skips them: holes in the surface
-                    name = f"reread_{file_kib}k_{record_kib}k"
-                    value = 300 + record_kib + 2000 / file_kib * 50
+            # As many patterns as IOzone's, each its own surface: more 3-D plots on a
+            # page than it keeps live (LIVE_3D in pages.js).
+            for pattern, speed in PATTERNS.items():
+                for file_kib, record_kib in SURFACE_CELLS:
+                    name = f"{pattern.replace('-', '')}_{file_kib}k_{record_kib}k"
+                    value = speed * (300 + record_kib + 2000 / file_kib * 50)
                     if target == "slowfs" and file_kib > 1024:
                         value /= 40
                     charted[name] = (float(value), "MiB/s", [])
                     declarations[name] = declared(
-                        f"Re-read, {file_kib} KiB file, {record_kib} KiB records", "MiB/s",
-                        chart={"title": "Re-read throughput", "kind": "surface",
+                        f"{pattern.capitalize()}, {file_kib} KiB file, {record_kib} KiB "
+                        "records", "MiB/s",
+                        chart={"title": f"{pattern.capitalize()} throughput",
+                               "kind": "surface",
                                "x": ["file size", file_kib * 1024, kib_words(file_kib)],
                                "y": ["record size", record_kib * 1024, kib_words(record_kib)],
-                               "line": "re-read",
+                               "line": pattern,
                                "marks": [{"axis": "x", "value": 1024 * 1024,
                                           "label": "cache, 1 MiB"},
                                          {"axis": "x", "value": 64 * 1024 ** 3,
@@ -368,9 +379,9 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     again, _, _ = pages.build(out, db_path=made_up_site["db"])
     fs_pages = len(list(out.glob("fs-*.html")))
     across = len(list(out.glob("across-*.html")))
-    # index, compare, runs, advisor, the file-system pages and the charts across them;
-    # no run page
-    assert across == 2 and first == again + RUNS and again == 4 + fs_pages + across
+    # index, compare, runs, advisor, the file-system pages and the charts across them
+    # (a surface per pattern and the queue-depth lines); no run page
+    assert across == len(PATTERNS) + 1 and first == again + RUNS and again == 4 + fs_pages + across
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
@@ -453,6 +464,20 @@ SCROLL = """async () => {
         window.scrollTo(0, y); await new Promise(r => setTimeout(r, 25)); } }"""
 
 
+# Every WebGL context a page makes, recorded before the page's own scripts run: a page
+# must let go of the contexts of plots it turned into pictures (Chromium drops the oldest
+# live one past about 16, whenever its garbage collector is late).
+COUNT_CONTEXTS = """(() => {
+    const made = window.__webglContexts = [], getContext = HTMLCanvasElement.prototype.getContext;
+    HTMLCanvasElement.prototype.getContext = function (kind) {
+        const context = getContext.apply(this, arguments);
+        if (context && /webgl/.test(kind) && !made.includes(context)) made.push(context);
+        return context; }; })()"""
+ALIVE_CONTEXTS = "() => window.__webglContexts.filter(gl => !gl.isContextLost()).length"
+#: live 3-D plots a page keeps (LIVE_3D in pages.js) and Plotly's one canvas for pictures
+MOST_CONTEXTS = 6 + 1
+
+
 def browse(home, shots, unfolded=(), pages="pages"):
     """Open every page of home/<pages>, open every fold, scroll until every plot has
     rendered, follow every link; save screenshots {page: png name} as a visitor first
@@ -468,6 +493,7 @@ def browse(home, shots, unfolded=(), pages="pages"):
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
             page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.add_init_script(COUNT_CONTEXTS)
             page.on("console", lambda m: problems.append(f"{page.url}: {m.type}: {m.text}")
                     if m.type in ("error", "warning") and
                     not any(note in m.text for note in BROWSER_NOTES) else None)
@@ -488,6 +514,10 @@ def browse(home, shots, unfolded=(), pages="pages"):
                 page.evaluate(SCROLL)
                 if page.locator("[data-plot]").count():
                     page.wait_for_function(RENDERED, timeout=120000)
+                alive = page.evaluate(ALIVE_CONTEXTS)
+                if alive > MOST_CONTEXTS:
+                    problems.append(f"{name}: {alive} WebGL contexts alive after every plot "
+                                    f"was drawn, at most {MOST_CONTEXTS} expected")
                 if name in unfolded:
                     page.evaluate("window.scrollTo(0, 0)")
                     page.screenshot(path=str(ARTIFACTS / unfolded[name]), full_page=True)

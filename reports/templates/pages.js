@@ -4,10 +4,31 @@
   "use strict";
   var config = {displaylogo: false, responsive: true, displayModeBar: "hover",
                 modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"]};
+  // Chromium keeps about 16 WebGL contexts per page and counts a context until it is
+  // lost or garbage-collected: a plot turned into a picture lets go of its context at
+  // once (release), not when the collector gets to it, so scrolling through many
+  // surfaces never makes the browser drop a live plot's.  Contexts are recorded as they
+  // are made, so that releasing one never creates another.
+  var contextOf = new WeakMap(), getContext = HTMLCanvasElement.prototype.getContext;
+  HTMLCanvasElement.prototype.getContext = function (kind) {
+    var context = getContext.apply(this, arguments);
+    if (context && /webgl/.test(kind)) contextOf.set(this, context);
+    return context;
+  };
+  function release(canvases) {
+    canvases.forEach(function (canvas) {
+      var gl = contextOf.get(canvas);
+      contextOf.delete(canvas);
+      var lose = gl && !gl.isContextLost() && gl.getExtension("WEBGL_lose_context");
+      if (lose) lose.loseContext();
+    });
+  }
   var webgl = (function () {
     try {
       var canvas = document.createElement("canvas");
-      return !!(canvas.getContext("webgl") || canvas.getContext("experimental-webgl"));
+      var found = !!(canvas.getContext("webgl") || canvas.getContext("experimental-webgl"));
+      release([canvas]);
+      return found;
     } catch (e) { return false; }
   })();
   // One plot per frame, so the first appears at once and scrolling stays smooth.
@@ -24,7 +45,9 @@
   function freeze(el) {
     return window.Plotly.toImage(el, {format: "png", width: el.clientWidth || 500,
                                       height: el.clientHeight || 420}).then(function (url) {
+      var canvases = Array.prototype.slice.call(el.querySelectorAll("canvas"));
       window.Plotly.purge(el);
+      release(canvases);
       el.textContent = "";
       var img = document.createElement("img");
       img.className = "snapshot";
