@@ -27,13 +27,15 @@ splits the job's I/O time into
   removers) beside it;
 * *staging*: when the job stages into the target (a description's ``stage_in`` and
   ``stage_out``, or ``--stage`` for a log: its read-only files in, its written files
-  out), each leg at the slower of the stored byte and file rates (``stage_*`` roles).
+  out), each leg as its files at the stored per-file rate plus its bytes at the stored
+  bandwidth (``stage_*`` roles: the staging check fits both from two sets of files).
 
 Figures are found by what their declarations say (a role, a ``selfscale`` chart entry),
 never by a check's or a metric's name.  Each part has an interval: the lowest and
 highest prediction over the target's last ``RECENT_RUNS`` runs (the stored spread); with
-one run there is none yet, and the table says so.  A target without self-scaling curves
-says "no self-scaling curves yet" instead of a data time.
+one run there is none yet, and the table says so.  The prediction itself is the median
+over the newest ``POINT_RUNS`` runs, so that one noisy night does not move it.  A target
+without self-scaling curves says "no self-scaling curves yet" instead of a data time.
 
 Assumptions, stated where they are made: the self-scaling model measures one node, so a
 job on several nodes is predicted per node (its processes and bytes divided evenly) and
@@ -47,6 +49,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -62,6 +65,9 @@ from scratchbench.errors import ScratchbenchError
 KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
 #: the runs of a series whose figures give a prediction its interval
 RECENT_RUNS = 10
+#: the newest runs whose median is the prediction: one noisy night does not move it, a
+#: real change moves it within three nights
+POINT_RUNS = 5
 #: the history store has no figure of any scratch target
 EXIT_NO_FIGURES = 7
 
@@ -506,8 +512,8 @@ def load_profile(path, nodes=None, stage=False):
 # ---- what the store holds about each target ----------------------------------------------
 @dataclass
 class Rate:
-    """A stored rate of one role on one target: the latest value and the spread over the
-    recent runs of its series, in base units."""
+    """A stored rate of one role on one target: the median of its newest POINT_RUNS
+    values and the spread over the recent runs of its series, in base units."""
 
     role: str
     value: float
@@ -586,10 +592,11 @@ def stored_figures(conn, recent=RECENT_RUNS):
             except ss.SelfScaleError as exc:
                 t.model_notes.append(f"a run's self-scaling figures give no model: {exc}")
 
-    # Rates by role: per series, the latest value and the spread of the recent runs.
+    # Rates by role: per series, the median of the newest runs and the spread of the
+    # recent runs.
     rows = conn.execute(
-        "SELECT f.role, f.value, f.unit, f.label, c.case_id, c.series, c.scratch_target, "
-        "c.scratch_kind, c.variant, c.num_tasks, c.nodes, r.started, "
+        "SELECT f.role, f.metric, f.value, f.unit, f.label, c.case_id, c.series, "
+        "c.scratch_target, c.scratch_kind, c.variant, c.num_tasks, c.nodes, r.started, "
         "EXISTS (SELECT 1 FROM figures h WHERE h.case_id = c.case_id AND h.headline IS NOT "
         "NULL AND h.headline != '') AS leads FROM figures f JOIN cases c ON "
         "f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id WHERE f.role IS NOT NULL "
@@ -599,13 +606,14 @@ def stored_figures(conn, recent=RECENT_RUNS):
         value = _base(row["value"], row["unit"])
         if value is None or value <= 0:
             continue
-        series.setdefault((row["scratch_target"], row["role"], row["series"]), []).append(
-            (row, value))
-    for (name, role, _), points in series.items():
+        # a figure renamed or redefined by a newer check is a series of its own
+        series.setdefault((row["scratch_target"], row["role"], row["series"], row["metric"]),
+                          []).append((row, value))
+    for (name, role, _, _), points in series.items():
         points = points[:recent]
-        row, value = points[0]
+        row = points[0][0]
         values = [v for _, v in points]
-        rate = Rate(role=role, value=value, low=min(values), high=max(values),
+        rate = Rate(role=role, value=point(values), low=min(values), high=max(values),
                     runs=len(values), date=row["started"] or 0, label=row["label"] or role,
                     variant=row["variant"] or "", ranks=row["num_tasks"] or 0,
                     nodes=row["nodes"] or 0, leads=bool(row["leads"]))
@@ -643,6 +651,11 @@ class Part:
 
 def _interval(values):
     return (min(values), max(values)) if len(values) > 1 else (None, None)
+
+
+def point(values):
+    """The prediction from per-run values, newest first: their newest POINT_RUNS' median."""
+    return statistics.median(values[:POINT_RUNS])
 
 
 def workload_of(profile, size, direction, model):
@@ -714,8 +727,9 @@ def predict_data(profile, figures):
         profile, MIB, "read", model)) <= 0.0 else (
             "beyond the page cache" if model.regime_weight(workload_of(
                 profile, MIB, "read", model)) >= 1.0 else "between page cache and device")
-    throughput = (profile.bytes_read + profile.bytes_written) / values[0] if values[0] else 0
-    part = Part(seconds=values[0], low=low, high=high, runs=len(values), date=date,
+    seconds = point(values)
+    throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
+    part = Part(seconds=seconds, low=low, high=high, runs=len(values), date=date,
                 rests_on=f"self-scaling model ({regime}), {throughput / MIB:,.0f} MiB/s "
                          "predicted",
                 notes=_beyond(profile, model) + list(figures.model_notes))
@@ -808,10 +822,10 @@ def predict_staging(profile, figures):
         if bandwidth is None or files is None:
             return Part(missing=f"no stored stage-{leg} rates (no figures declare the roles "
                                 f"stage_{leg}_bytes_per_s and stage_{leg}_files_per_s)")
-        # a copy is bound by bytes for large files and by files for small ones: the
-        # slower of the two measured rates
+        # a copy pays for each file and for each byte: the staging check separates the
+        # two costs with a set of large and a set of small files
         def leg_time(b, f):
-            return max(amount["bytes"] / b, amount["files"] / f)
+            return amount["bytes"] / b + amount["files"] / f
         seconds += leg_time(bandwidth.value, files.value)
         low += leg_time(bandwidth.high, files.high)
         high += leg_time(bandwidth.low, files.low)
@@ -974,7 +988,7 @@ def page_data(conn, classes_path=CLASSES_FILE):
             "errors": {role: r.value for role, r in t.errors.items()},
             "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()}})
     return {"classes": classes, "targets": targets, "grid": FORM_GRID,
-            "parts": list(PARTS), "recent_runs": RECENT_RUNS,
+            "parts": list(PARTS), "recent_runs": RECENT_RUNS, "point_runs": POINT_RUNS,
             "keys": {k: words for k, (_, words) in DESCRIPTION_KEYS.items()}}
 
 

@@ -23,10 +23,15 @@ ROLES = {
     "opens_per_s": "opens and closes of existing files per second, all ranks together",
     "stats_per_s": "stats of existing files per second, all ranks together",
     "deletions_per_s": "files deleted per second, all ranks together",
-    "stage_in_bytes_per_s": "bytes copied into the scratch target per second",
-    "stage_out_bytes_per_s": "bytes copied out of the scratch target per second",
-    "stage_in_files_per_s": "files copied into the scratch target per second",
-    "stage_out_files_per_s": "files copied out of the scratch target per second",
+    # a copy's time = files / files_per_s + bytes / bytes_per_s: the two costs apart
+    "stage_in_bytes_per_s": "bytes copied into the scratch target per second, the "
+                            "per-file cost taken out",
+    "stage_out_bytes_per_s": "bytes copied out of the scratch target per second, the "
+                             "per-file cost taken out",
+    "stage_in_files_per_s": "files copied into the scratch target per second, their "
+                            "bytes' time taken out",
+    "stage_out_files_per_s": "files copied out of the scratch target per second, their "
+                             "bytes' time taken out",
     "model_error_median": "median relative error of a prediction model on workloads it "
                           "was not built from",
     "model_error_max": "largest relative error of a prediction model on workloads it was "

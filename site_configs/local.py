@@ -41,6 +41,10 @@ site_configuration = with_scratch_targets(with_scratch_targets({
         "modules_system": "lmod",
         "stagedir": str(RESULTS / "stage"),
         "outputdir": str(RESULTS / "output"),
+        # A job that asks for both nodes while one is still completing its previous
+        # exclusive job pends for a moment as "ReqNodeNotAvail"; ReFrame takes that
+        # reason for a blocked job and cancels it.  Here it only means "busy": wait.
+        "sched_options": {"ignore_reqnodenotavail": True},
         "partitions": [{
             "name": "batch",
             "descr": f"Slurm partition 'batch': {NODES} nodes x {CPUS_PER_NODE} CPUs",

@@ -267,11 +267,12 @@ def rate_cases(target, factor):
 
 @pytest.fixture(scope="module")
 def known_history(tmp_path_factory):
-    """Two nights.  fastfs: the known model at 0.8x then 1.0x (the latest), rates at 0.8x
-    then 1.0x.  slowfs: rates only, no self-scaling curves."""
+    """Three nights.  fastfs: the known model at 1.0x, 0.8x, then 1.25x (the latest),
+    rates likewise: the prediction is the median night's (1.0x), not the latest's.
+    slowfs: rates only (half fastfs's), no self-scaling curves."""
     home = tmp_path_factory.mktemp("advisor-home")
     runs = home / "results" / "runs"
-    for night, scale in enumerate((0.8, 1.0)):
+    for night, scale in enumerate((1.0, 0.8, 1.25)):
         cases = [selfscale_case("fastfs", known_model(scale), 0.08, 0.2)]
         cases += rate_cases("fastfs", scale) + rate_cases("slowfs", scale / 2)
         run_dir = runs / f"night{night}"
@@ -280,7 +281,7 @@ def known_history(tmp_path_factory):
             f"night{night}", START + night * DAY, cases)))
     db = home / "history.sqlite"
     conn = store.connect(db)
-    assert store.ingest_all(conn, runs)[0] == 2
+    assert store.ingest_all(conn, runs)[0] == 3
     conn.close()
     return home, db
 
@@ -298,12 +299,13 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert (fast["target"], slow["target"]) == ("fastfs", "slowfs")
     data = fast["parts"]["data"]
     # reads: 512 MiB at 1000 x 0.4 x 1.25 x 2 = 1000 MiB/s; writes: 512 MiB at
-    # 1000 x 0.4 x 0.8 x 2 = 640 MiB/s; the night before everything was 0.8x
+    # 1000 x 0.4 x 0.8 x 2 = 640 MiB/s on the median night (1.0x); the other nights
+    # were 0.8x and, the latest, 1.25x
     expected = 512 / 1000 + 512 / 640
     assert data["seconds"] == pytest.approx(expected, rel=1e-9)
-    assert (data["low"], data["high"]) == (pytest.approx(expected, rel=1e-9),
+    assert (data["low"], data["high"]) == (pytest.approx(expected / 1.25, rel=1e-9),
                                            pytest.approx(expected / 0.8, rel=1e-9))
-    assert data["runs"] == 2
+    assert data["runs"] == 3
     assert data["extra"]["model_error_median"] == pytest.approx(0.08, abs=1e-6)
     assert data["extra"]["model_error_max"] == pytest.approx(0.2, abs=1e-9)
     meta = fast["parts"]["metadata"]
@@ -316,12 +318,13 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert deletion["extra"]["faster"]["seconds"] == pytest.approx(40 / 1600, rel=1e-9)
     assert deletion["extra"]["faster"]["variant"] == "4 removers per rank"
     staging = fast["parts"]["staging"]
-    # 1 GiB in 10 files: bound by the 100 MiB/s, not by 50 files/s
-    assert staging["seconds"] == pytest.approx(10.24, rel=1e-9)
+    # 1 GiB at 100 MiB/s once the per-file cost is out, plus 10 files at 50 files/s
+    assert staging["seconds"] == pytest.approx(10.24 + 0.2, rel=1e-9)
+    assert staging["low"] == pytest.approx((10.24 + 0.2) / 1.25, rel=1e-9)
     total = fast["total"]
-    assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 10.24, rel=1e-9)
+    assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 10.44, rel=1e-9)
     assert total["low"] <= total["seconds"] <= total["high"]
-    assert fast["figures_to"] == START + DAY and fast["figures_from"] == START + DAY
+    assert fast["figures_to"] == START + 2 * DAY and fast["figures_from"] == START + 2 * DAY
     # no curves: said, not guessed; the rest still predicted
     assert slow["parts"]["data"]["seconds"] is None
     assert slow["parts"]["data"]["missing"] == "no self-scaling curves yet"
@@ -429,7 +432,7 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
     out = tmp_path / "pages"
     pages.build(out, db_path=db)
     html = (out / "advisor.html").read_text()
-    assert "2027-01-16" in html or "2027-01-17" in html, "the page states the figures' date"
+    assert "2027-01-17" in html or "2027-01-18" in html, "the page states the figures' date"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(out)))
     threading.Thread(target=server.serve_forever, daemon=True).start()

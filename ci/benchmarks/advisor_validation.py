@@ -24,8 +24,9 @@ workload compares metadata + deletion.
         [--targets localscratch,sanscratch] [--repeats 3] [--reuse-history]
 
 Run under your own SCRATCHBENCH_HOME (the embedded cluster is started there if it is not
-running; SCRATCHBENCH_TEST_BASE_PORT pins its ports).  Exits 0 whatever the figures
-are; non-zero only when a step could not run.
+running, its nodes advertising 4 CPUs for the nightly sizes; SCRATCHBENCH_TEST_BASE_PORT
+pins its ports).  Exits 0 whatever the figures are; non-zero only when a step could not
+run.
 """
 
 import argparse
@@ -58,7 +59,9 @@ SUITE_CHECKS = ("KernelSelfScale", "KernelMetadata", "StageInOut")
 # The workloads: what the user says (the advisor's description keys), how the job runs
 # it, and which parts of the prediction its measurement covers.  Sizes are small enough
 # that the whole benchmark stays within minutes on 2 shared cores.
-STAGE_FILES, STAGE_FILE_BYTES = 64, 2 * MIB
+#: the data sets the staging workloads copy: (files, bytes per file); shapes unlike the
+#: staging check's two sets, so the fitted per-file and per-byte costs are put to a test
+STAGE_SETS = {"large": (64, 2 * MIB), "small": (3000, 8 * 1024)}
 WORKLOADS = [
     {"name": "iotest fpp seq write+read 1MiB",
      "words": "file per process, 64 x 1 MiB sequential writes per rank, then read back, 4 "
@@ -111,13 +114,14 @@ WORKLOADS = [
                 "--removers", "1"],
      "phases": ("create", "stat", "remove"), "timer": "time",
      "parts": ("metadata", "deletion")},
-    {"name": f"stage in {STAGE_FILES} x 2 MiB",
-     "words": f"cp -r of {STAGE_FILES} files of 2 MiB from a home directory into the "
+] + [
+    {"name": f"stage in {files} x {size // 1024} KiB",
+     "words": f"cp -r of {files} files of {size // 1024} KiB from a home directory into the "
               "target, as the staging check's script stages in",
      "description": {"processes": 1, "bytes": 0, "files": 0, "files_written": 0,
-                     "opens": 0, "stage_in": {"bytes": f"{STAGE_FILES * 2} MiB",
-                                              "files": STAGE_FILES}},
-     "copy": True, "parts": ("staging",)},
+                     "opens": 0, "stage_in": {"bytes": files * size, "files": files}},
+     "copy": name, "parts": ("staging",)}
+    for name, (files, size) in STAGE_SETS.items()
 ]
 
 
@@ -183,7 +187,8 @@ def job_script(target, kernel, work, repeats, stage_home):
         for i, w in enumerate(WORKLOADS):
             if w.get("copy"):
                 dest = f'"$dir/stage-{rep}"'
-                lines += [f"t0=$(date +%s.%N); cp -r -- {shlex.quote(str(stage_home))} "
+                source = shlex.quote(str(stage_home / w["copy"]))
+                lines += [f"t0=$(date +%s.%N); cp -r -- {source} "
                           f"{dest} || exit 5; t1=$(date +%s.%N)",
                           f"echo \"$t0 $t1\" > copy-{i}-{rep}.txt; rm -rf -- {dest}"]
                 continue
@@ -232,6 +237,10 @@ def main():
     p.add_argument("--targets", default="localscratch,sanscratch",
                    type=lambda s: [t for t in s.split(",") if t])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cpus-per-node", type=int, default=None,
+                   help="CPUs each node of a cluster this benchmark starts advertises "
+                        "(default 2 for quick, 4 for the nightly and acceptance sizes, "
+                        "whose self-scaling search runs 4 processes)")
     p.add_argument("--reuse-history", action="store_true",
                    help="predict from the figures already stored; do not run the suite")
     args = p.parse_args()
@@ -241,7 +250,8 @@ def main():
     if not cluster.running_daemons():
         port = os.environ.get("SCRATCHBENCH_TEST_BASE_PORT")
         print(f"starting the embedded cluster in {paths.cluster_dir()}", flush=True)
-        cluster.up(ClusterSpec(nodes=2, cpus_per_node=2,
+        cpus = args.cpus_per_node or (2 if args.tag == "quick" else 4)
+        cluster.up(ClusterSpec(nodes=2, cpus_per_node=cpus,
                                base_port=int(port) if port else None))
     load_before = os.getloadavg()
     suite_s = None if args.reuse_history else run_suite(args, env)
@@ -268,9 +278,10 @@ def main():
                                      dir=paths.state_dir()))
         os.chmod(work, 0o755)
         stage_home = work / "home-input"
-        stage_home.mkdir()
-        for i in range(STAGE_FILES):
-            (stage_home / f"part-{i:03d}").write_bytes(os.urandom(STAGE_FILE_BYTES))
+        for name, (files, size) in STAGE_SETS.items():
+            (stage_home / name).mkdir(parents=True)
+            for i in range(files):
+                (stage_home / name / f"part-{i:04d}").write_bytes(os.urandom(size))
         script = work / "job.sh"
         script.write_text(job_script(target, kernel, work, args.repeats, stage_home))
         t0 = time.monotonic()

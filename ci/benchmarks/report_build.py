@@ -46,8 +46,10 @@ METADATA = {"create_rate": ("ops/s", "higher", "Create empty files"),
             "delete_rate_worst": ("deletions/s", "higher", "")}
 STAGING = {"stage_in_bw": ("MiB/s", "higher", "Stage a data set into scratch"),
            "stage_out_bw": ("MiB/s", "higher", "Copy results home from scratch"),
-           "stage_in_files_rate": ("files/s", "higher", ""),
-           "stage_out_files_rate": ("files/s", "higher", "")}
+           "stage_in_byte_bw": ("MiB/s", "higher", ""),
+           "stage_out_byte_bw": ("MiB/s", "higher", ""),
+           "stage_in_file_rate": ("files/s", "higher", ""),
+           "stage_out_file_rate": ("files/s", "higher", "")}
 
 
 def declared(meaning, lead=True, chart=None):

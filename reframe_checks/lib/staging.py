@@ -12,6 +12,7 @@ import json
 import os
 import random
 
+import numpy as np
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
@@ -27,28 +28,65 @@ STAGING_REPORT = "staging.json"
 MIB = 1024.0 * 1024.0
 
 
-def make_dataset(home, files, file_bytes, seed=2004):
-    """Write ``files`` files of ``file_bytes`` seeded random bytes under home/input and
-    the checksums the job must reproduce: input.sha256 and results.sha256 (the result
-    of a file is its bytes swapped pairwise, what ``dd conv=swab`` writes)."""
-    if file_bytes % 2:
-        raise ValueError(f"file_bytes {file_bytes}: expected an even size (bytes are "
-                         "swapped in pairs)")
-    os.makedirs(os.path.join(home, "input"), exist_ok=False)
+#: the two sets of the data set: few large files (the copy's bandwidth shows) and many
+#: small ones (its per-file cost shows); workloads.yaml sizes each
+SETS = {"large": ("files", "file_bytes"), "small": ("small_files", "small_file_bytes")}
+#: floors of the fitted costs: a cost the timings cannot see (below their noise) is
+#: reported as this, a rate far above anything measured, rather than as infinite
+MIN_SECONDS_PER_FILE = 1e-6
+MIN_SECONDS_PER_BYTE = 1.0 / (100 * 1024.0 ** 3)
+
+
+def make_dataset(home, sets, seed=2004):
+    """Write each set {name: (files, file_bytes)} as seeded random files under
+    home/input/<name>/ and the checksums the job must reproduce: input.sha256 and
+    results.sha256 (the result of a file is its bytes swapped pairwise, what
+    ``dd conv=swab`` writes)."""
     inputs, results = [], []
-    for i in range(files):
-        name = f"f{i:06d}"
-        data = random.Random(seed * 1_000_003 + i).randbytes(file_bytes)
-        with open(os.path.join(home, "input", name), "wb") as f:
-            f.write(data)
-        swapped = bytearray(file_bytes)
-        swapped[0::2], swapped[1::2] = data[1::2], data[0::2]
-        inputs.append(f"{hashlib.sha256(data).hexdigest()}  input/{name}\n")
-        results.append(f"{hashlib.sha256(swapped).hexdigest()}  results/{name}\n")
+    for offset, (set_name, (files, file_bytes)) in enumerate(sorted(sets.items())):
+        if file_bytes % 2:
+            raise ValueError(f"{set_name} files of {file_bytes} bytes: expected an even size "
+                             "(bytes are swapped in pairs)")
+        os.makedirs(os.path.join(home, "input", set_name), exist_ok=False)
+        for i in range(files):
+            name = f"{set_name}/f{i:06d}"
+            data = random.Random((seed + offset) * 1_000_003 + i).randbytes(file_bytes)
+            with open(os.path.join(home, "input", name), "wb") as f:
+                f.write(data)
+            swapped = bytearray(file_bytes)
+            swapped[0::2], swapped[1::2] = data[1::2], data[0::2]
+            inputs.append(f"{hashlib.sha256(data).hexdigest()}  input/{name}\n")
+            results.append(f"{hashlib.sha256(swapped).hexdigest()}  results/{name}\n")
     with open(os.path.join(home, "input.sha256"), "w") as f:
         f.writelines(inputs)
     with open(os.path.join(home, "results.sha256"), "w") as f:
         f.writelines(results)
+
+
+def copy_costs(timings):
+    """(seconds per file, seconds per byte) of a copy, from [(files, bytes, seconds)]
+    of sets of different shapes: the non-negative least-squares fit of
+    seconds = files * per_file + bytes * per_byte.  Each cost is floored
+    (MIN_SECONDS_PER_FILE, MIN_SECONDS_PER_BYTE): one the timings cannot see is tiny,
+    not zero."""
+    shapes = np.array([[float(f), float(b)] for f, b, _ in timings])
+    seconds = np.array([float(t) for _, _, t in timings])
+    if len(timings) < 2 or abs(np.linalg.det(shapes.T @ shapes)) < 1e-12 * (
+            shapes ** 2).sum() ** 2:
+        raise ValueError("the sets' shapes do not separate the per-file from the per-byte "
+                         "cost: expected sets of different file sizes")
+    fits = [np.linalg.lstsq(shapes, seconds, rcond=None)[0]]
+    # Where the joint fit makes a cost negative, the best non-negative fit has that
+    # cost at zero: fit the other alone, keep the better of the two.
+    for keep in (0, 1):
+        column = shapes[:, keep]
+        alone = np.zeros(2)
+        alone[keep] = max(0.0, float(column @ seconds / (column @ column)))
+        fits.append(alone)
+    feasible = [f for f in fits if (f >= 0).all()]
+    best = min(feasible, key=lambda f: float(((shapes @ f - seconds) ** 2).sum()))
+    return max(float(best[0]), MIN_SECONDS_PER_FILE), max(float(best[1]),
+                                                          MIN_SECONDS_PER_BYTE)
 
 
 def parse_staging_report(text):
@@ -73,15 +111,27 @@ class StagingCheckBase(ScratchCheck):
         # Seed 004's job script stages with plain cp in the batch script: no launcher.
         self.layout(1, 1)
         self.job.launcher = getlauncher("local")()
-        p = self.params
-        self.workload_words = (f"{p['files']} files of {words(int(p['file_bytes']))} "
-                               "staged in and back, checksums verified both ways")
+        self.workload_words = " and ".join(
+            f"{files} files of {words(size)}" for files, size in self.sets().values()) + \
+            " staged in and back, checksums verified both ways"
+
+    def sets(self):
+        """{set name: (files, file_bytes)} from workloads.yaml."""
+        out = {}
+        for name, (files_key, bytes_key) in SETS.items():
+            try:
+                out[name] = (int(self.params[files_key]), int(self.params[bytes_key]))
+            except KeyError as exc:
+                raise ValueError(f"workloads file: staging.{self.workload_tag} has no "
+                                 f"{exc.args[0]}: expected a number (the {name} files' "
+                                 "set of the staged data set)") from None
+        return out
 
     @run_before("run")
     def prepare_home_and_command(self):
         home = os.path.join(self.stagedir, "home")
         if not self.is_dry_run():
-            make_dataset(home, int(self.params["files"]), int(self.params["file_bytes"]))
+            make_dataset(home, self.sets())
         self.executable_opts = ["stage.sh", f'"{self.scratch_path}"', f'"{home}"',
                                 "1" if self.scratch_per_job else "0"]
         self.keep_files = [STAGING_REPORT]
@@ -95,12 +145,13 @@ class StagingCheckBase(ScratchCheck):
         report = self.staging_report()
         if not report.get("ok"):
             raise sn.SanityError(f"staging failed: {report.get('error', 'no reason given')}")
-        expected = int(self.params["files"])
+        sets = self.sets()
         return sn.all([
-            sn.assert_eq(report["files"], expected, msg="staged {0} files, expected {1}"),
+            sn.assert_eq(report["files"], sum(f for f, _ in sets.values()),
+                         msg="staged {0} files, expected {1}"),
             sn.assert_eq(report["checksums_in"], "verified"),
             sn.assert_eq(report["checksums_out"], "verified"),
-            sn.assert_eq(report["bytes_in"], expected * int(self.params["file_bytes"]),
+            sn.assert_eq(report["bytes_in"], sum(f * b for f, b in sets.values()),
                          msg="staged {0} bytes, expected {1}"),
         ])
 
@@ -108,23 +159,43 @@ class StagingCheckBase(ScratchCheck):
         seconds = self.staging_report()[seconds_key]
         return amount / seconds if seconds > 0 else float("inf")
 
-    @figure("MiB/s", "Stage-in bandwidth (copy into scratch)",
-            headline="Stage a data set into scratch", role="stage_in_bytes_per_s")
+    def _costs(self, leg):
+        """(seconds per file, seconds per byte) of one leg's copies (a fit of two
+        points: cheap enough to repeat for each of the leg's two figures)."""
+        sets = self.staging_report()["sets"].values()
+        return copy_costs([(s["files"], s["bytes"], s[f"stage_{leg}_s"]) for s in sets])
+
+    @figure("MiB/s", "Stage-in bandwidth (copy into scratch, the whole data set)",
+            headline="Stage a data set into scratch")
     def stage_in_bw(self):
         return self._rate(self.staging_report()["bytes_in"] / MIB, "stage_in_s")
 
-    @figure("MiB/s", "Stage-out bandwidth (copy results home)",
-            headline="Copy results home from scratch", role="stage_out_bytes_per_s")
+    @figure("MiB/s", "Stage-out bandwidth (copy results home, the whole data set)",
+            headline="Copy results home from scratch")
     def stage_out_bw(self):
         return self._rate(self.staging_report()["bytes_out"] / MIB, "stage_out_s")
 
-    @figure("files/s", "Files staged in per second", role="stage_in_files_per_s")
-    def stage_in_files_rate(self):
-        return self._rate(self.staging_report()["files"], "stage_in_s")
+    # What a copy costs per byte and per file, separated by the two sets' timings: the
+    # advisor predicts a job's staging as files / file rate + bytes / byte bandwidth.
+    @figure("MiB/s", "Stage-in bandwidth once the per-file cost is taken out",
+            role="stage_in_bytes_per_s")
+    def stage_in_byte_bw(self):
+        return 1.0 / self._costs("in")[1] / MIB
 
-    @figure("files/s", "Files staged out per second", role="stage_out_files_per_s")
-    def stage_out_files_rate(self):
-        return self._rate(self.staging_report()["files"], "stage_out_s")
+    @figure("MiB/s", "Stage-out bandwidth once the per-file cost is taken out",
+            role="stage_out_bytes_per_s")
+    def stage_out_byte_bw(self):
+        return 1.0 / self._costs("out")[1] / MIB
+
+    @figure("files/s", "Files staged in per second, their bytes' time taken out",
+            role="stage_in_files_per_s")
+    def stage_in_file_rate(self):
+        return 1.0 / self._costs("in")[0]
+
+    @figure("files/s", "Files staged out per second, their bytes' time taken out",
+            role="stage_out_files_per_s")
+    def stage_out_file_rate(self):
+        return 1.0 / self._costs("out")[0]
 
 
 class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):

@@ -5,7 +5,8 @@
 #   stage.sh SCRATCH_DIR HOME_DIR PER_JOB
 #
 # SCRATCH_DIR  the scratch target as the job sees it (e.g. the expanded $MYSANSCRATCH)
-# HOME_DIR     holds input/, input.sha256 and results.sha256 (made by the check)
+# HOME_DIR     holds input/large/ and input/small/, input.sha256 and results.sha256
+#              (made by the check)
 # PER_JOB      1 if the scheduler made SCRATCH_DIR for this job and removes it after;
 #              0 if the script must make (and remove) its own subdirectory there
 #
@@ -18,6 +19,7 @@ report=staging.json
 now() { date +%s.%N; }
 file_bytes() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%d", s }'; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a + b }'; }
 fail() {
     printf '{"ok": false, "error": "%s", "scratch_dir": "%s"}\n' "$1" "${work:-$scratch}" > "$report"
     echo "stage.sh: $1" >&2
@@ -38,32 +40,55 @@ else
     trap 'exit 143' TERM INT          # scancel, a time limit: leave through the EXIT trap
 fi
 
-files=$(find "$home/input" -type f | wc -l)
-bytes_in=$(file_bytes "$home/input")
+# The data set comes in two sets, each copied and timed alone: large/ (few large
+# files: the copy's bandwidth shows) and small/ (many small files: its per-file cost
+# shows).  The check separates the two costs from the timings.
+# copy_sets LEG FROM TO: copy FROM/large and FROM/small into TO, each timed alone into
+# stage_LEG_large_s and stage_LEG_small_s
+copy_sets() {
+    local leg=$1 from=$2 to=$3 set t0 t1
+    for set in large small; do
+        t0=$(now)
+        cp -r -- "$from/$set" "$to/$set" \
+            || fail "stage-$leg copy of $set/ to $to failed (full or unwritable?)" 5
+        t1=$(now)
+        printf -v "stage_${leg}_${set}_s" '%s' "$(elapsed "$t0" "$t1")"
+    done
+}
+for set in large small; do
+    printf -v "files_$set" '%d' "$(find "$home/input/$set" -type f | wc -l)"
+    printf -v "bytes_$set" '%s' "$(file_bytes "$home/input/$set")"
+done
+files=$((files_large + files_small))
+bytes_in=$((bytes_large + bytes_small))
 
-# Stage in: copy the data set into scratch, then check every file arrived intact.
-t0=$(now)
-cp -r -- "$home/input" "$work/input" || fail "stage-in copy to $work failed (full or unwritable?)" 5
-t1=$(now)
+# Stage in: copy each set into scratch, then check every file arrived intact.
+mkdir "$work/input" || fail "cannot make $work/input (full or unwritable?)" 5
+copy_sets in "$home/input" "$work/input"
 (cd "$work" && sha256sum --quiet --strict -c "$home/input.sha256") >&2 \
     || fail "stage-in checksums differ in $work/input" 6
 
 # Compute: read every input file and write a result (bytes pairwise swapped).
-mkdir "$work/results" || fail "cannot make $work/results" 5
+mkdir -p "$work/results/large" "$work/results/small" || fail "cannot make $work/results" 5
 t2=$(now)
-for f in "$work"/input/*; do
-    dd if="$f" of="$work/results/${f##*/}" conv=swab status=none \
-        || fail "compute step failed on ${f##*/}" 5
+for f in "$work"/input/*/*; do
+    rel=${f#"$work"/input/}
+    dd if="$f" of="$work/results/$rel" conv=swab status=none \
+        || fail "compute step failed on $rel" 5
 done
 t3=$(now)
 
-# Stage out: copy the results home, then check them against the expected checksums.
-t4=$(now)
-cp -r -- "$work/results" "$home/results" || fail "stage-out copy to $home failed" 5
-t5=$(now)
+# Stage out: copy each set of results home, then check them against the checksums.
+mkdir "$home/results" || fail "cannot make $home/results" 5
+copy_sets out "$work/results" "$home/results"
 (cd "$home" && sha256sum --quiet --strict -c results.sha256) >&2 \
     || fail "stage-out checksums differ in $home/results" 6
 bytes_out=$(file_bytes "$home/results")
+set_json() {   # {"files", "bytes", "stage_in_s", "stage_out_s"} of one set
+    local files=files_$1 bytes=bytes_$1 in_s=stage_in_${1}_s out_s=stage_out_${1}_s
+    printf '{"files": %d, "bytes": %s, "stage_in_s": %s, "stage_out_s": %s}' \
+        "${!files}" "${!bytes}" "${!in_s}" "${!out_s}"
+}
 
 # A directory the scheduler owns is left to the scheduler; our own one goes now.
 if [ "$per_job" != 1 ]; then
@@ -73,7 +98,9 @@ fi
 cat > "$report" <<EOF
 {"ok": true, "scratch_dir": "$work", "per_job": $per_job, "files": $files,
  "bytes_in": $bytes_in, "bytes_out": $bytes_out,
- "stage_in_s": $(elapsed "$t0" "$t1"), "compute_s": $(elapsed "$t2" "$t3"),
- "stage_out_s": $(elapsed "$t4" "$t5"),
+ "sets": {"large": $(set_json large), "small": $(set_json small)},
+ "stage_in_s": $(add "$stage_in_large_s" "$stage_in_small_s"),
+ "compute_s": $(elapsed "$t2" "$t3"),
+ "stage_out_s": $(add "$stage_out_large_s" "$stage_out_small_s"),
  "checksums_in": "verified", "checksums_out": "verified"}
 EOF

@@ -86,6 +86,11 @@
     return part(s, spread ? lo : null, spread ? hi : null,
                 runs.length ? Math.min.apply(null, runs) : 0, rests.join("; ") || "nothing to do");
   }
+  // the prediction from per-run values: their median, as the CLI's (reports/advisor.py)
+  function median(values) {
+    var v = values.slice().sort(function (a, b) { return a - b; }), n = v.length;
+    return n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
   function lead(t, role) { var r = t.rates[role]; return r && r.length ? r[0] : null; }
 
   function predict(d, t) {
@@ -101,10 +106,10 @@
         return (readBytes ? readBytes / (tp.read[m] * d.nodes) : 0) +
                (writeBytes ? writeBytes / (tp.write[m] * d.nodes) : 0);
       });
-      var many = values.length > 1;
-      parts.data = part(values[0], many ? Math.min.apply(null, values) : null,
+      var many = values.length > 1, point = median(values.slice(0, data.point_runs));
+      parts.data = part(point, many ? Math.min.apply(null, values) : null,
                         many ? Math.max.apply(null, values) : null, values.length,
-                        "self-scaling model, " + Math.round(d.bytes / values[0] / MIB)
+                        "self-scaling model, " + Math.round(d.bytes / point / MIB)
                           .toLocaleString("en") + " MiB/s predicted");
       if (t.errors.model_error_median !== undefined) {
         parts.data.rests_on += "; model's validation error median " +
@@ -146,7 +151,8 @@
         if (!amount || gap) return;
         var bw = lead(t, "stage_" + leg + "_bytes_per_s"), fr = lead(t, "stage_" + leg + "_files_per_s");
         if (!bw || !fr) { gap = "no stored stage-" + leg + " rates"; return; }
-        function legTime(b, f) { return Math.max(amount.bytes / b, amount.files / f); }
+        // a copy pays for each file and for each byte (the staging check fits both)
+        function legTime(b, f) { return amount.bytes / b + amount.files / f; }
         s += legTime(bw.value, fr.value); lo += legTime(bw.high, fr.high);
         hi += legTime(bw.low, fr.low);
         runs.push(bw.runs, fr.runs);
