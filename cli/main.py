@@ -64,7 +64,8 @@ def _run(args):
 
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
-                              start_cluster=not args.no_start, local=args.local)
+                              start_cluster=not args.no_start, local=args.local,
+                              extra_args=["--exec-policy=serial"] if args.serial else ())
     # Every run lands in the history store at once, so verdicts and pages see it.  If
     # the store cannot take it (full, read-only, damaged), the run's report stays on disk
     # and the figures are printed all the same.
@@ -186,6 +187,10 @@ def build_parser():
     run.add_argument("--name", action="append", metavar="PATTERN",
                      help="only checks whose name matches (ReFrame -n); repeatable")
     run.add_argument("--note", help="free text kept with the run, e.g. a change ticket")
+    run.add_argument("--serial", action="store_true",
+                     help="one check at a time (ReFrame's serial execution policy): no two "
+                          "checks share a file system at once or, on the embedded cluster, "
+                          "this machine's cores; steadier figures, a longer run")
     run.add_argument("--no-start", action="store_true",
                      help="fail instead of starting the embedded cluster")
     run.add_argument("--local", action="store_true",

@@ -160,16 +160,26 @@ def test_missing_scratch_path_fails_with_the_reason(cluster, sb_home, tmp_path):
 
 def test_a_low_figure_fails_performance_not_sanity(cluster, tmp_path):
     """References come from site_configs/references/<system>.yaml ($ref); demand the
-    impossible and the same valid runs must fail in the performance phase."""
+    impossible and the same valid runs must fail in the performance phase.  Run with
+    --serial: its jobs one after the other."""
     (tmp_path / "embedded.yaml").write_text(
         "KernelIOTest:\n  $index: [$partition, scratch_target]\n  embedded:batch:\n"
         "    sanscratch:\n      write_bw: [1000000000, -0.1, null, MiB/s]\n")
     result = scratchbench("run", "--target", "sanscratch", "--name", "KernelIOTest.*fpp-posix",
-                          env={"RFM_REFERENCE_PREFIX": str(tmp_path)}, timeout=900)
+                          "--serial", env={"RFM_REFERENCE_PREFIX": str(tmp_path)}, timeout=900)
     assert result.returncode == 1
     failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
     assert len(failed) == 2 and all("(performance)" in ln for ln in failed), failed
     assert all("write_bw" in ln for ln in failed)
+    # --serial: each Slurm job submitted after the one before it ended (the kernel
+    # builds run without a job)
+    report = next(ln.split("run report:", 1)[1].strip() for ln in result.stdout.splitlines()
+                  if ln.startswith("run report:"))
+    jobs = sorted((c["job_submit_time"], c["job_completion_time_unix"])
+                  for c in json.loads(open(report).read())["runs"][-1]["testcases"]
+                  if c["jobid"] is not None)
+    assert len(jobs) == 2
+    assert jobs[1][0] >= jobs[0][1], f"--serial, yet the jobs overlapped: {jobs}"
 
 
 def test_falls_back_to_the_local_scheduler_when_slurm_cannot_start(tmp_path):

@@ -14,11 +14,13 @@ KIB, MIB = 1024, 1024 ** 2
 
 
 def test_the_fit_recovers_known_costs():
-    per_file, per_byte = 2e-4, 1 / (800 * MIB)
-    timings = [(f, f * size, f * per_file + f * size * per_byte)
+    per_file, per_byte, start = 2e-4, 1 / (800 * MIB), 0.003
+    timings = [(f, f * size, start + f * per_file + f * size * per_byte)
                for f, size in ((64, 256 * KIB), (512, 4 * KIB))]
-    got = copy_costs(timings)
+    got = copy_costs(timings, start=start)
     assert got == (pytest.approx(per_file, rel=1e-9), pytest.approx(per_byte, rel=1e-9))
+    # left in, the start of each copy is charged to its files and bytes
+    assert copy_costs(timings)[1] > 1.1 * per_byte
 
 
 def test_a_cost_the_timings_cannot_see_is_floored_not_negative():
@@ -53,6 +55,7 @@ def test_the_job_script_stages_both_sets_and_times_each(tmp_path):
     assert (sets["small"]["files"], sets["small"]["bytes"]) == (32, 32 * 2 * KIB)
     for leg in ("in", "out"):
         assert all(s[f"stage_{leg}_s"] > 0 for s in sets.values())
+        assert 0 < report["copy_start_s"][leg] < max(s[f"stage_{leg}_s"] for s in sets.values())
         assert report[f"stage_{leg}_s"] == pytest.approx(
             sum(s[f"stage_{leg}_s"] for s in sets.values()), abs=2e-6)
     # the script's own directory in scratch is gone; nothing else was touched

@@ -3,8 +3,9 @@
 embedded cluster: predicted against measured I/O time of known workloads per target.
 
 1. Unless --reuse-history, the suite's self-scaling, metadata and staging checks run
-   first (`scratchbench run --tag TAG --name KernelSelfScale --name KernelMetadata
-   --name StageInOut`) so the history store holds each target's curves and rates.
+   first, one at a time (`scratchbench run --tag TAG --serial --name KernelSelfScale
+   --name KernelMetadata --name StageInOut`) so the history store holds each target's
+   curves and rates.
 2. Every workload below is described as a user would describe it (the advisor's YAML
    keys), and the advisor predicts it on every target from the store, BEFORE it runs.
 3. Then one Slurm job per target (one node, 2 ranks) runs each workload --repeats times
@@ -126,8 +127,10 @@ WORKLOADS = [
 
 
 def run_suite(args, env):
+    # One check at a time: the embedded nodes share this machine's cores, and a check
+    # slowed by another beside it would give figures no lone job sees.
     command = [str(REPO / ".venv" / "bin" / "scratchbench"), "run", "--tag", args.tag,
-               "--note", "advisor validation: the figures it predicts from"]
+               "--serial", "--note", "advisor validation: the figures it predicts from"]
     for check in SUITE_CHECKS:
         command += ["--name", check]
     if len(args.targets) == 1:

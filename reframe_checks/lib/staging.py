@@ -63,14 +63,15 @@ def make_dataset(home, sets, seed=2004):
         f.writelines(results)
 
 
-def copy_costs(timings):
+def copy_costs(timings, start=0.0):
     """(seconds per file, seconds per byte) of a copy, from [(files, bytes, seconds)]
-    of sets of different shapes: the non-negative least-squares fit of
-    seconds = files * per_file + bytes * per_byte.  Each cost is floored
+    of sets of different shapes and what any copy costs before its first file
+    (`start`, an empty copy timed the same way): the non-negative least-squares fit of
+    seconds - start = files * per_file + bytes * per_byte.  Each cost is floored
     (MIN_SECONDS_PER_FILE, MIN_SECONDS_PER_BYTE): one the timings cannot see is tiny,
     not zero."""
     shapes = np.array([[float(f), float(b)] for f, b, _ in timings])
-    seconds = np.array([float(t) for _, _, t in timings])
+    seconds = np.array([max(0.0, float(t) - start) for _, _, t in timings])
     if len(timings) < 2 or abs(np.linalg.det(shapes.T @ shapes)) < 1e-12 * (
             shapes ** 2).sum() ** 2:
         raise ValueError("the sets' shapes do not separate the per-file from the per-byte "
@@ -162,8 +163,10 @@ class StagingCheckBase(ScratchCheck):
     def _costs(self, leg):
         """(seconds per file, seconds per byte) of one leg's copies (a fit of two
         points: cheap enough to repeat for each of the leg's two figures)."""
-        sets = self.staging_report()["sets"].values()
-        return copy_costs([(s["files"], s["bytes"], s[f"stage_{leg}_s"]) for s in sets])
+        report = self.staging_report()
+        return copy_costs([(s["files"], s["bytes"], s[f"stage_{leg}_s"])
+                           for s in report["sets"].values()],
+                          start=report["copy_start_s"][leg])
 
     @figure("MiB/s", "Stage-in bandwidth (copy into scratch, the whole data set)",
             headline="Stage a data set into scratch")
