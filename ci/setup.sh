@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what scratchbench needs on Debian 12, idempotently:
 #   - Debian packages: Slurm (slurmctld, slurmd, slurmdbd, client), munge, MariaDB,
-#     Open MPI and MPICH, Lmod, fio, Chromium (for the page tests), build tools and
-#     liburing (the kernel's io_uring engine);
+#     Open MPI and MPICH, Lmod, fio, Chromium (for the page tests), build tools,
+#     liburing (the kernel's io_uring engine) and strace (tests read the kernel's
+#     system calls);
 #   - a Python venv in .venv with the pinned harness (and test) dependencies.
 # Usage: ci/setup.sh [--test]      (--test adds pytest and Playwright)
 set -euo pipefail
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 packages=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server
           openmpi-bin libopenmpi-dev mpich libmpich-dev lmod fio chromium
-          make gcc liburing-dev python3-venv git)
+          make gcc liburing-dev python3-venv git strace)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

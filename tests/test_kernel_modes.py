@@ -9,6 +9,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import subprocess
 
 import pytest
@@ -401,6 +402,21 @@ def test_metadata_lookups_and_depths(kernels, tmp_path, lookup, depth, layout):
     for phase in report["repetitions"][0]["phases"].values():
         assert phase["items"] == 60
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_metadata_makes_fresh_directories_for_each_repetition(kernels, tmp_path):
+    """A directory that held the repetition before's files has grown, and creations in
+    it run faster than in a job's new directory: each repetition gets its own, seen
+    in the system calls (strace), and nothing is left after."""
+    trace, out = tmp_path / "trace", tmp_path / "m.json"
+    result = run(["strace", "-f", "-qq", "-e", "trace=mkdirat", "-o", trace,
+                  kernels["openmpi"][0], "metadata", "--dir", tmp_path, "--files", "20",
+                  "--reps", "3", "--dir-per-rank", "--output", out])
+    assert result.returncode == 0, result.stderr
+    made = re.findall(r'mkdirat\(\d+, "([^"]+)", 0755\)\s+= 0', trace.read_text())
+    assert made == ["p1", "p1/d.0"] * 3, trace.read_text()[-3000:]
+    assert [len(r["phases"]) for r in report_of(out)["repetitions"]] == [4, 4, 4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "trace"]
 
 
 def test_metadata_default_is_full_paths(kernels, tmp_path):

@@ -126,6 +126,29 @@ WORKLOADS = [
 ]
 
 
+def journal_warning(path):
+    """A warning when `path` is on ext4 without a journal, or "".  Such an ext4 keeps
+    away from inodes deleted in the last minutes when it creates files (its
+    recently_deleted() scan), so creations slow down many times for minutes after a
+    workload deletes files: the rows that create files then measure that, not the
+    file system the checks measured."""
+    found = subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "--target", str(path)],
+                           capture_output=True, text=True).stdout.split()
+    if len(found) != 2 or found[1] != "ext4":
+        return ""
+    task = Path("/sys/fs/ext4") / Path(found[0]).name / "journal_task"
+    try:
+        journal = task.read_text().strip()
+    except OSError:
+        return ""
+    if journal != "<none>":
+        return ""
+    return (f"warning: {path} is on {found[0]}, an ext4 without a journal: its file "
+            "creations slow down many times for minutes after files are deleted, so the "
+            "workloads that create files after others deleted theirs measure that; put "
+            "SCRATCHBENCH_HOME on a journaled file system (README: Benchmarks)")
+
+
 def run_suite(args, env):
     # One check at a time: the embedded nodes share this machine's cores, and a check
     # slowed by another beside it would give figures no lone job sees.
@@ -249,6 +272,9 @@ def main():
     args = p.parse_args()
     started = time.monotonic()
     env = dict(os.environ)
+    warning = journal_warning(paths.state_dir())
+    if warning:
+        print(warning, flush=True)
     cluster = EmbeddedCluster(paths.cluster_dir())
     if not cluster.running_daemons():
         port = os.environ.get("SCRATCHBENCH_TEST_BASE_PORT")
