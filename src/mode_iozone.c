@@ -837,7 +837,9 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             sbk_rec_verify(rec, &v);
             data += sbk_now() - a;
         }
-        if (sw.active && measured < 0 && sbk_now() - last_poll >= POLL_INTERVAL_S) {
+        /* No poll after the last record: a stop arriving then finds the pass done and
+         * timed whole, so this rank counts as a finisher, not as stopped. */
+        if (sw.active && measured < 0 && k + 1 < n && sbk_now() - last_poll >= POLL_INTERVAL_S) {
             last_poll = sbk_now();
             if (sw_poll(&sw)) {
                 /* Stopped by another rank: this rank's figure is taken here, with the
