@@ -27,8 +27,10 @@ splits the job's I/O time into
   removers) beside it;
 * *staging*: when the job stages into the target (a description's ``stage_in`` and
   ``stage_out``, or ``--stage`` for a log: its read-only files in, its written files
-  out), each leg as its files at the stored per-file rate plus its bytes at the stored
-  bandwidth (``stage_*`` roles: the staging check fits both from two sets of files).
+  out), each leg as its files at the stored per-file rate, its first bytes (up to the
+  size of the staging check's burst, which the page cache absorbs) at the burst's
+  bandwidth and the rest at the sustained bandwidth (``stage_*`` roles: the staging
+  check fits them from three sets of files).
 
 Figures are found by what their declarations say (a role, a ``selfscale`` chart entry),
 never by a check's or a metric's name.  Each part has an interval: the lowest and
@@ -81,7 +83,8 @@ DARSHAN_BINS = (("0_100", 0, 100), ("100_1K", 100, KIB), ("1K_10K", KIB, 10 * KI
 ERROR_ROLES = ("model_error_median", "model_error_max")
 #: a figure's unit -> factor to the advisor's base units (bytes/s, operations/s, fraction)
 UNIT_SCALE = {"B/s": 1.0, "KiB/s": KIB, "MiB/s": MIB, "GiB/s": GIB, "kB/s": 1e3, "MB/s": 1e6,
-              "GB/s": 1e9, "ops/s": 1.0, "deletions/s": 1.0, "files/s": 1.0, "%": 0.01}
+              "GB/s": 1e9, "ops/s": 1.0, "deletions/s": 1.0, "files/s": 1.0, "%": 0.01,
+              "B": 1.0, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 
 
 class AdvisorError(ScratchbenchError):
@@ -812,7 +815,7 @@ def predict_staging(profile, figures):
         return Part(seconds=0.0, rests_on="the job does not stage" + (
             " (--stage: stage its inputs in and outputs out)" if profile.inputs else ""))
     seconds = low = high = 0.0
-    runs, dates, rests = [], [], []
+    runs, dates, rests, notes = [], [], [], []
     for leg in ("in", "out"):
         amount = profile.staging.get(leg)
         if not amount or not (amount["bytes"] or amount["files"]):
@@ -822,21 +825,33 @@ def predict_staging(profile, figures):
         if bandwidth is None or files is None:
             return Part(missing=f"no stored stage-{leg} rates (no figures declare the roles "
                                 f"stage_{leg}_bytes_per_s and stage_{leg}_files_per_s)")
-        # a copy pays for each file and for each byte: the staging check separates the
-        # two costs with a set of large and a set of small files
-        def leg_time(b, f):
-            return amount["bytes"] / b + amount["files"] / f
-        seconds += leg_time(bandwidth.value, files.value)
-        low += leg_time(bandwidth.high, files.high)
-        high += leg_time(bandwidth.low, files.low)
-        runs += [bandwidth.runs, files.runs]
-        dates += [bandwidth.date, files.date]
-        rests.append(f"{leg}: {ss.size_words(amount['bytes'])} in {amount['files']:,} files "
-                     f"at {bandwidth.value / MIB:,.0f} MiB/s, {files.value:,.0f} files/s")
+        # a copy pays for each file and for each byte, its first bytes (as many as the
+        # staging check's burst: the page cache absorbs them) at their own bandwidth:
+        # the staging check separates the costs with three sets of files
+        burst = _rate(figures, f"stage_{leg}_first_bytes_per_s")
+        burst_bytes = _rate(figures, "stage_first_bytes")
+        first = min(amount["bytes"], burst_bytes.value) if burst and burst_bytes else 0
+        rated = [(amount["files"], files), (first, burst), (amount["bytes"] - first, bandwidth)]
+        rated = [(count, rate) for count, rate in rated if count]
+        if first and amount["bytes"] > first:
+            notes.append(f"stage-{leg}: {ss.size_words(amount['bytes'] - first)} past the "
+                         f"{ss.size_words(first)} burst at the sustained bandwidth; how much "
+                         "more a node's page cache absorbs varies with its free memory")
+        seconds += sum(count / rate.value for count, rate in rated)
+        low += sum(count / rate.high for count, rate in rated)
+        high += sum(count / rate.low for count, rate in rated)
+        runs += [rate.runs for _, rate in rated]
+        dates += [rate.date for _, rate in rated]
+        rests.append(f"{leg}: {ss.size_words(amount['bytes'])} in {amount['files']:,} files: "
+                     + ", ".join(
+                         f"{count:,} files at {rate.value:,.0f}/s" if rate is files else
+                         f"{ss.size_words(count)} at {rate.value / MIB:,.0f} MiB/s"
+                         + (" (a burst)" if rate is burst else "")
+                         for count, rate in rated))
     spread = bool(runs) and min(runs) > 1
     return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
                 runs=min(runs) if runs else 0, date=max(dates) if dates else None,
-                rests_on="; ".join(rests) or "nothing staged")
+                rests_on="; ".join(rests) or "nothing staged", notes=notes)
 
 
 PARTS = ("data", "metadata", "deletion", "staging")

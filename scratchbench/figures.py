@@ -23,11 +23,20 @@ ROLES = {
     "opens_per_s": "opens and closes of existing files per second, all ranks together",
     "stats_per_s": "stats of existing files per second, all ranks together",
     "deletions_per_s": "files deleted per second, all ranks together",
-    # a copy's time = files / files_per_s + bytes / bytes_per_s: the two costs apart
-    "stage_in_bytes_per_s": "bytes copied into the scratch target per second, the "
-                            "per-file cost taken out",
-    "stage_out_bytes_per_s": "bytes copied out of the scratch target per second, the "
-                             "per-file cost taken out",
+    # a copy's time = files / files_per_s + its first bytes (up to stage_first_bytes)
+    # / first_bytes_per_s + the rest / bytes_per_s: the costs apart
+    "stage_in_bytes_per_s": "bytes copied into the scratch target per second past the "
+                            "first stage_first_bytes of a copy, the per-file cost taken "
+                            "out (of the whole copy where no first-bytes rate is stored)",
+    "stage_out_bytes_per_s": "bytes copied out of the scratch target per second past the "
+                             "first stage_first_bytes of a copy, the per-file cost taken "
+                             "out (of the whole copy where no first-bytes rate is stored)",
+    "stage_in_first_bytes_per_s": "bytes copied into the scratch target per second by a "
+                                  "copy of stage_first_bytes (the page cache absorbs it), "
+                                  "the per-file cost taken out",
+    "stage_out_first_bytes_per_s": "bytes copied out of the scratch target per second by "
+                                   "a copy of stage_first_bytes, the per-file cost taken out",
+    "stage_first_bytes": "the size of the copy the first-bytes rates were measured on",
     "stage_in_files_per_s": "files copied into the scratch target per second, their "
                             "bytes' time taken out",
     "stage_out_files_per_s": "files copied out of the scratch target per second, their "

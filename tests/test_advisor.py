@@ -237,8 +237,9 @@ def declared(label, unit, role, headline=""):
             "chart": None, "role": role}
 
 
-def rate_cases(target, factor):
-    """Metadata rates in two variants (one leads the pages) and staging rates."""
+def rate_cases(target, factor, burst=True):
+    """Metadata rates in two variants (one leads the pages) and staging rates: per file,
+    per byte past a 256 MiB burst and, with `burst`, the burst's (4x faster)."""
     cases = []
     for removers, lead in ((1, True), (4, False)):
         cases.append(make_case(
@@ -254,14 +255,21 @@ def rate_cases(target, factor):
                           "s": declared("stats", "ops/s", "stats_per_s"),
                           "d": declared("deletions", "deletions/s", "deletions_per_s")},
             variant=f"{removers} remover{'s' * (removers > 1)} per rank"))
-    cases.append(make_case(
-        "StagingCheck", {"scratch_target": target}, "builtin", target,
-        {"bi": (100 * factor, "MiB/s", []), "fi": (50 * factor, "files/s", []),
-         "bo": (80 * factor, "MiB/s", []), "fo": (40 * factor, "files/s", [])},
-        declarations={"bi": declared("in", "MiB/s", "stage_in_bytes_per_s"),
-                      "fi": declared("files in", "files/s", "stage_in_files_per_s"),
-                      "bo": declared("out", "MiB/s", "stage_out_bytes_per_s"),
-                      "fo": declared("files out", "files/s", "stage_out_files_per_s")}))
+    figures = {"bi": (100 * factor, "MiB/s", []), "fi": (50 * factor, "files/s", []),
+               "bo": (80 * factor, "MiB/s", []), "fo": (40 * factor, "files/s", [])}
+    declarations = {"bi": declared("in", "MiB/s", "stage_in_bytes_per_s"),
+                    "fi": declared("files in", "files/s", "stage_in_files_per_s"),
+                    "bo": declared("out", "MiB/s", "stage_out_bytes_per_s"),
+                    "fo": declared("files out", "files/s", "stage_out_files_per_s")}
+    if burst:
+        figures.update({"bbi": (400 * factor, "MiB/s", []), "bbo": (320 * factor, "MiB/s", []),
+                        "bb": (256, "MiB", [])})
+        declarations.update({"bbi": declared("burst in", "MiB/s", "stage_in_first_bytes_per_s"),
+                             "bbo": declared("burst out", "MiB/s",
+                                             "stage_out_first_bytes_per_s"),
+                             "bb": declared("burst size", "MiB", "stage_first_bytes")})
+    cases.append(make_case("StagingCheck", {"scratch_target": target}, "builtin", target,
+                           figures, declarations=declarations))
     return cases
 
 
@@ -274,7 +282,7 @@ def known_history(tmp_path_factory):
     runs = home / "results" / "runs"
     for night, scale in enumerate((1.0, 0.8, 1.25)):
         cases = [selfscale_case("fastfs", known_model(scale), 0.08, 0.2)]
-        cases += rate_cases("fastfs", scale) + rate_cases("slowfs", scale / 2)
+        cases += rate_cases("fastfs", scale) + rate_cases("slowfs", scale / 2, burst=False)
         run_dir = runs / f"night{night}"
         run_dir.mkdir(parents=True)
         (run_dir / "report.json").write_text(json.dumps(make_report(
@@ -318,17 +326,21 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert deletion["extra"]["faster"]["seconds"] == pytest.approx(40 / 1600, rel=1e-9)
     assert deletion["extra"]["faster"]["variant"] == "4 removers per rank"
     staging = fast["parts"]["staging"]
-    # 1 GiB at 100 MiB/s once the per-file cost is out, plus 10 files at 50 files/s
-    assert staging["seconds"] == pytest.approx(10.24 + 0.2, rel=1e-9)
-    assert staging["low"] == pytest.approx((10.24 + 0.2) / 1.25, rel=1e-9)
+    # 1 GiB in 10 files: its first 256 MiB at the burst's 400 MiB/s, the other 768 MiB
+    # at 100 MiB/s, both once the per-file cost is out, plus 10 files at 50 files/s
+    assert staging["seconds"] == pytest.approx(0.64 + 7.68 + 0.2, rel=1e-9)
+    assert staging["low"] == pytest.approx((0.64 + 7.68 + 0.2) / 1.25, rel=1e-9)
+    assert "256 MiB at 400 MiB/s (a burst)" in staging["rests_on"]
     total = fast["total"]
-    assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 10.44, rel=1e-9)
+    assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 8.52, rel=1e-9)
     assert total["low"] <= total["seconds"] <= total["high"]
     assert fast["figures_to"] == START + 2 * DAY and fast["figures_from"] == START + 2 * DAY
     # no curves: said, not guessed; the rest still predicted
     assert slow["parts"]["data"]["seconds"] is None
     assert slow["parts"]["data"]["missing"] == "no self-scaling curves yet"
     assert slow["parts"]["metadata"]["seconds"] == pytest.approx(2 * 0.0545, rel=1e-9)
+    # no burst stored: every byte at the one bandwidth (50 MiB/s), 10 files at 25/s
+    assert slow["parts"]["staging"]["seconds"] == pytest.approx(20.48 + 0.4, rel=1e-9)
     assert slow["total"]["seconds"] is None and "data" in slow["total"]["missing"]
     assert result["recommendation"]["target"] == "fastfs"
     text = advisor.format_advice(result)

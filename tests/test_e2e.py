@@ -68,14 +68,19 @@ def test_staging_verified_checksums_both_ways(first):
             case["environ"] / case["short_name"] / "staging.json"
         report = json.loads(out.read_text())
         assert report["checksums_in"] == report["checksums_out"] == "verified"
-        # quick: 64 files of 256 KiB and 512 of 4 KiB, each set timed apart
-        assert report["files"] == 64 + 512
-        assert report["bytes_in"] == 64 * 262144 + 512 * 4096
+        # quick: 64 files of 256 KiB, a burst of 8 more and 512 of 4 KiB, each set
+        # timed apart
+        assert report["files"] == 64 + 8 + 512
+        assert report["bytes_in"] == (64 + 8) * 262144 + 512 * 4096
         assert report["sets"]["small"]["files"] == 512
+        assert report["sets"]["burst"]["bytes"] == 8 * 262144
         for var in ("stage_in_bw", "stage_out_bw", "stage_in_byte_bw", "stage_out_byte_bw",
-                    "stage_in_file_rate", "stage_out_file_rate"):
+                    "stage_in_burst_bw", "stage_out_burst_bw", "stage_in_file_rate",
+                    "stage_out_file_rate"):
             key = next(k for k in case["perfvalues"] if k.endswith(var))
             assert case["perfvalues"][key][0] > 0
+        size = next(v for k, v in case["perfvalues"].items() if k.endswith("stage_burst_size"))
+        assert size[0] == 2.0 and size[4] == "MiB"
 
 
 def test_per_job_directory_is_gone_after_the_job(first, cluster):

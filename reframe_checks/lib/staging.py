@@ -28,9 +28,12 @@ STAGING_REPORT = "staging.json"
 MIB = 1024.0 * 1024.0
 
 
-#: the two sets of the data set: few large files (the copy's bandwidth shows) and many
-#: small ones (its per-file cost shows); workloads.yaml sizes each
-SETS = {"large": ("files", "file_bytes"), "small": ("small_files", "small_file_bytes")}
+#: the three sets of the data set, workloads.yaml sizes each: many small files (a copy's
+#: per-file cost shows), a burst of a few large files (a copy small enough for the page
+#: cache to absorb: its bandwidth) and many large files (what a copy costs per byte past
+#: the burst's volume, once the page cache has to write back)
+SETS = {"small": ("small_files", "small_file_bytes"), "burst": ("burst_files", "file_bytes"),
+        "large": ("files", "file_bytes")}
 #: floors of the fitted costs: a cost the timings cannot see (below their noise) is
 #: reported as this, a rate far above anything measured, rather than as infinite
 MIN_SECONDS_PER_FILE = 1e-6
@@ -90,6 +93,24 @@ def copy_costs(timings, start=0.0):
                                                           MIN_SECONDS_PER_BYTE)
 
 
+def copy_costs_by_volume(sets, start=0.0):
+    """(seconds per file, seconds per byte of the first bytes of a copy, how many bytes
+    that is, seconds per byte past them), from the staging report's timings of one leg:
+    {"small"|"burst"|"large": (files, bytes, seconds)}.  The small and burst sets, both
+    small enough for the page cache to absorb, give the per-file and the first bytes'
+    cost (copy_costs); the large set what its bytes past the burst's volume cost once
+    the per-file and the first bytes' costs are taken out of its time."""
+    per_file, per_byte_first = copy_costs([sets["burst"], sets["small"]], start)
+    files, large_bytes, seconds = sets["large"]
+    first_bytes = sets["burst"][1]
+    if large_bytes <= first_bytes:
+        raise ValueError(f"the large set ({large_bytes} bytes) is not larger than the burst "
+                         f"set ({first_bytes} bytes): expected burst_files < files")
+    beyond = (float(seconds) - start - files * per_file - first_bytes * per_byte_first) / \
+        (large_bytes - first_bytes)
+    return per_file, per_byte_first, first_bytes, max(beyond, MIN_SECONDS_PER_BYTE)
+
+
 def parse_staging_report(text):
     try:
         return json.loads(text)
@@ -118,14 +139,21 @@ class StagingCheckBase(ScratchCheck):
 
     def sets(self):
         """{set name: (files, file_bytes)} from workloads.yaml."""
+        params = dict(self.params)
+        # a site's own workloads file from before the burst set: an eighth of the files
+        params.setdefault("burst_files", max(1, int(params.get("files", 8)) // 8))
         out = {}
         for name, (files_key, bytes_key) in SETS.items():
             try:
-                out[name] = (int(self.params[files_key]), int(self.params[bytes_key]))
+                out[name] = (int(params[files_key]), int(params[bytes_key]))
             except KeyError as exc:
                 raise ValueError(f"workloads file: staging.{self.workload_tag} has no "
                                  f"{exc.args[0]}: expected a number (the {name} files' "
                                  "set of the staged data set)") from None
+        if not 0 < out["burst"][0] < out["large"][0]:
+            raise ValueError(f"workloads file: staging.{self.workload_tag}: burst_files "
+                             f"{out['burst'][0]}: expected at least 1 and fewer than files "
+                             f"({out['large'][0]})")
         return out
 
     @run_before("run")
@@ -161,12 +189,12 @@ class StagingCheckBase(ScratchCheck):
         return amount / seconds if seconds > 0 else float("inf")
 
     def _costs(self, leg):
-        """(seconds per file, seconds per byte) of one leg's copies (a fit of two
-        points: cheap enough to repeat for each of the leg's two figures)."""
+        """copy_costs_by_volume of one leg's copies (a fit of two points: cheap enough
+        to repeat for each of the leg's figures)."""
         report = self.staging_report()
-        return copy_costs([(s["files"], s["bytes"], s[f"stage_{leg}_s"])
-                           for s in report["sets"].values()],
-                          start=report["copy_start_s"][leg])
+        return copy_costs_by_volume(
+            {name: (s["files"], s["bytes"], s[f"stage_{leg}_s"])
+             for name, s in report["sets"].items()}, start=report["copy_start_s"][leg])
 
     @figure("MiB/s", "Stage-in bandwidth (copy into scratch, the whole data set)",
             headline="Stage a data set into scratch")
@@ -178,17 +206,34 @@ class StagingCheckBase(ScratchCheck):
     def stage_out_bw(self):
         return self._rate(self.staging_report()["bytes_out"] / MIB, "stage_out_s")
 
-    # What a copy costs per byte and per file, separated by the two sets' timings: the
-    # advisor predicts a job's staging as files / file rate + bytes / byte bandwidth.
-    @figure("MiB/s", "Stage-in bandwidth once the per-file cost is taken out",
+    # What a copy costs per file, per byte of its first burst-sized volume and per byte
+    # past it, separated by the three sets' timings: the advisor predicts a job's
+    # staging as files / file rate + the first bytes / their bandwidth + the rest /
+    # the sustained bandwidth.
+    @figure("MiB/s", "Stage-in bandwidth past the burst's volume, per-file cost taken out",
             role="stage_in_bytes_per_s")
     def stage_in_byte_bw(self):
-        return 1.0 / self._costs("in")[1] / MIB
+        return 1.0 / self._costs("in")[3] / MIB
 
-    @figure("MiB/s", "Stage-out bandwidth once the per-file cost is taken out",
+    @figure("MiB/s", "Stage-out bandwidth past the burst's volume, per-file cost taken out",
             role="stage_out_bytes_per_s")
     def stage_out_byte_bw(self):
+        return 1.0 / self._costs("out")[3] / MIB
+
+    @figure("MiB/s", "Stage-in bandwidth of a burst (a copy the page cache absorbs), "
+            "per-file cost taken out", role="stage_in_first_bytes_per_s")
+    def stage_in_burst_bw(self):
+        return 1.0 / self._costs("in")[1] / MIB
+
+    @figure("MiB/s", "Stage-out bandwidth of a burst (a copy the page cache absorbs), "
+            "per-file cost taken out", role="stage_out_first_bytes_per_s")
+    def stage_out_burst_bw(self):
         return 1.0 / self._costs("out")[1] / MIB
+
+    @figure("MiB", "Size of the burst: the copy the burst bandwidths were measured on",
+            role="stage_first_bytes")
+    def stage_burst_size(self):
+        return self._costs("in")[2] / MIB
 
     @figure("files/s", "Files staged in per second, their bytes' time taken out",
             role="stage_in_files_per_s")

@@ -145,17 +145,26 @@
     // staging
     if (!d.stage_in && !d.stage_out) parts.staging = part(0, null, null, 0, "the job does not stage");
     else {
-      var s = 0, lo = 0, hi = 0, runs = [], rests = [], gap = null;
+      var s = 0, lo = 0, hi = 0, runs = [], rests = [], notes = [], gap = null;
       ["in", "out"].forEach(function (leg) {
         var amount = d["stage_" + leg];
         if (!amount || gap) return;
         var bw = lead(t, "stage_" + leg + "_bytes_per_s"), fr = lead(t, "stage_" + leg + "_files_per_s");
         if (!bw || !fr) { gap = "no stored stage-" + leg + " rates"; return; }
-        // a copy pays for each file and for each byte (the staging check fits both)
-        function legTime(b, f) { return amount.bytes / b + amount.files / f; }
-        s += legTime(bw.value, fr.value); lo += legTime(bw.high, fr.high);
-        hi += legTime(bw.low, fr.low);
-        runs.push(bw.runs, fr.runs);
+        // a copy pays for each file and for each byte, its first bytes (as many as the
+        // staging check's burst: the page cache absorbs them) at their own bandwidth
+        var burst = lead(t, "stage_" + leg + "_first_bytes_per_s"), burstBytes = lead(t, "stage_first_bytes");
+        var first = burst && burstBytes ? Math.min(amount.bytes, burstBytes.value) : 0;
+        if (first && amount.bytes > first) {
+          notes.push("stage-" + leg + ": " + sizeWords(amount.bytes - first) + " past the " +
+                     sizeWords(first) + " burst at the sustained bandwidth; how much more a " +
+                     "node's page cache absorbs varies with its free memory");
+        }
+        [[amount.files, fr], [first, burst], [amount.bytes - first, bw]].forEach(function (cr) {
+          if (!cr[0]) return;
+          s += cr[0] / cr[1].value; lo += cr[0] / cr[1].high; hi += cr[0] / cr[1].low;
+          runs.push(cr[1].runs);
+        });
         rests.push(leg + ": " + sizeWords(amount.bytes) + " in " + amount.files + " files");
       });
       if (gap) parts.staging = missing(gap);
@@ -163,6 +172,7 @@
         var spread = runs.length > 0 && Math.min.apply(null, runs) > 1;
         parts.staging = part(s, spread ? lo : null, spread ? hi : null,
                              runs.length ? Math.min.apply(null, runs) : 0, rests.join("; "));
+        parts.staging.notes = notes;
       }
     }
     // total
