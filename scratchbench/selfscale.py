@@ -35,6 +35,11 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    throughput measured at the regime's focal point (on the curves that pass through it
    and in the repeated measurements).  Between the two regimes' focal uniqueBytes
    the two predictions are blended geometrically; below and above, one regime applies.
+   A prediction never exceeds the fastest throughput per process that any curve
+   measured, times the workload's processes (:attr:`Model.per_process_ceiling`): where
+   several parameters favour a workload at once (a large sequential read), their
+   ratios compound in the product although they draw on one limit, a process's copy
+   bandwidth, and the product lands above anything the search saw (up to 2.5x here).
 
 3. **Validation** (:func:`draw_workloads`, :func:`validate`): workloads drawn at random
    from the domain, never points of the search, measured and predicted; the median and
@@ -618,18 +623,39 @@ class Model:
     def knee_bytes(self):
         return self.knee.unique_bytes if self.knee else None
 
+    @property
+    def per_process_ceiling(self):
+        """The fastest throughput per process (bytes/s) of any measured point of the
+        model: every curve point, the uniqueBytes curve's included, and the focal
+        points.  A curve's processes are those it was measured with (``fixed``), or
+        its regime's focal point's (a model rebuilt from stored figures)."""
+        def processes(curve, regime):
+            return curve.fixed.get("process_num", regime.focal.process_num)
+        cache = self.regimes["cache"]
+        best = max(y / processes(self.unique_curve, cache) for y in self.unique_curve.ys)
+        for regime in self.regimes.values():
+            best = max(best, regime.throughput / regime.focal.process_num)
+            for p, curve in regime.curves.items():
+                for x, y in zip(curve.xs, curve.ys):
+                    best = max(best, y / (x if p == "process_num" else
+                                          processes(curve, regime)))
+        return best
+
     def predict(self, workload):
-        """Predicted throughput of a workload (bytes/s)."""
+        """Predicted throughput of a workload (bytes/s): the product form, at most
+        per_process_ceiling per process."""
         if isinstance(workload, dict):
             workload = Workload.from_dict(workload)
         weight = self.regime_weight(workload)
         cache = self.predict_in(workload, "cache")
         if weight <= 0.0:
-            return cache
-        device = self.predict_in(workload, "device")
-        if weight >= 1.0:
-            return device
-        return math.exp((1 - weight) * math.log(cache) + weight * math.log(device))
+            value = cache
+        elif weight >= 1.0:
+            value = self.predict_in(workload, "device")
+        else:
+            device = self.predict_in(workload, "device")
+            value = math.exp((1 - weight) * math.log(cache) + weight * math.log(device))
+        return min(value, self.per_process_ceiling * workload.process_num)
 
     def as_dict(self):
         return {"unique_curve": self.unique_curve.as_dict(),

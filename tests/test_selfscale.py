@@ -232,6 +232,30 @@ def test_one_noisy_unique_bytes_point_does_not_move_every_prediction():
     assert smooth.ys[3] == pytest.approx(1.2 ** 0.5)
 
 
+def test_a_prediction_never_passes_the_fastest_measured_rate_per_process():
+    """Large requests and all reads each measured 2x the focal throughput (one process):
+    the product form says 4x for a workload with both, more than any point measured;
+    the prediction stops at the fastest rate per process measured, times its processes."""
+    focal = ss.Workload(16 * MIB, 64 * KIB, 0.5, 0.5, 1)
+    others = {"seq_frac": ([0.0, 0.5, 1.0], [100.0, 100.0, 100.0]),
+              "process_num": ([1, 2], [100.0, 150.0])}
+    curves = {p: ss.Curve(p, *others.get(p, ([focal.get(p), 2 * focal.get(p)] if p ==
+                                              "size_mean" else [0.5, 1.0], [100.0, 200.0])),
+                          regime="cache")
+              for p in ss.SHAPE_PARAMETERS}
+    model = ss.Model(ss.Curve("unique_bytes", [MIB, 16 * MIB], [100.0, 100.0]),
+                     {"cache": ss.Regime("cache", focal, 100.0, curves)})
+    assert model.per_process_ceiling == 200.0
+    assert model.predict(focal) == pytest.approx(100.0)
+    large_reads = ss.Workload(16 * MIB, 128 * KIB, 1.0, 0.5, 1)
+    assert model.predict_in(large_reads, "cache") == pytest.approx(400.0)
+    assert model.predict(large_reads) == pytest.approx(200.0)
+    # one favourable parameter reaches no further than measured; two processes double
+    # the ceiling (the product says 600)
+    assert model.predict(large_reads.with_value("read_frac", 0.5)) == pytest.approx(200.0)
+    assert model.predict(large_reads.with_value("process_num", 2)) == pytest.approx(400.0)
+
+
 def test_exploration_round_trips_through_json():
     ex = ss.explore(Synthetic().measure, DOMAIN, repeats=2)
     again = ss.Exploration.from_dict(json.loads(json.dumps(ex.as_dict())))
