@@ -456,7 +456,11 @@ def serve(directory):
 
 # A plot is drawn when Plotly drew it; a 3-D plot past the page's live WebGL budget is
 # kept as a picture of itself (img.snapshot), drawn all the same.
-RENDERED = ("() => [...document.querySelectorAll('[data-plot]')].every(el => "
+#: every plot outside a closed fold has been drawn (or turned into its picture); with
+#: the argument true, only those on the first screen
+RENDERED = ("(firstScreen) => [...document.querySelectorAll('[data-plot]')].every(el => "
+            "el.closest('details:not([open])') || "
+            "(firstScreen && el.getBoundingClientRect().top > window.innerHeight) || "
             "el.dataset.rendered === '1' && (el.querySelector('.plot-container') || "
             "el.querySelector('img.snapshot') || el.classList.contains('no-webgl')))")
 SCROLL = """async () => {
@@ -478,11 +482,23 @@ ALIVE_CONTEXTS = "() => window.__webglContexts.filter(gl => !gl.isContextLost())
 MOST_CONTEXTS = 6 + 1
 
 
+def in_full(names):
+    """The pages browse() opens every fold of and draws every plot on: the first page of
+    each kind (index, fs-, across-, run-, ...), whose template and charts the others of
+    its kind share.  Drawing all of a file-system page's ~200 plots takes Chromium over
+    a minute on 2 cores; the others of a kind are seen as a visitor first sees them."""
+    first = {}
+    for name in sorted(names):
+        first.setdefault(name.split("-", 1)[0], name)
+    return set(first.values())
+
+
 def browse(home, shots, unfolded=(), pages="pages"):
-    """Open every page of home/<pages>, open every fold, scroll until every plot has
-    rendered, follow every link; save screenshots {page: png name} as a visitor first
-    sees the page, and of the pages in `unfolded` with every fold open.  Returns the
-    problems seen (console errors and warnings, failed requests, dialogs) and the links."""
+    """Open every page of home/<pages>; on the pages in_full() picks, open every fold and
+    scroll until every plot has rendered; follow every link; save screenshots {page:
+    png name} as a visitor first sees the page, and of the pages in `unfolded` (drawn
+    in full) with every fold open.  Returns the problems seen (console errors and
+    warnings, failed requests, dialogs, too many live WebGL contexts) and the links."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -501,6 +517,7 @@ def browse(home, shots, unfolded=(), pages="pages"):
             page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
             page.on("dialog", lambda d: (problems.append(f"dialog {d.message}"), d.dismiss()))
             names = sorted(p.name for p in (home / pages).glob("*.html"))
+            full = in_full(names) | set(unfolded)
             for name in names:
                 response = page.goto(f"{site}/{name}")
                 assert response.status == 200, name
@@ -510,10 +527,11 @@ def browse(home, shots, unfolded=(), pages="pages"):
                     page.wait_for_timeout(300)
                     page.evaluate("window.scrollTo(0, 0)")
                     page.screenshot(path=str(ARTIFACTS / shots[name]), full_page=True)
-                page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-                page.evaluate(SCROLL)
+                if name in full:
+                    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+                    page.evaluate(SCROLL)
                 if page.locator("[data-plot]").count():
-                    page.wait_for_function(RENDERED, timeout=120000)
+                    page.wait_for_function(RENDERED, arg=name not in full, timeout=120000)
                 alive = page.evaluate(ALIVE_CONTEXTS)
                 if alive > MOST_CONTEXTS:
                     problems.append(f"{name}: {alive} WebGL contexts alive after every plot "
