@@ -837,6 +837,12 @@ def predict_staging(profile, figures):
             notes.append(f"stage-{leg}: {ss.size_words(amount['bytes'] - first)} past the "
                          f"{ss.size_words(first)} burst at the sustained bandwidth; how much "
                          "more a node's page cache absorbs varies with its free memory")
+        largest = _rate(figures, "stage_largest_bytes")
+        if largest and amount["bytes"] > largest.value:
+            notes.append(f"stage-{leg}: {ss.size_words(amount['bytes'])} is "
+                         f"{amount['bytes'] / largest.value:,.1f}x the largest copy the "
+                         f"staging check timed ({ss.size_words(largest.value)}): its "
+                         "sustained bandwidth is carried past what was measured")
         seconds += sum(count / rate.value for count, rate in rated)
         low += sum(count / rate.high for count, rate in rated)
         high += sum(count / rate.low for count, rate in rated)

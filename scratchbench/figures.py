@@ -37,6 +37,8 @@ ROLES = {
     "stage_out_first_bytes_per_s": "bytes copied out of the scratch target per second by "
                                    "a copy of stage_first_bytes, the per-file cost taken out",
     "stage_first_bytes": "the size of the copy the first-bytes rates were measured on",
+    "stage_largest_bytes": "the size of the largest copy the staging rates were measured "
+                           "on: a larger copy is predicted past what was measured",
     "stage_in_files_per_s": "files copied into the scratch target per second, their "
                             "bytes' time taken out",
     "stage_out_files_per_s": "files copied out of the scratch target per second, their "

@@ -239,7 +239,8 @@ def declared(label, unit, role, headline=""):
 
 def rate_cases(target, factor, burst=True):
     """Metadata rates in two variants (one leads the pages) and staging rates: per file,
-    per byte past a 256 MiB burst and, with `burst`, the burst's (4x faster)."""
+    per byte past a 256 MiB burst and, with `burst`, the burst's (4x faster) and the
+    largest copy timed (512 MiB)."""
     cases = []
     for removers, lead in ((1, True), (4, False)):
         cases.append(make_case(
@@ -263,11 +264,12 @@ def rate_cases(target, factor, burst=True):
                     "fo": declared("files out", "files/s", "stage_out_files_per_s")}
     if burst:
         figures.update({"bbi": (400 * factor, "MiB/s", []), "bbo": (320 * factor, "MiB/s", []),
-                        "bb": (256, "MiB", [])})
+                        "bb": (256, "MiB", []), "bl": (512, "MiB", [])})
         declarations.update({"bbi": declared("burst in", "MiB/s", "stage_in_first_bytes_per_s"),
                              "bbo": declared("burst out", "MiB/s",
                                              "stage_out_first_bytes_per_s"),
-                             "bb": declared("burst size", "MiB", "stage_first_bytes")})
+                             "bb": declared("burst size", "MiB", "stage_first_bytes"),
+                             "bl": declared("largest copy", "MiB", "stage_largest_bytes")})
     cases.append(make_case("StagingCheck", {"scratch_target": target}, "builtin", target,
                            figures, declarations=declarations))
     return cases
@@ -331,6 +333,8 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert staging["seconds"] == pytest.approx(0.64 + 7.68 + 0.2, rel=1e-9)
     assert staging["low"] == pytest.approx((0.64 + 7.68 + 0.2) / 1.25, rel=1e-9)
     assert "256 MiB at 400 MiB/s (a burst)" in staging["rests_on"]
+    assert ("stage-in: 1 GiB is 2.0x the largest copy the staging check timed (512 MiB): "
+            "its sustained bandwidth is carried past what was measured") in staging["notes"]
     total = fast["total"]
     assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 8.52, rel=1e-9)
     assert total["low"] <= total["seconds"] <= total["high"]
@@ -482,6 +486,7 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
                         row.get_attribute("data-seconds"), row.get_attribute("data-low"),
                         row.get_attribute("data-high")))
             use = page.locator("#advisor-use").text_content()
+            result_words = page.locator("#advisor-result").text_content()
             page.locator("details").first.evaluate("d => d.open = true")
             page.screenshot(path=str(ARTIFACTS / "advisor-page.png"), full_page=True)
             # a bad value: one line on the page, nothing thrown
@@ -506,6 +511,13 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
                 else:
                     assert value == pytest.approx(want, rel=1e-9), (t["target"], name, got)
     assert expected["recommendation"]["words"] in use
+    # 2 GiB staged out, 4x the largest copy timed: the page says so as advise does
+    fast_notes = next(t for t in expected["targets"] if t["target"] == "fastfs")[
+        "parts"]["staging"]["notes"]
+    beyond = [n for n in fast_notes if "the largest copy" in n]
+    assert beyond == ["stage-out: 2 GiB is 4.0x the largest copy the staging check timed "
+                      "(512 MiB): its sustained bandwidth is carried past what was measured"]
+    assert beyond[0] in result_words
     print(f"screenshot: {ARTIFACTS / 'advisor-page.png'}")
 
 

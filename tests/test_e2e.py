@@ -81,6 +81,9 @@ def test_staging_verified_checksums_both_ways(first):
             assert case["perfvalues"][key][0] > 0
         size = next(v for k, v in case["perfvalues"].items() if k.endswith("stage_burst_size"))
         assert size[0] == 2.0 and size[4] == "MiB"
+        largest = next(v for k, v in case["perfvalues"].items()
+                       if k.endswith("stage_largest_copy"))
+        assert largest[0] == 16.0 and largest[4] == "MiB"
 
 
 def test_per_job_directory_is_gone_after_the_job(first, cluster):

@@ -235,6 +235,11 @@ class StagingCheckBase(ScratchCheck):
     def stage_burst_size(self):
         return self._costs("in")[2] / MIB
 
+    @figure("MiB", "Size of the largest copy timed (the large set): the sustained "
+            "bandwidths are measured up to it", role="stage_largest_bytes")
+    def stage_largest_copy(self):
+        return self.staging_report()["sets"]["large"]["bytes"] / MIB
+
     @figure("files/s", "Files staged in per second, their bytes' time taken out",
             role="stage_in_files_per_s")
     def stage_in_file_rate(self):

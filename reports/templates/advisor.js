@@ -160,6 +160,13 @@
                      sizeWords(first) + " burst at the sustained bandwidth; how much more a " +
                      "node's page cache absorbs varies with its free memory");
         }
+        var largest = lead(t, "stage_largest_bytes");
+        if (largest && amount.bytes > largest.value) {
+          notes.push("stage-" + leg + ": " + sizeWords(amount.bytes) + " is " +
+                     (amount.bytes / largest.value).toFixed(1) + "x the largest copy the " +
+                     "staging check timed (" + sizeWords(largest.value) + "): its sustained " +
+                     "bandwidth is carried past what was measured");
+        }
         [[amount.files, fr], [first, burst], [amount.bytes - first, bw]].forEach(function (cr) {
           if (!cr[0]) return;
           s += cr[0] / cr[1].value; lo += cr[0] / cr[1].high; hi += cr[0] / cr[1].low;
