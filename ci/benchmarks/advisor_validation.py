@@ -222,7 +222,9 @@ def job_script(target, kernel, work, repeats, stage_home):
                           f"echo \"$t0 $t1\" > copy-{i}-{rep}.txt; rm -rf -- {dest}; sync"]
                 continue
             args = " ".join(shlex.quote(a) for a in w["kernel"])
-            lines.append(f"srun -n {PROCESSES} {shlex.quote(str(kernel))} {args} "
+            # the same: no dirty data of the workload before (the kernel's own timers
+            # leave this sync out), as the checks measured each point after a sync
+            lines.append(f"sync; srun -n {PROCESSES} {shlex.quote(str(kernel))} {args} "
                          f"--seed {rep + 1} --dir \"$dir\" --output report-{i}-{rep}.json "
                          f"|| echo \"workload {i} repeat {rep}: exit $?\" >&2")
     return "\n".join(lines) + "\n"
