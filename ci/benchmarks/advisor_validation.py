@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -321,8 +322,10 @@ def main():
         t0 = time.monotonic()
         submit = subprocess.run(["sbatch", "--wait", "--partition=batch", str(script)],
                                 capture_output=True, text=True, env=cluster.client_env())
+        # the copies' source data (1.2 GiB) goes; the reports and job output stay
+        shutil.rmtree(stage_home)
         print(f"{target}: the job took {time.monotonic() - t0:.0f} s (sbatch exit "
-              f"{submit.returncode}); work files in {work}", flush=True)
+              f"{submit.returncode}); its reports and output in {work}", flush=True)
         err = (work / "job.err").read_text().strip() if (work / "job.err").exists() else ""
         if err:
             print("  job stderr: " + err.splitlines()[-1][:200])
