@@ -159,7 +159,7 @@ class Profile:
                      f"{self.files_written:,} written")
         if self.opens or self.stats:
             parts.append(f"{self.opens:,} opens, {self.stats:,} stats")
-        legs = [f"{leg} {ss.size_words(s['bytes'])} in {s['files']:,} files"
+        legs = [f"{leg} {ss.size_words(s['bytes'])} in {count_words(s['files'], 'file')}"
                 for leg, s in (self.staging or {}).items() if s["bytes"] or s["files"]]
         if legs:
             parts.append("stages " + ", ".join(legs))
@@ -750,6 +750,11 @@ def _rate(figures, role):
     return rates[0] if rates else None
 
 
+def count_words(n, singular, plural=None):
+    """'1 file', '2 files', '1,200 opens of existing files'."""
+    return f"{n:,} {singular if n == 1 else plural or singular + 's'}"
+
+
 def _counted(parts, what):
     """Seconds (and interval) of [(count, Rate, words)]: count / rate, summed."""
     seconds = low = high = 0.0
@@ -762,7 +767,7 @@ def _counted(parts, what):
         high += count / rate.low
         runs.append(rate.runs)
         dates.append(rate.date)
-        rests.append(f"{count:,} {words} at {rate.value:,.0f}/s")
+        rests.append(f"{count_words(count, *words)} at {rate.value:,.0f}/s")
     spread = bool(runs) and min(runs) > 1
     return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
                 runs=min(runs) if runs else 0, date=max(dates) if dates else None,
@@ -772,9 +777,9 @@ def _counted(parts, what):
 def predict_metadata(profile, figures):
     creations = profile.files_written
     others = max(0, profile.opens - creations)
-    needed = [(creations, "creations_per_s", "creations"), (others, "opens_per_s",
-                                                        "opens of existing files"),
-              (profile.stats, "stats_per_s", "stats")]
+    needed = [(creations, "creations_per_s", ("creation",)),
+              (others, "opens_per_s", ("open of an existing file", "opens of existing files")),
+              (profile.stats, "stats_per_s", ("stat",))]
     parts = []
     for count, role, words in needed:
         rate = _rate(figures, role)
@@ -798,7 +803,7 @@ def predict_deletion(profile, figures):
     if not rates:
         return Part(missing="no stored deletion rate (no figure declares the role "
                             "deletions_per_s)")
-    part = _counted([(profile.files_written, rates[0], "deletions")], "deletion")
+    part = _counted([(profile.files_written, rates[0], ("deletion",))], "deletion")
     if rates[0].variant:
         part.rests_on += f" ({rates[0].variant})"
     fastest = max(rates, key=lambda r: r.value)
@@ -848,9 +853,10 @@ def predict_staging(profile, figures):
         high += sum(count / rate.low for count, rate in rated)
         runs += [rate.runs for _, rate in rated]
         dates += [rate.date for _, rate in rated]
-        rests.append(f"{leg}: {ss.size_words(amount['bytes'])} in {amount['files']:,} files: "
-                     + ", ".join(
-                         f"{count:,} files at {rate.value:,.0f}/s" if rate is files else
+        rests.append(f"{leg}: {ss.size_words(amount['bytes'])} in "
+                     f"{count_words(amount['files'], 'file')}: " + ", ".join(
+                         f"{count_words(count, 'file')} at {rate.value:,.0f}/s"
+                         if rate is files else
                          f"{ss.size_words(count)} at {rate.value / MIB:,.0f} MiB/s"
                          + (" (a burst)" if rate is burst else "")
                          for count, rate in rated))

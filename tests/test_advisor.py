@@ -535,3 +535,14 @@ def test_the_advisor_names_no_check_and_no_metric():
             "KernelMetadata"} <= names
     named = sorted(n for n in names if re.search(rf"\b{n}\b", code))
     assert named == [], f"the advisor names {named}"
+
+
+def test_counts_are_said_in_the_singular_and_the_plural():
+    assert advisor.count_words(1, "file") == "1 file"
+    assert advisor.count_words(1200, "file") == "1,200 files"
+    assert advisor.count_words(2, "open of an existing file", "opens of existing files") == \
+        "2 opens of existing files"
+    job = advisor.description_profile({"processes": 1, "bytes": 0, "files": 1,
+                                       "files_written": 1, "opens": 1,
+                                       "stage_out": {"bytes": "4 MiB", "files": 1}}, "one")
+    assert "stages out 4 MiB in 1 file" in job.words()

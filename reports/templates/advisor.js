@@ -73,13 +73,17 @@
             missing: "", notes: []};
   }
   function missing(words) { var p = part(null, null, null, 0, ""); p.missing = words; return p; }
+  // "1 file", "2 files": as count_words in reports/advisor.py
+  function countWords(n, one, many) {
+    return n.toLocaleString("en") + " " + (n === 1 ? one : (many || one + "s"));
+  }
   function counted(items) {
     var s = 0, lo = 0, hi = 0, runs = [], rests = [];
     items.forEach(function (it) {
       if (!it.count) return;
       s += it.count / it.rate.value; lo += it.count / it.rate.high; hi += it.count / it.rate.low;
       runs.push(it.rate.runs);
-      rests.push(it.count.toLocaleString("en") + " " + it.words + " at " +
+      rests.push(countWords(it.count, it.words[0], it.words[1]) + " at " +
                  Math.round(it.rate.value).toLocaleString("en") + "/s");
     });
     var spread = runs.length > 0 && Math.min.apply(null, runs) > 1;
@@ -118,9 +122,9 @@
     }
     // metadata
     var creations = d.files_written, others = Math.max(0, d.opens - creations), items = [];
-    var needed = [[creations, "creations_per_s", "creations"],
-                  [others, "opens_per_s", "opens of existing files"],
-                  [d.stats, "stats_per_s", "stats"]];
+    var needed = [[creations, "creations_per_s", ["creation"]],
+                  [others, "opens_per_s", ["open of an existing file", "opens of existing files"]],
+                  [d.stats, "stats_per_s", ["stat"]]];
     for (var i = 0; i < needed.length; i++) {
       var rate = lead(t, needed[i][1]);
       if (needed[i][0] && !rate) {
@@ -135,7 +139,7 @@
     if (!d.files_written) parts.deletion = part(0, null, null, 0, "the job writes no file");
     else if (!deletes.length) parts.deletion = missing("no stored deletion rate");
     else {
-      parts.deletion = counted([{count: d.files_written, rate: deletes[0], words: "deletions"}]);
+      parts.deletion = counted([{count: d.files_written, rate: deletes[0], words: ["deletion"]}]);
       var fastest = deletes.reduce(function (a, b) { return b.value > a.value ? b : a; });
       if (fastest !== deletes[0] && fastest.value > deletes[0].value * 1.1) {
         parts.deletion.notes.push("with " + (fastest.variant || fastest.label) + ": " +
@@ -172,7 +176,7 @@
           s += cr[0] / cr[1].value; lo += cr[0] / cr[1].high; hi += cr[0] / cr[1].low;
           runs.push(cr[1].runs);
         });
-        rests.push(leg + ": " + sizeWords(amount.bytes) + " in " + amount.files + " files");
+        rests.push(leg + ": " + sizeWords(amount.bytes) + " in " + countWords(amount.files, "file"));
       });
       if (gap) parts.staging = missing(gap);
       else {
