@@ -41,14 +41,15 @@ site_configuration = with_scratch_targets(with_scratch_targets({
         "modules_system": "lmod",
         "stagedir": str(RESULTS / "stage"),
         "outputdir": str(RESULTS / "output"),
-        # A job that asks for both nodes while one is still completing its previous
-        # exclusive job pends for a moment as "ReqNodeNotAvail"; ReFrame takes that
-        # reason for a blocked job and cancels it.  Here it only means "busy": wait.
-        "sched_options": {"ignore_reqnodenotavail": True},
         "partitions": [{
             "name": "batch",
             "descr": f"Slurm partition 'batch': {NODES} nodes x {CPUS_PER_NODE} CPUs",
             "scheduler": "slurm",
+            # A job that asks for both nodes while one is still completing its previous
+            # exclusive job pends for a moment as "ReqNodeNotAvail"; ReFrame takes that
+            # reason for a blocked job and cancels it.  Here it only means "busy": wait.
+            # (The partition's sched_options: its Slurm backend reads no others.)
+            "sched_options": {"ignore_reqnodenotavail": True},
             "launcher": "srun",
             "access": ["--partition=batch"],
             "environs": ["builtin", "gnu-openmpi", "gnu-mpich"],
