@@ -14,6 +14,7 @@ import json
 import os
 
 from scratchbench import paths
+import scratchbench.slurm_embedded  # noqa: F401  (registers the 'slurm_embedded' scheduler)
 from scratchbench.sites import (ScratchTarget, polling, results_logging, results_storage,
                                 with_scratch_targets)
 
@@ -44,12 +45,9 @@ site_configuration = with_scratch_targets(with_scratch_targets({
         "partitions": [{
             "name": "batch",
             "descr": f"Slurm partition 'batch': {NODES} nodes x {CPUS_PER_NODE} CPUs",
-            "scheduler": "slurm",
-            # A job that asks for both nodes while one is still completing its previous
-            # exclusive job pends for a moment as "ReqNodeNotAvail"; ReFrame takes that
-            # reason for a blocked job and cancels it.  Here it only means "busy": wait.
-            # (The partition's sched_options: its Slurm backend reads no others.)
-            "sched_options": {"ignore_reqnodenotavail": True},
+            # Slurm, but a job waits out a node that misses a ping under load instead
+            # of being cancelled as blocked (scratchbench/slurm_embedded.py)
+            "scheduler": "slurm_embedded",
             "launcher": "srun",
             "access": ["--partition=batch"],
             "environs": ["builtin", "gnu-openmpi", "gnu-mpich"],

@@ -88,6 +88,22 @@ def test_per_job_scratch_directory_is_made_and_removed(cluster, tmp_path):
     assert os.path.isdir(san_root), "and nothing above it"
 
 
+def test_the_reframe_backend_names_the_nodes_out_of_service(cluster, monkeypatch):
+    # What the embedded site's ReFrame backend asks before it cancels a job pending as
+    # ReqNodeNotAvail: every node in service here (a job then waits), one drained there.
+    from scratchbench.slurm_embedded import nodes_out_of_service
+    env = cluster.client_env()
+    monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
+    assert nodes_out_of_service() == {}
+    run(["scontrol", "update", "nodename=n2", "state=drain", "reason=backend test"], env=env,
+        check=True)
+    try:
+        assert nodes_out_of_service() == {"n2": "drained: backend test"}
+    finally:
+        run(["scontrol", "update", "nodename=n2", "state=resume"], env=env, check=True)
+    assert nodes_out_of_service() == {}
+
+
 def test_down_stops_only_its_own_daemons_by_pid(spare_home, cluster):
     decoy_dir = reachable_tmpdir("decoy-")
     decoy = decoy_dir / "slurmd"

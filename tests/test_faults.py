@@ -269,6 +269,29 @@ def test_a_job_that_hits_its_time_limit(home, healthy):
     no_job_left(cluster)
 
 
+def test_a_two_node_check_behind_a_drained_node(home, healthy):
+    """A job that needs a drained node would pend for ever: it is cancelled as blocked,
+    naming the node and why it is out of service, and the run ends.  (A node that only
+    misses a ping under load is still in service: there the job waits.)"""
+    cluster = healthy
+    env = env_of(home, workloads_file(home))
+    run(["scontrol", "update", "nodename=n2", "state=drain", "reason=fault test"],
+        env=cluster.client_env(), check=True)
+    try:
+        proc = start_run(env, "--name", "KernelNodeSweep.*node_count=2",
+                         "--target", "localscratch")
+        result = finish(proc, timeout=600)
+    finally:
+        run(["scontrol", "update", "nodename=n2", "state=resume"], env=cluster.client_env())
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    failed = failed_lines(result)
+    assert len(failed) == 2, result.stdout[-3000:]
+    assert all(re.search(r"KernelNodeSweep on localscratch \(2 nodes\).*blocked due to reason: "
+                         r"ReqNodeNotAvail.*\(node n2 is drained: fault test\)", ln)
+               for ln in failed), failed
+    no_job_left(cluster)
+
+
 def test_slurmctld_restarted_in_the_middle_of_the_suite(home, healthy):
     cluster = healthy
     before = stored_digest(home)

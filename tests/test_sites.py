@@ -61,16 +61,6 @@ def test_shipped_site_configs_load_and_validate(site):
     assert all(targets.values()), "every partition reaches at least one scratch target"
 
 
-def test_embedded_slurm_partition_waits_for_a_node_still_completing():
-    # ReFrame's Slurm backend reads its options from the partition it schedules on
-    # (systems/0/partitions/@NAME/sched_options); set at system level, the option was
-    # ignored and a job pending a moment as ReqNodeNotAvail was cancelled.
-    from reframe.core import config as rfm_config
-    site = rfm_config.load_config(str(resolve_site_config("local")))
-    site.select_subconfig("embedded")
-    assert site.get("systems/0/partitions/@batch/sched_options/ignore_reqnodenotavail")
-
-
 def test_example_lsf_site_follows_seed_004():
     cfg = load_site_config(resolve_site_config("example_lsf"))
     parts = {p["name"]: p for p in cfg["systems"][0]["partitions"]}

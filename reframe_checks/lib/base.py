@@ -24,6 +24,7 @@ import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    variable)
+from reframe.core.schedulers.slurm import SlurmJobScheduler
 
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
@@ -79,6 +80,12 @@ def words(bytes_count):
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
         value /= 1024
     return f"{bytes_count} B"
+
+
+def on_slurm(partition):
+    """Whether the partition's jobs go to Slurm (under ReFrame's own backend or a site's
+    subclass of it, such as the embedded cluster's)."""
+    return isinstance(partition.scheduler, SlurmJobScheduler)
 
 
 class SuiteTest(rfm.RegressionTestPlugin):
@@ -217,8 +224,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                           f"needs {self.num_nodes_used} nodes, partition "
                           f"{self.current_partition.fullname} has {available}")
         # More ranks than a node advertises would pend forever under Slurm.
-        if self.current_partition.extras.get("overcommit") and \
-                self.current_partition.scheduler.registered_name == "slurm":
+        if self.current_partition.extras.get("overcommit") and on_slurm(self.current_partition):
             self.job.options += ["--overcommit"]
 
     @run_after("setup")
@@ -226,7 +232,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         """A benchmark job Slurm requeues after a node failure would rerun later under
         other conditions and leave a job behind the run: fail it instead, with the
         scheduler's cause."""
-        if self.current_partition.scheduler.registered_name == "slurm":
+        if on_slurm(self.current_partition):
             self.job.options += ["--no-requeue"]
             # Traceable to its run, so that no run leaves a job of its own behind.
             run_id = os.environ.get("SCRATCHBENCH_RUN_ID")

@@ -18,7 +18,7 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure, words
+from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure, on_slurm, words
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import declared_targets, target_info
 
@@ -281,7 +281,7 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
         else:
             self.scratch_dir = parent.staging_report()["scratch_dir"]
         self.job.launcher = getlauncher("local")()
-        if self.current_partition.scheduler.registered_name == "slurm":
+        if on_slurm(self.current_partition):
             self.job.pin_nodes = list(parent.job.nodelist)
         self.executable_opts = [
             "-c", f"'if [ -e \"{self.scratch_dir}\" ]; then echo \"PRESENT {self.scratch_dir}\";"
