@@ -54,12 +54,14 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
             out = nodes_out_of_service()
             if out == {}:   # every node in service: "unavailable" only means slow to answer
                 self._cancel_reasons.remove("ReqNodeNotAvail")
+        before = {job: job.exception for job in jobs}
         super()._cancel_if_blocked(jobs, reasons)
         if not out:
             return
+        # the jobs cancelled just now: say which node blocked them, and why
         nodes = "; ".join(f"node {node} is {state}" for node, state in sorted(out.items()))
         for job in jobs:
-            if isinstance(job.exception, JobBlockedError) and "ReqNodeNotAvail" in \
-                    str(job.exception) and nodes not in str(job.exception):
+            error = job.exception
+            if error is not before[job] and isinstance(error, JobBlockedError):
                 job._exception = JobBlockedError(
-                    f"{str(job.exception).split('] ', 1)[-1]} ({nodes})", job.jobid)
+                    f"{str(error).split('] ', 1)[-1]} ({nodes})", job.jobid)
