@@ -2,6 +2,7 @@
 # Install what scratchbench needs on Debian 12, idempotently:
 #   - Debian packages: Slurm (slurmctld, slurmd, slurmdbd, client), munge, MariaDB,
 #     Open MPI and MPICH, Lmod, fio, Chromium (for the page tests), build tools,
+#     GlusterFS server and client with xfsprogs (the embedded cluster's SAN),
 #     liburing (the kernel's io_uring engine) and strace (tests read the kernel's
 #     system calls);
 #   - a Python venv in .venv with the pinned harness (and test) dependencies.
@@ -11,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 packages=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server
           openmpi-bin libopenmpi-dev mpich libmpich-dev lmod fio chromium
-          make gcc liburing-dev python3-venv git strace)
+          make gcc liburing-dev python3-venv git strace
+          glusterfs-server glusterfs-client xfsprogs)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -22,15 +22,24 @@ EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
 
 def _cluster(args):
     from cluster import ClusterSpec, EmbeddedCluster
+    from cluster.san import parse_size
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action == "up":
         spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
-                           base_port=args.base_port, san_root=args.scratch_root or "")
+                           base_port=args.base_port, san_root=args.scratch_root or "",
+                           san_servers=args.san_servers,
+                           san_brick_size=parse_size(args.san_brick_size),
+                           san_stripe_size=parse_size(args.san_stripe_size))
         status = cluster.up(spec)
     elif args.action == "down":
         cluster.down()
         return 0
+    elif args.action == "health":
+        problems = cluster.problems()
+        for problem in problems:
+            print(problem)
+        return 1 if problems else 0
     else:
         status = cluster.status()
     if args.json:
@@ -54,8 +63,31 @@ def _format_status(status):
                      f"  log {d['log']}")
     for node, state in sorted(status.get("nodes", {}).items()):
         lines.append(f"  node {node}: {state}")
-    lines.append(f"  per-job scratch (MYSANSCRATCH) under {spec.get('san_root')}")
+    lines.extend(_format_san(status.get("san") or {}, spec))
     return "\n".join(lines)
+
+
+def _format_san(san, spec):
+    from cluster.san import size_words
+
+    root = spec.get("san_root")
+    if san.get("kind") != "glusterfs":
+        reason = f" ({san['reason']})" if san.get("reason") else ""
+        return [f"  per-job scratch (MYSANSCRATCH) under {root}: a plain directory of this "
+                f"machine, not a SAN{reason}"]
+    stripe = (f"shards of {size_words(san['stripe_size'])}" if san.get("stripe_size")
+              else "no sharding")
+    lines = [f"  SAN: GlusterFS volume '{san.get('volume')}' on {san.get('address')}, "
+             f"{san.get('servers')} storage servers of {size_words(san.get('brick_size', 0))}, "
+             f"{stripe}; mounted at {root} on this machine and on every node (its own client)",
+             f"  per-job scratch (MYSANSCRATCH) under {root}"]
+    for brick in san.get("bricks", []):
+        lines.append(f"  storage server {brick['server'][1:]}: "
+                     f"{'online' if brick['online'] else 'DOWN'}, pid {brick['pid']}, port "
+                     f"{brick['port']}, {brick['path']}")
+    for problem in san.get("problems", []):
+        lines.append(f"  SAN problem: {problem}")
+    return lines
 
 
 def _run(args):
@@ -153,12 +185,16 @@ def build_parser():
     cluster = sub.add_parser(
         "cluster", help="the embedded Slurm cluster on this machine",
         description="Start, stop or inspect the embedded Slurm cluster: munged, MariaDB + "
-                    "slurmdbd, slurmctld and N slurmd on 127.0.0.1, with a prolog/epilog "
-                    "that makes and removes a per-job MYSANSCRATCH directory.",
+                    "slurmdbd, slurmctld and N slurmd on 127.0.0.1, a GlusterFS SAN (storage "
+                    "servers on disk images of their own, a client on every node), and a "
+                    "prolog/epilog that makes and removes a per-job MYSANSCRATCH directory "
+                    "on the SAN.",
         epilog=EPILOG)
-    cluster.add_argument("action", choices=["up", "down", "status"],
-                         help="up: start (a no-op when running); down: stop the daemons it "
-                              "started; status: daemons and node states")
+    cluster.add_argument("action", choices=["up", "down", "status", "health"],
+                         help="up: start (a no-op when running; repairs what of the SAN is "
+                              "gone); down: stop the daemons it started; status: daemons, "
+                              "node states, the SAN's servers; health: what is wrong, one "
+                              "line each (nothing and exit 0 when healthy, exit 1 otherwise)")
     cluster.add_argument("--nodes", type=int, default=2, help="slurmd nodes (default 2)")
     cluster.add_argument("--cpus-per-node", type=int, default=2,
                          help="CPUs each node advertises (default 2)")
@@ -167,7 +203,18 @@ def build_parser():
                               "(default: the first free block from 17817 up, recorded in "
                               "the cluster's state so status and down find it)")
     cluster.add_argument("--scratch-root", metavar="DIR",
-                         help="where per-job directories go (default <cluster dir>/sanscratch)")
+                         help="where the SAN is mounted and per-job directories go "
+                              "(default <cluster dir>/sanscratch)")
+    cluster.add_argument("--san-servers", type=int, default=2, metavar="N",
+                         help="GlusterFS storage servers of the SAN, each a brick on a disk "
+                              "image of its own (default 2; 0: per-job directories on a "
+                              "plain directory, no SAN)")
+    cluster.add_argument("--san-brick-size", default="8g", metavar="SIZE",
+                         help="each storage server's disk, a sparse XFS image (default 8g)")
+    cluster.add_argument("--san-stripe-size", default="0", metavar="SIZE",
+                         help="shard files across the servers in blocks of SIZE, the seeds' "
+                              "stripe (a power of two, 1m and up; default 0: files stay whole "
+                              "on one server)")
     cluster.add_argument("--json", action="store_true", help="print the status as JSON")
     cluster.set_defaults(func=_cluster)
 

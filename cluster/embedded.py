@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cluster.san import (DEFAULT_BRICK_SIZE, DEFAULT_SERVERS, GlusterSan, SanUnavailable,
+                         validate_san_options)
 from scratchbench.errors import ClusterError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -69,6 +71,12 @@ class ClusterSpec:
     base_port: int = None   # None: the first free block of ports from 17817 up
     san_root: str = ""      # per-job scratch root; default <cluster dir>/sanscratch
     name: str = "scratchbench"
+    #: GlusterFS storage servers of the SAN (0: per-job directories on a plain directory)
+    san_servers: int = DEFAULT_SERVERS
+    #: size of each server's disk (a sparse XFS image)
+    san_brick_size: int = DEFAULT_BRICK_SIZE
+    #: shard block size (the seeds' stripe size); 0: no sharding, files stay whole
+    san_stripe_size: int = 0
 
     def ports(self):
         """Every TCP port the cluster listens on, by daemon name."""
@@ -89,6 +97,14 @@ class ClusterSpec:
         if self.base_port is not None and not 1024 <= self.base_port <= 65535 - 10 - self.nodes:
             raise ClusterError(
                 f"--base-port {self.base_port}: expected 1024 to {65535 - 10 - self.nodes}")
+        if self.san_servers:
+            validate_san_options(self.san_servers, self.san_brick_size, self.san_stripe_size)
+        elif self.san_servers != 0:
+            raise ClusterError(f"--san-servers {self.san_servers}: expected 0 to 16")
+
+
+def _is_san_daemon(name):
+    return name == "glusterd" or name.startswith("san-client-")
 
 
 def node_name(index):
@@ -247,9 +263,12 @@ class EmbeddedCluster:
         spec.validate()
         state = self.read_state()
         if state and state.get("daemons"):
-            alive = self.running_daemons()
-            if len(alive) == len(state["daemons"]) and self._slurm_responds():
-                _progress(f"already up ({len(alive)} daemons, state in {self.dir})")
+            alive = {d["name"] for d in self.running_daemons()}
+            slurm = [d for d in state["daemons"] if not _is_san_daemon(d["name"])]
+            if all(d["name"] in alive for d in slurm) and self._slurm_responds():
+                self._repair_san(state)
+                _progress(f"already up ({len(self.running_daemons())} daemons, state in "
+                          f"{self.dir})")
                 return self.status()
             if alive:
                 _progress("found a partly running cluster; stopping it before a clean start")
@@ -291,6 +310,7 @@ class EmbeddedCluster:
                 self._start_mariadb(state, spec)
                 self._start_slurmdbd(state, spec)
                 self._start_slurmctld(state, spec)
+                self._start_san(state, spec)
                 self._start_slurmds(state, spec)
             except BaseException:
                 _progress("start-up failed; stopping the daemons started so far")
@@ -369,14 +389,16 @@ class EmbeddedCluster:
             os.chmod(path, 0o600)
         return path.read_text().strip()
 
-    def _spawn(self, state, name, argv, user=None, env=None):
+    def _spawn(self, state, name, argv, user=None, env=None, program=None):
+        """Start a daemon in the foreground as our child and record it; ``program`` is
+        what its PID will run once it has exec'ed (a launcher that execs it)."""
         log_path = self.log / f"{name}.out"
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True,
                                     user=user, env=env or self.client_env(), cwd=self.dir)
         state["daemons"].append({"name": name, "pid": proc.pid,
-                                 "program": os.path.basename(argv[0]),
+                                 "program": program or os.path.basename(argv[0]),
                                  "log": str(log_path)})
         self._write_state(state)
         return proc
@@ -491,11 +513,98 @@ class EmbeddedCluster:
         self._start_slurmctld(state, spec)
         return self.status()
 
+    @property
+    def san(self):
+        return GlusterSan(self.dir, (self.read_state() or {}).get("spec", {}).get("san_root")
+                          or self.dir / "sanscratch")
+
+    def _start_san(self, state, spec):
+        """The GlusterFS SAN that holds the per-job directories, or, where it cannot start,
+        a plain directory, said in one line and recorded (the site config and the pages
+        describe the target from this record)."""
+        san = GlusterSan(self.dir, spec.san_root)
+        if not spec.san_servers:
+            state["san"] = {"kind": "directory", "reason": "--san-servers 0 asked for no SAN"}
+        else:
+            try:
+                state["san"] = san.start(
+                    state, spec, lambda name, argv: self._spawn(state, name, argv),
+                    _progress)
+            except SanUnavailable as exc:
+                _progress(f"the GlusterFS SAN cannot start: {exc}; per-job directories "
+                          f"(MYSANSCRATCH) fall back to a plain directory, {spec.san_root}")
+                state["san"] = {"kind": "directory", "reason": str(exc)}
+        self._write_state(state)
+
+    def _repair_san(self, state):
+        """`up` on a running cluster: start again what of the SAN is gone (glusterd, a
+        storage server, this machine's or a node's client), and say what it did."""
+        san_state = state.get("san") or {}
+        if san_state.get("kind") != "glusterfs":
+            return
+        spec = ClusterSpec(**state["spec"])
+        san = GlusterSan(self.dir, spec.san_root)
+        spawn = lambda name, argv: self._spawn(state, name, argv)  # noqa: E731
+        daemons = {d["name"]: d for d in state["daemons"]}
+        alive = {d["name"] for d in self.running_daemons()}
+
+        def forget(name):
+            state["daemons"] = [d for d in state["daemons"] if d["name"] != name]
+
+        try:
+            if "san-client-login" not in alive:
+                forget("san-client-login")
+            if "glusterd" not in alive:
+                _progress("the SAN's glusterd is not running: starting it again")
+                forget("glusterd")
+                # (start() mounts this machine's client again only if it is gone)
+                state["san"] = san.start(state, spec, spawn, _progress)
+            else:
+                down = [b["server"] for b in san.brick_status() if not b["online"]]
+                if down:
+                    _progress(f"storage server(s) {', '.join(down)} of the SAN are down: "
+                              "starting them again")
+                    san.gluster("volume", "start", "sanscratch", "force")
+                if "san-client-login" not in alive:
+                    san.mount_login_client(san_state, spawn, _progress)
+            for name, daemon in daemons.items():
+                if not name.startswith("slurmd-") or name not in alive:
+                    continue
+                node = name[len("slurmd-"):]
+                if not san.node_mount_ok(daemon["pid"]):
+                    forget(f"san-client-{node}")
+                    proc = san.remount_node_client(san_state, node, daemon["pid"], _progress)
+                    state["daemons"].append({"name": f"san-client-{node}", "pid": proc.pid,
+                                             "program": "glusterfs",
+                                             "log": str(san.log / f"client-{node}.log")})
+        except ClusterError as exc:
+            _progress(f"could not repair the SAN: {exc}")
+        finally:
+            self._write_state(state)
+        problems = san.health(state)
+        for problem in problems:
+            _progress(f"still wrong after repair: {problem}")
+
     def _start_slurmds(self, state, spec):
+        san = GlusterSan(self.dir, spec.san_root)
+        on_san = (state.get("san") or {}).get("kind") == "glusterfs"
         for i in range(spec.nodes):
             name = node_name(i)
-            _progress(f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}")
-            proc = self._spawn(state, f"slurmd-{name}", [find_program("slurmd"), "-D", "-N", name])
+            where = " with its own SAN client" if on_san else ""
+            _progress(f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}"
+                      + where)
+            slurmd = [find_program("slurmd"), "-D", "-N", name]
+            if on_san:
+                proc = self._spawn(state, f"slurmd-{name}",
+                                   san.node_launcher(state["san"], name, slurmd),
+                                   program="slurmd")
+                client = san.node_client_pid(name)
+                state["daemons"].append({"name": f"san-client-{name}", "pid": client,
+                                         "program": "glusterfs",
+                                         "log": str(san.log / f"client-{name}.log")})
+                self._write_state(state)
+            else:
+                proc = self._spawn(state, f"slurmd-{name}", slurmd)
             # A node is up once slurmctld has heard from it.
             self._wait(proc, f"slurmd-{name}",
                        lambda name=name: self._node_states().get(name, "unknown")
@@ -535,12 +644,31 @@ class EmbeddedCluster:
         daemons = [dict(d, alive=process_alive(d["pid"])
                         and process_program(d["pid"]) == d["program"])
                    for d in state.get("daemons", [])]
-        responds = all(d["alive"] for d in daemons) and bool(daemons) and self._slurm_responds()
+        # Slurm's daemons make the cluster up; what of the SAN is wrong is listed apart
+        slurm = [d for d in daemons if not _is_san_daemon(d["name"])]
+        responds = all(d["alive"] for d in slurm) and bool(slurm) and self._slurm_responds()
         nodes = self._node_states() if responds else {}
-        return {"up": responds, "dir": str(self.dir), "spec": state.get("spec"),
+        san = dict(state.get("san") or {})
+        if san.get("kind") == "glusterfs" and daemons:
+            san["bricks"] = self.san.brick_status()
+            san["problems"] = self.san.health(state)
+        return {"up": responds, "dir": str(self.dir), "spec": state.get("spec"), "san": san,
                 "ports": state.get("ports", "pinned"), "munge_dir": state.get("munge_dir"),
                 "slurm_conf": str(self.slurm_conf), "daemons": daemons, "nodes": nodes,
                 "up_seconds": state.get("up_seconds")}
+
+    def problems(self):
+        """What is wrong with a cluster that was started, in words, one item each (the
+        embedded site's targets run this as their health command)."""
+        state = self.read_state() or {}
+        if not state.get("daemons"):
+            return [f"the embedded cluster in {self.dir} is not running"]
+        alive = {d["name"] for d in self.running_daemons()}
+        problems = [f"{d['name']} (pid {d['pid']}) is not running; log: {d['log']}"
+                    for d in state["daemons"]
+                    if d["name"] not in alive and not _is_san_daemon(d["name"])]
+        problems += self.san.health(state)
+        return problems
 
     # ---- down --------------------------------------------------------------------------
     def _stop(self, daemon, timeout, quiet=True):
@@ -575,6 +703,10 @@ class EmbeddedCluster:
         for daemon in reversed(state["daemons"]):
             if self._stop(daemon, timeout, quiet):
                 stopped.append(daemon["name"])
+        if (state.get("san") or {}).get("kind") == "glusterfs":
+            # The storage servers glusterd started, then exactly the mounts `up` made.
+            self.san.stop_bricks()
+            self.san.unmount_all()
         state["daemons"] = []
         state.pop("up_seconds", None)
         self._write_state(state)

@@ -1222,11 +1222,17 @@ def _build(conn, out, nightly_verdicts, title):
         run, cases = latest.get(target, (None, []))
         state = problems(cases)
         page = fs_page(target, series, headline_rankings, verdicts, Plots())
+        # what the target was in its latest run, in the site's words
+        page["kind"] = next((c["scratch_kind"] for c in cases if c["scratch_kind"]),
+                            page["kind"])
+        page["description"] = next((c["scratch_description"] for c in cases
+                                    if c["scratch_description"]), "")
         write(fs_pages[target], "fs.html", name=target, page=page, run=run, state=state,
               advice=advice(target, headline_rankings, series),
               verdict_counts=sorted(verdict_counts[target].items()), plots=True,
               quartiles=True)
         summary.append({"name": target, "kind": page["kind"], "partitions": page["partitions"],
+                        "description": page["description"],
                         "page": fs_pages[target],
                         "run": run, "state": state,
                         "verdicts": [(verdict_words(v), n, v) for v, n in

@@ -160,6 +160,7 @@ def ingest_report(conn, report, meta=None, source=""):
                 "system": case.get("system"), "partition": case.get("partition"),
                 "environ": case.get("environ"), "scratch_target": case.get("scratch_target"),
                 "scratch_kind": case.get("scratch_kind"),
+                "scratch_description": case.get("scratch_description") or None,
                 "nodes": _num(case.get("num_nodes_used")),
                 "tasks_per_node": _num(case.get("tasks_per_node_used")),
                 "num_tasks": _num(case.get("num_tasks")),

@@ -55,6 +55,11 @@ class ScratchTarget:
     #: the same storage from every node; None: decided by the kind (san, nfs, parallel,
     #: burst-buffer and object are shared)
     shared: bool = None
+    #: a shell command, run where ReFrame runs when a job on this target failed, that
+    #: prints what is wrong with the file system, one problem a line ("storage server 2
+    #: of sanscratch is down"), and nothing when it is healthy; the failed case's cause
+    #: then starts with it.  Empty: none.
+    health_command: str = ""
 
     def validate(self, where):
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
@@ -92,6 +97,9 @@ class ScratchTarget:
         if self.shared is not None and not isinstance(self.shared, bool):
             raise ConfigError(f"{where}: scratch target '{self.name}': shared must be True, "
                               "False or left out")
+        if not isinstance(self.health_command, str):
+            raise ConfigError(f"{where}: scratch target '{self.name}': health_command must be "
+                              "a shell command (a string), or left out")
         if not isinstance(self.references, dict):
             raise ConfigError(f"{where}: scratch target '{self.name}': references must be a "
                               "dict of {check: {metric: (value, lower, upper, unit)}}")

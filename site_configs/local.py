@@ -12,6 +12,9 @@ per-job scratch directory, Open MPI only (Debian's `mpirun` is Open MPI's).
 
 import json
 import os
+import shlex
+import sys
+from pathlib import Path
 
 from scratchbench import paths
 import scratchbench.slurm_embedded  # noqa: F401  (registers the 'slurm_embedded' scheduler)
@@ -22,15 +25,50 @@ MODULEPATH = str(paths.SITE_CONFIGS_DIR / "modulefiles")
 RESULTS = paths.results_dir()
 
 
-def _cluster_size():
+def _cluster_state():
     try:
-        spec = json.loads((paths.cluster_dir() / "cluster.json").read_text())["spec"]
+        return json.loads((paths.cluster_dir() / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _cluster_size(state):
+    try:
+        spec = state["spec"]
         return int(spec["nodes"]), int(spec["cpus_per_node"])
-    except (OSError, ValueError, KeyError):
+    except (KeyError, TypeError, ValueError):
         return 2, 2   # the defaults of `scratchbench cluster up`
 
 
-NODES, CPUS_PER_NODE = _cluster_size()
+def _sanscratch(state):
+    """The per-job target as the running cluster made it: on its GlusterFS SAN, or on a
+    plain directory when the SAN could not start (and why)."""
+    san = state.get("san") or {}
+    if san.get("kind") == "glusterfs":
+        stripe = (f"files sharded in {san['stripe_size'] >> 20} MiB blocks"
+                  if san.get("stripe_size") else "each file whole on one server")
+        return ScratchTarget(
+            name="sanscratch", path="$MYSANSCRATCH", kind="san", partitions=["batch"],
+            per_job=True, cleanup="scheduler", health_command=HEALTH_COMMAND,
+            description=f"GlusterFS SAN: {san.get('servers')} storage servers, each on a disk "
+                        f"of its own, {stripe}; every node reads and writes through its own "
+                        "client (FUSE, TCP). The per-job directory is made by the Slurm "
+                        "prolog and removed by the epilog, like seed 004's /sanscratch/$JOBID")
+    reason = san.get("reason") or "no cluster has been started"
+    return ScratchTarget(
+        name="sanscratch", path="$MYSANSCRATCH", kind="other", shared=True,
+        partitions=["batch"], per_job=True, cleanup="scheduler",
+        description="per-job directory on a plain directory of this machine's disk, NOT a "
+                    f"network file system (the GlusterFS SAN could not start: {reason}); "
+                    "made by the Slurm prolog and removed by the epilog")
+
+
+# What a failed case on the SAN asks: which server or client is gone (`cluster health`).
+HEALTH_COMMAND = (f"SCRATCHBENCH_HOME={shlex.quote(str(paths.state_dir()))} "
+                  f"{shlex.quote(str(Path(sys.executable).with_name('scratchbench')))} "
+                  "cluster health")
+CLUSTER_STATE = _cluster_state()
+NODES, CPUS_PER_NODE = _cluster_size(CLUSTER_STATE)
 LOCAL_CPUS = os.cpu_count() or 1
 LMOD_INIT = "source /usr/share/lmod/lmod/init/bash"
 
@@ -106,16 +144,14 @@ site_configuration = with_scratch_targets(with_scratch_targets({
     "storage": results_storage(RESULTS),
     "general": [{"check_search_path": [str(paths.CHECKS_DIR)], **polling()}],
 }, system="embedded", targets=[
-    ScratchTarget(
-        name="sanscratch", path="$MYSANSCRATCH", kind="san", partitions=["batch"],
-        per_job=True, cleanup="scheduler",
-        description="per-job directory made by the Slurm prolog and removed by the epilog, "
-                    "like seed 004's /sanscratch/$JOBID"),
+    _sanscratch(CLUSTER_STATE),
     ScratchTarget(
         name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],
         disks=["$LOCALSCRATCH/disk0", "$LOCALSCRATCH/disk1"],
-        description="node-local directory of each slurmd, like /localscratch; disk0 and "
-                    "disk1 stand for two disks (they share this machine's one)"),
+        description="node-local directory of each node, like /localscratch, on this "
+                    "machine's own disk (ext4 or what holds the state directory), read "
+                    "through the node's page cache; disk0 and disk1 stand for two disks "
+                    "(they share this machine's one)"),
 ]), system="embedded-local", targets=[
     ScratchTarget(
         name="localscratch", path="$SCRATCHBENCH_LOCAL_SCRATCH", kind="local-disk",

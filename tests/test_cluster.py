@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -60,7 +61,9 @@ def test_status_shows_nodes_and_daemons(cluster):
     status = json.loads(result.stdout)
     assert status["up"] and status["nodes"] == {"n1": "idle", "n2": "idle"}
     names = [d["name"] for d in status["daemons"]]
-    assert names == ["munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd-n1", "slurmd-n2"]
+    assert names == ["munged", "mariadbd", "slurmdbd", "slurmctld", "glusterd",
+                     "san-client-login", "slurmd-n1", "san-client-n1", "slurmd-n2",
+                     "san-client-n2"]
     assert all(d["alive"] for d in status["daemons"])
     text = scratchbench("cluster", "status", env={"SCRATCHBENCH_HOME": str(cluster.dir.parent)})
     assert "node n1: idle" in text.stdout and "MYSANSCRATCH" in text.stdout
@@ -115,11 +118,16 @@ def test_down_stops_only_its_own_daemons_by_pid(spare_home, cluster):
         up = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817", env=env)
         assert up.returncode == 0, up.stderr
         pids = [d["pid"] for d in EmbeddedCluster(spare_home / "cluster").status()["daemons"]]
-        assert len(pids) == 5 and all(process_alive(p) for p in pids)
+        # munged, mariadbd, slurmdbd, slurmctld, glusterd, this machine's SAN client,
+        # slurmd-n1 and n1's own SAN client
+        assert len(pids) == 8 and all(process_alive(p) for p in pids)
         down = scratchbench("cluster", "down", env=env)
         assert down.returncode == 0, down.stderr
-        assert "stopped 5 daemons" in down.stderr
+        assert "stopped 8 daemons" in down.stderr
         assert not any(process_alive(p) for p in pids)
+        assert processes_mentioning(str(spare_home)) == [], "the storage servers stopped too"
+        assert str(spare_home) not in Path("/proc/self/mountinfo").read_text(), \
+            "the SAN's mounts are gone"
         assert sleeper.poll() is None, "a process merely named slurmd is left alone"
         assert all(process_alive(p) for p in session_pids), "another cluster is left alone"
         again = scratchbench("cluster", "down", env=env)
@@ -255,7 +263,40 @@ def test_two_clusters_at_once_take_their_own_ports(cluster):
 @pytest.mark.parametrize("args,expect", [
     (["--nodes", "0"], "--nodes 0: expected 1 to 16"),
     (["--base-port", "80"], "--base-port 80: expected 1024"),
+    (["--san-servers", "17"], "--san-servers 17: expected 1 to 16"),
+    (["--san-stripe-size", "3m"], "--san-stripe-size 3145728: expected a power of two"),
+    (["--san-brick-size", "1x"], "size '1x': expected a number of bytes"),
 ])
 def test_bad_options(spare_home, args, expect):
     result = scratchbench("cluster", "up", *args, env={"SCRATCHBENCH_HOME": str(spare_home)})
     assert result.returncode == 3 and expect in one_line_error(result)
+
+
+def test_a_san_that_cannot_start_falls_back_to_a_plain_directory_and_says_so(spare_home):
+    """This cluster's SAN address is taken by another program: `up` says so in one line,
+    the per-job directories go to a plain directory, and the site config describes the
+    target as what it is."""
+    record = spare_home / "cluster" / "san" / "address"
+    record.parent.mkdir(parents=True)
+    record.write_text("127.0.0.200\n")
+    holder = socket.socket()
+    holder.bind(("127.0.0.200", 24007))
+    holder.listen()
+    env = {"SCRATCHBENCH_HOME": str(spare_home)}
+    try:
+        up = scratchbench("cluster", "up", "--nodes", "1", env=env)
+    finally:
+        holder.close()
+    assert up.returncode == 0, up.stderr
+    said = [ln for ln in up.stderr.splitlines() if "the GlusterFS SAN cannot start" in ln]
+    assert len(said) == 1 and "127.0.0.200:24007" in said[0] and "plain directory" in said[0]
+    status = scratchbench("cluster", "status", env=env).stdout
+    assert "a plain directory of this machine, not a SAN" in status
+    describe = run([sys.executable, "-c",
+                    "import runpy; c = runpy.run_path('site_configs/local.py')"
+                    "['site_configuration']; t = c['systems'][0]['partitions'][0]['extras']"
+                    "['scratch_targets']['sanscratch']; print(t['kind']); "
+                    "print(t['description'])"],
+                   env=env, cwd=Path(__file__).resolve().parents[1])
+    kind, description = describe.stdout.splitlines()[:2]
+    assert kind == "other" and "NOT a network file system" in description, describe.stderr

@@ -218,3 +218,25 @@ def test_local_flag_only_for_the_local_site():
                                                            "example_slurm.py"))
     assert result.returncode == 2
     assert "has no 'embedded-local' system" in result.stderr
+
+
+def test_metadata_on_the_san_costs_what_a_network_file_system_costs(first):
+    """Seed 002's point, measured for real: creating, opening and deleting files on the
+    GlusterFS SAN (every call a round trip to a storage server) runs far below the
+    node-local disk.  Medians over the metadata check's cases of each target."""
+    rates = {}
+    for case in case_named(first, r"^KernelMetadata"):
+        for key, value in case["perfvalues"].items():
+            metric = key.split(":")[-1]
+            rates.setdefault((case["scratch_target"], metric), []).append(value[0])
+
+    def median(target, metric):
+        values = sorted(rates[(target, metric)])
+        return values[len(values) // 2]
+
+    kinds = {c["scratch_target"]: c["scratch_kind"] for c in case_named(first, r"^KernelMetadata")}
+    assert kinds == {"sanscratch": "san", "localscratch": "local-disk"}, \
+        f"the SAN did not start: {kinds}"
+    for metric, factor in (("create_rate", 2), ("open_close_rate", 5), ("delete_rate", 5)):
+        san, local = median("sanscratch", metric), median("localscratch", metric)
+        assert san * factor < local, f"{metric}: SAN {san:.0f}/s, node-local {local:.0f}/s"

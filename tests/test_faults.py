@@ -59,6 +59,9 @@ def healthy(fault_cluster):
     """Before each fault: every node idle, no job queued (restart what a fault broke)."""
     c = fault_cluster
     status = c.status()
+    if (status.get("san") or {}).get("problems"):
+        c.up(c.recorded_spec())          # repairs what of the SAN a fault broke
+        status = c.status()
     if not status["up"] or any(not s.startswith("idle") for s in status["nodes"].values()):
         for node, state in status.get("nodes", {}).items():
             run(["scontrol", "update", f"nodename={node}", "state=resume"], env=c.client_env())
@@ -447,3 +450,62 @@ def test_a_stale_lock_is_taken_over_and_said(home, healthy):
                           env=env_of(home), timeout=900)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "took over the run lock left by run 20200101T000000Z" in result.stdout
+
+
+@pytest.mark.parametrize("fault", ["storage server killed", "node client gone",
+                                   "glusterd restarted"])
+def test_a_san_fault_during_a_run(home, healthy, fault):
+    """The SAN fails under a running check: a storage server (the brick process that holds
+    the check's file) dies, or the client of the check's node, or glusterd is restarted
+    (not in the data path: nothing may fail). The cases it hit fail naming the server or
+    the node, nothing stored is lost, `cluster up` repairs it, the next run is clean."""
+    cluster = healthy
+    assert cluster.status()["san"].get("kind") == "glusterfs", cluster.status()["san"]
+    before = stored_digest(home)
+    env = env_of(home, workloads_file(home))
+    checks = ["--name", "KernelIOTest.*fpp-posix", "--target", "sanscratch"]
+    proc = start_run(env, *checks)
+    job, node = wait_for_running_job(cluster)
+    servers = cluster.dir / "san" / "servers"
+    deadline = time.monotonic() + 60
+    holding = []
+    while not holding and time.monotonic() < deadline:
+        holding = sorted({p.relative_to(servers).parts[0]
+                          for p in servers.glob(f"s*/brick/{job}/*/*") if p.is_file()})
+        time.sleep(0.2)
+    assert holding, f"job {job} wrote no file on the storage servers"
+    daemons = {d["name"]: d for d in cluster.status()["daemons"]}
+    if fault == "storage server killed":
+        server = holding[0]
+        brick = next(b for b in cluster.status()["san"]["bricks"] if b["server"] == server)
+        os.kill(brick["pid"], signal.SIGKILL)
+        cause, repaired = (f"storage server {server[1:]} of sanscratch is down",
+                           f"storage server(s) {server} of the SAN are down")
+    elif fault == "node client gone":
+        os.kill(daemons[f"san-client-{node}"]["pid"], signal.SIGKILL)
+        cause, repaired = (f"node {node}'s client of sanscratch is gone",
+                           f"node {node}: its SAN client is gone; mounting a new one")
+    else:
+        os.kill(daemons["glusterd"]["pid"], signal.SIGKILL)
+        time.sleep(1)
+        up = scratchbench("cluster", "up", env=env_of(home))
+        assert up.returncode == 0 and "glusterd is not running: starting it again" in up.stderr
+        cause = repaired = None
+    result = finish(proc)
+    if cause is None:
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert result.stdout.splitlines()[-1] == "4 passed, 0 failed, 0 skipped"
+    else:
+        assert result.returncode == 1, result.stdout[-3000:]
+        failed = failed_lines(result)
+        assert failed, result.stdout[-3000:]
+        for line in failed:
+            assert cause in line, line
+    no_job_left(cluster)
+    assert_earlier_figures_kept(home, before)
+    if repaired:
+        up = scratchbench("cluster", "up", env=env_of(home))
+        assert up.returncode == 0 and repaired in up.stderr, up.stderr
+    assert scratchbench("cluster", "health", env=env_of(home)).returncode == 0
+    again = scratchbench("run", "--no-start", *checks, env=env_of(home), timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:]

@@ -614,3 +614,15 @@ def test_quick_run_pages_render_in_chromium(quick_site, quick_runs, sb_home):
     assert problems == []
     assert any(f"/results/runs/{latest}/output/" in link for link in links)
     print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")
+
+
+def test_quick_pages_say_what_each_file_system_is(quick_site):
+    """Node-local disk against the GlusterFS SAN, in the site config's words, on the index
+    and on each file system's page (not two anonymous directories of one disk)."""
+    index = text_of((quick_site / "index.html").read_text())
+    san = text_of((quick_site / "fs-sanscratch.html").read_text())
+    local = text_of((quick_site / "fs-localscratch.html").read_text())
+    assert "Kind: san. GlusterFS SAN: 2 storage servers, each on a disk of its own" in san
+    assert "every node reads and writes through its own client" in san
+    assert "Kind: local-disk. node-local directory of each node" in local
+    assert "GlusterFS SAN: 2 storage servers" in index and "node-local directory" in index

@@ -115,6 +115,8 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     run_in_tags = variable(list, value=list(TAGS))
 
     scratch_kind = variable(str, value="")
+    #: what the target is, in the site config's words (kept with the figures)
+    scratch_description = variable(str, value="")
     scratch_path = variable(str, value="")
     scratch_per_job = variable(bool, value=False)
     num_nodes_used = variable(int, value=1)
@@ -202,6 +204,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     def resolve_target(self):
         info = target_info(self.current_partition, self.scratch_target)
         self.scratch_kind = info["kind"]
+        self.scratch_description = info.get("description") or ""
         self.scratch_path = info["path"]
         self.scratch_per_job = bool(info.get("per_job"))
         refs = os.path.join(rt.runtime().get_option("general/0/reference_prefix") or "",
@@ -292,6 +295,27 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                             + (f": {reason.strip()}" if reason.strip() not in ("", "none")
                                else ""))
         return sorted(set(down))
+
+    @run_before("sanity")
+    def blame_the_file_system(self):
+        """A job that failed while its file system is unwell fails with the file system's
+        own words first ("storage server 2 of sanscratch is down"), from the command the
+        target declares (``health_command``); a healthy file system changes nothing."""
+        command = target_info(self.current_partition, self.scratch_target).get(
+            "health_command")
+        exitcode = getattr(self.job, "exitcode", None)
+        if not command or exitcode in (0, None):
+            return
+        try:
+            said = subprocess.run(command, shell=True, capture_output=True, text=True,
+                                  timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            return
+        problems = [line.strip() for line in said.splitlines() if line.strip()]
+        if problems:
+            raise sn.SanityError(f"{'; '.join(problems)} (job {self.job.jobid} exited "
+                                 f"{exitcode}, during {type(self).__name__} on "
+                                 f"{self.scratch_target})")
 
     def missing_output(self, what):
         """The one-line reason for an output file that is not there: the scheduler's

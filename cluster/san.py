@@ -1,0 +1,519 @@
+"""The embedded cluster's SAN: a real GlusterFS volume with a client on every node.
+
+Seed 004's sites keep ``/sanscratch`` on a SAN that every node mounts through its own
+client; here that is GlusterFS (Debian's glusterfs-server and -client):
+
+* ``glusterd`` with its state, logs, sockets and pid files under ``<cluster>/san/``,
+  listening on a loopback address of its own (``127.0.0.N:24007``: its bricks fetch
+  their volume file from port 24007 whatever glusterd is told, so two clusters on one
+  machine differ by address, not port); brick ports come from the cluster's port block.
+* N storage servers, each one brick process on a disk of its own: a loop-mounted XFS
+  image of a set size, so a server can fill up and no server's data sits in another's
+  page cache.
+* One distributed volume; ``stripe_size`` turns on sharding with that block size.
+* One FUSE client per embedded node, mounted at the same path on every node inside the
+  node's own mount namespace (the node's slurmd and its jobs live there), so each node
+  reads through its own client and its own client cache, as on a cluster; one more
+  client on this machine itself (the login node's view) at the same path.
+
+Everything started is recorded by PID in the cluster's state; ``stop`` ends exactly
+that and unmounts exactly the mounts made here.
+"""
+
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from scratchbench.errors import ClusterError
+
+GLUSTERD_PORT = 24007           # fixed: bricks fetch their volume file from this port
+VOLUME = "sanscratch"
+FIRST_BRICK_PORT_OFFSET = 30    # brick ports: base port + 30 .. base port + 49
+MAX_SERVERS = 16
+DEFAULT_SERVERS = 2
+DEFAULT_BRICK_SIZE = 8 << 30    # sparse images: only what is written takes room
+MIN_BRICK_SIZE = 512 << 20      # XFS wants 300 MiB at the least; keep room for logs
+SAN_PROGRAMS = ("glusterd", "glusterfs", "glusterfsd", "gluster", "mkfs.xfs", "unshare",
+                "nsenter", "mountpoint")
+
+
+class SanUnavailable(ClusterError):
+    """The SAN cannot start here (no FUSE, no GlusterFS, not root...): the cluster's
+    per-job directories fall back to a plain directory, and say so."""
+
+
+def parse_size(text):
+    """'8g', '512m', '4096' -> bytes (binary multiples)."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    raw = str(text).strip().lower().rstrip("ib").rstrip("b")
+    try:
+        if raw and raw[-1] in units:
+            return int(float(raw[:-1]) * units[raw[-1]])
+        return int(raw)
+    except ValueError:
+        raise ClusterError(f"size {text!r}: expected a number of bytes with an optional "
+                           "k, m, g or t suffix") from None
+
+
+def size_words(size):
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def validate_san_options(servers, brick_size, stripe_size):
+    if not 1 <= int(servers) <= MAX_SERVERS:
+        raise ClusterError(f"--san-servers {servers}: expected 1 to {MAX_SERVERS} storage "
+                           "servers")
+    if brick_size < MIN_BRICK_SIZE:
+        raise ClusterError(f"--san-brick-size {size_words(brick_size)}: expected at least "
+                           f"{size_words(MIN_BRICK_SIZE)} per server")
+    if stripe_size:
+        if stripe_size & (stripe_size - 1) or stripe_size < (1 << 20):
+            raise ClusterError(f"--san-stripe-size {stripe_size}: expected a power of two of "
+                               "at least 1 MiB (GlusterFS's shard block size)")
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _program(pid):
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return None
+    return os.path.basename(argv0.decode(errors="replace"))
+
+
+def _top_mount(path, mountinfo="/proc/self/mountinfo"):
+    """(type, device) of the visible mount exactly at path in that mount table, or None."""
+    try:
+        lines = Path(mountinfo).read_text().splitlines()
+    except OSError:
+        return None
+    found = None
+    for line in lines:
+        fields = line.split()
+        sep = fields.index("-")
+        if fields[4].replace("\\040", " ") == str(path):
+            found = (fields[sep + 1], fields[2])   # the last mount on a point is visible
+    return found
+
+
+def _mounted(path, mountinfo="/proc/self/mountinfo"):
+    """The file-system type mounted exactly at path in that mount table, or None."""
+    top = _top_mount(path, mountinfo)
+    return top[0] if top else None
+
+
+def free_loopback_address():
+    """127.0.0.N (N >= 2) whose port 24007 is free: glusterd's address for one cluster."""
+    for n in range(2, 255):
+        address = f"127.0.0.{n}"
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((address, GLUSTERD_PORT))
+            except OSError:
+                continue
+        return address
+    raise ClusterError("no loopback address 127.0.0.2-254 has port 24007 free for glusterd")
+
+
+class GlusterSan:
+    """The SAN of one embedded cluster, rooted at ``<cluster>/san``."""
+
+    def __init__(self, cluster_dir, mount_point):
+        self.cluster_dir = Path(cluster_dir)
+        self.root = self.cluster_dir / "san"
+        self.mount_point = Path(mount_point)
+        self.etc = self.root / "etc"
+        self.log = self.root / "log"
+        self.run = self.root / "run"
+        self.workdir = self.root / "glusterd"
+        self.servers_dir = self.root / "servers"
+        self.socket = self.run / "glusterd.socket"
+
+    # ---- the gluster command line ------------------------------------------------------
+    def gluster(self, *args, check=True, timeout=120):
+        argv = ["gluster", f"--glusterd-sock={self.socket}", "--mode=script",
+                f"--log-file={self.log / 'gluster-cli.log'}", *args]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            said = (result.stderr.strip() or result.stdout.strip()).splitlines()
+            raise ClusterError(f"gluster {' '.join(args[:3])}: "
+                               f"{said[0] if said else 'failed'}; log: {self.log}")
+        return result
+
+    def volume_exists(self):
+        return (self.workdir / "vols" / VOLUME / "info").is_file()
+
+    def brick_status(self):
+        """[{server, path, online, pid, port}] from glusterd, or [] when it does not answer."""
+        try:
+            result = self.gluster("volume", "status", VOLUME, "--xml", check=False, timeout=30)
+        except subprocess.TimeoutExpired:
+            return []
+        if result.returncode != 0:
+            return []
+        try:
+            tree = ET.fromstring(result.stdout)
+        except ET.ParseError:
+            return []
+        bricks = []
+        for node in tree.iter("node"):
+            path = node.findtext("path") or ""
+            if not path.startswith(str(self.servers_dir)):
+                continue                 # self-heal and other daemons
+            server = Path(path).parent.name           # servers/s2/brick -> s2
+            pid = node.findtext("pid") or "-1"
+            bricks.append({"server": server, "path": path,
+                           "online": node.findtext("status") == "1",
+                           "pid": int(pid) if pid.lstrip("-").isdigit() else -1,
+                           "port": node.findtext("port")})
+        return sorted(bricks, key=lambda b: int(b["server"][1:]))
+
+    # ---- what this machine must offer ---------------------------------------------------
+    @staticmethod
+    def unavailable_reason():
+        """Why a SAN cannot start on this machine, or None."""
+        if os.geteuid() != 0:
+            return "the GlusterFS SAN needs root (loop devices, FUSE mounts)"
+        missing = [p for p in SAN_PROGRAMS if not shutil.which(p, path=os.environ.get(
+            "PATH", "") + ":/usr/sbin:/sbin")]
+        if missing:
+            return (f"{', '.join(missing)} not found: install Debian's glusterfs-server, "
+                    "glusterfs-client and xfsprogs")
+        if not os.path.exists("/dev/fuse"):
+            return "/dev/fuse is missing: this machine cannot mount FUSE file systems"
+        if "xfs" not in Path("/proc/filesystems").read_text():
+            return "the kernel has no XFS for the storage servers' disks"
+        if not os.path.exists("/dev/loop-control"):
+            return "/dev/loop-control is missing: no loop devices for the servers' disks"
+        return None
+
+    # ---- start ----------------------------------------------------------------------------
+    def start(self, state, spec, spawn, progress):
+        """Start (or repair) the SAN; records daemons through spawn(name, argv).
+        Returns the dict stored as state['san']."""
+        reason = self.unavailable_reason()
+        if reason:
+            raise SanUnavailable(reason)
+        for sub in (self.etc, self.log, self.run, self.workdir, self.servers_dir):
+            sub.mkdir(parents=True, exist_ok=True)
+        san = dict(state.get("san") or {})
+        san["address"] = self._address()
+        san.update(servers=spec.san_servers, brick_size=spec.san_brick_size,
+                   stripe_size=spec.san_stripe_size, volume=VOLUME, kind="glusterfs",
+                   mount_point=str(self.mount_point))
+        self._mount_server_disks(spec, progress)
+        self._write_glusterd_vol(san["address"], spec.base_port)
+        progress(f"starting glusterd on {san['address']}:{GLUSTERD_PORT} "
+                 f"(state in {self.workdir}, logs in {self.log})")
+        proc = spawn("glusterd", ["glusterd", "-N", "-f", str(self.etc / "glusterd.vol"),
+                                  "-l", str(self.log / "glusterd.log"),
+                                  "-p", str(self.run / "glusterd.pid")])
+        self._wait(lambda: self.socket.exists() and self.gluster(
+            "volume", "list", check=False, timeout=10).returncode == 0,
+            30, "glusterd", proc, log=self.log / "glusterd.log")
+        self._ensure_volume(spec, san, progress)
+        self.mount_login_client(san, spawn, progress)
+        return san
+
+    def _address(self):
+        """This SAN's loopback address: chosen once, kept beside its data (the volume's
+        bricks are registered under it), and refused when another process took it."""
+        record = self.root / "address"
+        if record.exists():
+            address = record.read_text().strip()
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind((address, GLUSTERD_PORT))
+                except OSError:
+                    raise SanUnavailable(
+                        f"{address}:{GLUSTERD_PORT}, where this SAN's glusterd listens (its "
+                        "volume is registered there), is taken by another process") from None
+            return address
+        address = free_loopback_address()
+        record.write_text(address + "\n")
+        return address
+
+    def _mount_server_disks(self, spec, progress):
+        for i in range(1, spec.san_servers + 1):
+            image = self.servers_dir / f"s{i}.xfs"
+            disk = self.servers_dir / f"s{i}"
+            disk.mkdir(exist_ok=True)
+            if _mounted(disk) == "xfs":
+                continue
+            if not image.exists():
+                progress(f"making storage server {i}'s disk: a {size_words(spec.san_brick_size)} "
+                         f"XFS image {image}")
+                with open(image, "wb") as f:
+                    f.truncate(spec.san_brick_size)
+                made = subprocess.run(["mkfs.xfs", "-q", "-f", "-i", "size=512", str(image)],
+                                      capture_output=True, text=True)
+                if made.returncode != 0:
+                    image.unlink()
+                    raise SanUnavailable(f"mkfs.xfs {image}: {made.stderr.strip()[:200]}")
+            mounted = subprocess.run(["mount", "-o", "loop", str(image), str(disk)],
+                                     capture_output=True, text=True)
+            if mounted.returncode != 0:
+                raise SanUnavailable(f"mounting storage server {i}'s disk {image}: "
+                                     f"{mounted.stderr.strip()[:200]}")
+            (disk / "brick").mkdir(exist_ok=True)
+
+    def _write_glusterd_vol(self, address, base_port):
+        first = base_port + FIRST_BRICK_PORT_OFFSET
+        (self.etc / "glusterd.vol").write_text(f"""# Generated by scratchbench cluster up (no backticks here: glusterd runs them).
+volume management
+    type mgmt/glusterd
+    option working-directory {self.workdir}
+    option run-directory {self.run / 'gluster'}
+    option cluster-test-mode {self.log}
+    option glusterd-sockfile {self.socket}
+    option transport-type socket
+    option transport.socket.bind-address {address}
+    option transport.socket.listen-port {GLUSTERD_PORT}
+    option transport.address-family inet
+    option base-port {first}
+    option max-port {first + MAX_SERVERS + 3}
+    option ping-timeout 0
+    option event-threads 1
+end-volume
+""")
+
+    def _ensure_volume(self, spec, san, progress):
+        address = san["address"]
+        bricks = [f"{address}:{self.servers_dir / f's{i}' / 'brick'}"
+                  for i in range(1, spec.san_servers + 1)]
+        if not self.volume_exists():
+            progress(f"creating the GlusterFS volume '{VOLUME}' over {spec.san_servers} "
+                     "storage servers")
+            self.gluster("volume", "create", VOLUME, "transport", "tcp", *bricks, "force")
+            # What a job's `ls -l` and `stat` see must be what the servers hold.
+            if spec.san_stripe_size:
+                self.gluster("volume", "set", VOLUME, "features.shard", "on")
+                self.gluster("volume", "set", VOLUME, "features.shard-block-size",
+                             f"{spec.san_stripe_size >> 20}MB")
+        info = self.gluster("volume", "info", VOLUME).stdout
+        if "Status: Started" not in info:
+            self.gluster("volume", "start", VOLUME)
+        started = time.monotonic()
+        deadline, forced = started + 60, False
+        while time.monotonic() < deadline:
+            status = self.brick_status()
+            if len(status) >= spec.san_servers and all(b["online"] for b in status):
+                break
+            if not forced and time.monotonic() - started > 5:
+                # a server still down after glusterd started its bricks: start it again
+                self.gluster("volume", "start", VOLUME, "force", check=False)
+                forced = True
+            time.sleep(0.5)
+        else:
+            down = [b["server"] for b in self.brick_status() if not b["online"]]
+            raise SanUnavailable(f"storage server(s) {', '.join(down) or '?'} of the SAN did "
+                                 f"not come up within 60 s; logs in {self.log / 'bricks'}")
+        san["bricks"] = self.brick_status()
+
+    def client_argv(self, san, log_name):
+        """A GlusterFS FUSE client in the foreground (our child, PID known).
+
+        --fopen-keep-cache=off: close-to-open consistency, as NFS gives and parallel jobs
+        rely on: a file another node rewrote is read afresh when opened (with the cache
+        kept, a reader saw the old contents for up to a second: Jovian's verification
+        caught it)."""
+        return ["glusterfs", "-N", f"--volfile-server={san['address']}",
+                f"--volfile-server-port={GLUSTERD_PORT}", f"--volfile-id={VOLUME}",
+                "--fopen-keep-cache=off",
+                "-l", str(self.log / f"{log_name}.log"), str(self.mount_point)]
+
+    def mount_login_client(self, san, spawn, progress):
+        """This machine's own client (what a login node sees), at the nodes' path."""
+        if _mounted(self.mount_point) == "fuse.glusterfs":
+            if self.responds(self.mount_point):
+                return
+            # its client died: the mount answers ENOTCONN until it is taken away
+            subprocess.run(["umount", "-l", str(self.mount_point)], capture_output=True)
+        self.mount_point.mkdir(parents=True, exist_ok=True)
+        progress(f"mounting the SAN at {self.mount_point} (this machine's client)")
+        proc = spawn("san-client-login", self.client_argv(san, "client-login"))
+        self._wait(lambda: _mounted(self.mount_point) == "fuse.glusterfs", 30,
+                   "the SAN's client on this machine", proc)
+        os.chmod(self.mount_point, 0o755)
+
+    def node_launcher(self, san, node, slurmd_argv):
+        """argv that starts a node inside a mount namespace of its own: the node's own
+        client is mounted there first, then the node's slurmd replaces the shell (its PID
+        is the one started).  The client's PID goes to run/client-<node>.pid."""
+        script = self.etc / f"node-{node}.sh"
+        client = " ".join(shlex.quote(a) for a in self.client_argv(san, f"client-{node}"))
+        pid_file = shlex.quote(str(self.run / f"client-{node}.pid"))
+        mount_point = shlex.quote(str(self.mount_point))
+        script.write_text(f"""#!/bin/sh
+# Node {node} of the embedded cluster, run inside its own mount namespace (`unshare`):
+# the node's own GlusterFS client first, then its slurmd (exec keeps the PID).
+set -eu
+rm -f {pid_file}
+mounts() {{ awk -v mp={mount_point} '$5 == mp' /proc/self/mountinfo | wc -l; }}
+before=$(mounts)
+{client} &
+echo $! > {pid_file}
+tries=0
+until [ "$(mounts)" -gt "$before" ]; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 150 ] || ! kill -0 "$(cat {pid_file})" 2>/dev/null; then
+        echo "node {node}: its SAN client did not mount {self.mount_point}" >&2
+        exit 1
+    fi
+    sleep 0.2
+done
+exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
+""")
+        os.chmod(script, 0o755)
+        # slave: mounts made on this machine later (a test's tmpfs) still reach the node,
+        # while the node's own client stays the node's.
+        return ["unshare", "--mount", "--propagation", "slave", "--", "/bin/sh", str(script)]
+
+    def node_client_pid(self, node, timeout=30):
+        pid_file = self.run / f"client-{node}.pid"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                return int(pid_file.read_text().strip())
+            except (OSError, ValueError):
+                time.sleep(0.1)
+        raise ClusterError(f"node {node}: its SAN client did not start; log: "
+                           f"{self.log / f'client-{node}.log'}")
+
+    def node_mount_ok(self, slurmd_pid):
+        """Whether the node (by its slurmd's PID) has its own live client mounted: a
+        GlusterFS mount on top that is not this machine's (login) client."""
+        top = _top_mount(self.mount_point, f"/proc/{slurmd_pid}/mountinfo")
+        if not top or top[0] != "fuse.glusterfs" or top == _top_mount(self.mount_point):
+            return False
+        return self.responds(Path(f"/proc/{slurmd_pid}/root") / str(self.mount_point).lstrip("/"))
+
+    @staticmethod
+    def responds(path, timeout=10):
+        """A stat of the mount answers (a dead FUSE client gives ENOTCONN, or hangs)."""
+        try:
+            return subprocess.run(["stat", "-f", str(path)], capture_output=True,
+                                  timeout=timeout).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def remount_node_client(self, san, node, slurmd_pid, progress):
+        """A node whose client died: mount a new one inside the node's namespace.
+        Returns the new client's Popen."""
+        progress(f"node {node}: its SAN client is gone; mounting a new one")
+        subprocess.run(["nsenter", "-t", str(slurmd_pid), "-m", "--", "umount", "-l",
+                        str(self.mount_point)], capture_output=True)
+        log = open(self.log / f"client-{node}.out", "ab")
+        proc = subprocess.Popen(["nsenter", "-t", str(slurmd_pid), "-m", "--",
+                                 *self.client_argv(san, f"client-{node}")],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self._wait(lambda: self.node_mount_ok(slurmd_pid), 30, f"node {node}'s SAN client", proc)
+        return proc
+
+    @staticmethod
+    def _wait(ready, timeout, what, proc=None, log=None):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                detail = ""
+                if log:
+                    errors = [ln for ln in Path(log).read_text(errors="replace").splitlines()
+                              if "] E [" in ln] if Path(log).exists() else []
+                    detail = f": {errors[0].split('] ', 3)[-1][:160]}" if errors else ""
+                raise SanUnavailable(f"{what} exited during start-up (status "
+                                     f"{proc.returncode}){detail}; log: {log or '-'}")
+            try:
+                if ready():
+                    return
+            except (OSError, subprocess.SubprocessError):
+                pass
+            time.sleep(0.2)
+        raise SanUnavailable(f"{what} did not become ready within {timeout} s")
+
+    # ---- health, for checks and `status` -----------------------------------------------
+    def health(self, state):
+        """Problems of the SAN in words, [] when healthy: which storage server is down, a
+        server disk that is full, a node whose client is gone."""
+        san = state.get("san") or {}
+        if san.get("kind") != "glusterfs":
+            return []
+        problems = []
+        daemons = {d["name"]: d for d in state.get("daemons", [])}
+        glusterd = daemons.get("glusterd")
+        if not glusterd or not _alive(glusterd["pid"]):
+            problems.append(f"the SAN's management daemon (glusterd) of {VOLUME} is down")
+        status = {b["server"]: b for b in self.brick_status()}
+        for i in range(1, int(san.get("servers", 0)) + 1):
+            server = f"s{i}"
+            brick = status.get(server)
+            pid = self._brick_pid_from_file(server)
+            if (brick and not brick["online"]) or (not brick and not (pid and _alive(pid))):
+                problems.append(f"storage server {i} of {VOLUME} is down")
+            disk = self.servers_dir / server
+            try:
+                usage = os.statvfs(disk)
+                if usage.f_bavail * usage.f_frsize < 16 << 20:
+                    problems.append(f"storage server {i} of {VOLUME} is full "
+                                    f"({size_words(usage.f_blocks * usage.f_frsize)} disk)")
+            except OSError:
+                pass
+        for name, daemon in daemons.items():
+            if name.startswith("slurmd-") and _alive(daemon["pid"]):
+                node = name[len("slurmd-"):]
+                client = daemons.get(f"san-client-{node}")
+                if not client or not _alive(client["pid"]) or \
+                        not self.node_mount_ok(daemon["pid"]):
+                    problems.append(f"node {node}'s client of {VOLUME} is gone")
+        return problems
+
+    def _brick_pid_from_file(self, server):
+        for pid_file in (self.run / "gluster" / "vols" / VOLUME).glob(f"*-s{server[1:]}-brick.pid"):
+            try:
+                return int(pid_file.read_text().strip())
+            except (OSError, ValueError):
+                return None
+        return None
+
+    # ---- stop -------------------------------------------------------------------------------
+    def stop_bricks(self):
+        """The brick processes glusterd started (they outlive glusterd): by PID file."""
+        for pid_file in (self.run / "gluster" / "vols" / VOLUME).glob("*.pid"):
+            try:
+                pid = int(pid_file.read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if _alive(pid) and _program(pid) == "glusterfsd":
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 10
+                while _alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if _alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+    def unmount_all(self):
+        """This machine's client mount and the servers' disks, exactly those."""
+        if _mounted(self.mount_point) == "fuse.glusterfs":
+            subprocess.run(["umount", "-l", str(self.mount_point)], capture_output=True)
+        for disk in sorted(self.servers_dir.glob("s*")):
+            if disk.is_dir() and _mounted(disk) == "xfs":
+                subprocess.run(["umount", str(disk)], capture_output=True)
+
