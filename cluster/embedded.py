@@ -577,6 +577,7 @@ class EmbeddedCluster:
                     state["daemons"].append({"name": f"san-client-{node}", "pid": proc.pid,
                                              "program": "glusterfs",
                                              "log": str(san.log / f"client-{node}.log")})
+                    self._resume_if_drained_by_prolog(node)
         except ClusterError as exc:
             _progress(f"could not repair the SAN: {exc}")
         finally:
@@ -584,6 +585,19 @@ class EmbeddedCluster:
         problems = san.health(state)
         for problem in problems:
             _progress(f"still wrong after repair: {problem}")
+
+    def _resume_if_drained_by_prolog(self, node):
+        """Slurm drains a node whose prolog failed (it could not make the per-job
+        directory on a dead SAN client): once the client is back, so is the node."""
+        result = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T|%E"],
+                                capture_output=True, text=True, env=self.client_env(),
+                                timeout=20)
+        state, _, reason = result.stdout.strip().partition("|")
+        if state.startswith("drain") and "prolog" in reason.lower():
+            subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
+                           capture_output=True, env=self.client_env(), timeout=20)
+            _progress(f"node {node}: drained by Slurm after its prolog failed ({reason}); "
+                      "resumed")
 
     def _start_slurmds(self, state, spec):
         san = GlusterSan(self.dir, spec.san_root)

@@ -359,6 +359,8 @@ end-volume
         client is mounted there first, then the node's slurmd replaces the shell (its PID
         is the one started).  The client's PID goes to run/client-<node>.pid."""
         script = self.etc / f"node-{node}.sh"
+        # (removed here too: node_client_pid must never read the last start's PID)
+        (self.run / f"client-{node}.pid").unlink(missing_ok=True)
         client = " ".join(shlex.quote(a) for a in self.client_argv(san, f"client-{node}"))
         pid_file = shlex.quote(str(self.run / f"client-{node}.pid"))
         mount_point = shlex.quote(str(self.mount_point))

@@ -304,7 +304,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         command = target_info(self.current_partition, self.scratch_target).get(
             "health_command")
         exitcode = getattr(self.job, "exitcode", None)
-        if not command or exitcode in (0, None):
+        # (a job Slurm ended itself, e.g. after the node's prolog failed on the file
+        # system, may carry exit code 0)
+        ended = self.scheduler_cause() if command else None
+        if not command or (exitcode in (0, None) and not ended):
             return
         try:
             said = subprocess.run(command, shell=True, capture_output=True, text=True,
@@ -313,9 +316,9 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             return
         problems = [line.strip() for line in said.splitlines() if line.strip()]
         if problems:
-            raise sn.SanityError(f"{'; '.join(problems)} (job {self.job.jobid} exited "
-                                 f"{exitcode}, during {type(self).__name__} on "
-                                 f"{self.scratch_target})")
+            how = ended or (f"job {self.job.jobid} exited {exitcode}, during "
+                            f"{type(self).__name__} on {self.scratch_target}")
+            raise sn.SanityError(f"{'; '.join(problems)} ({how})")
 
     def missing_output(self, what):
         """The one-line reason for an output file that is not there: the scheduler's
