@@ -22,14 +22,15 @@ EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
 
 def _cluster(args):
     from cluster import ClusterSpec, EmbeddedCluster
-    from cluster.san import parse_size
+    from cluster.san import DEFAULT_BRICK_SIZE, parse_size
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action == "up":
         spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
                            base_port=args.base_port, san_root=args.scratch_root or "",
                            san_servers=args.san_servers,
-                           san_brick_size=parse_size(args.san_brick_size),
+                           san_brick_size=(parse_size(args.san_brick_size)
+                                           if args.san_brick_size else DEFAULT_BRICK_SIZE),
                            san_stripe_size=parse_size(args.san_stripe_size))
         status = cluster.up(spec)
     elif args.action == "down":
@@ -209,8 +210,10 @@ def build_parser():
                          help="GlusterFS storage servers of the SAN, each a brick on a disk "
                               "image of its own (default 2; 0: per-job directories on a "
                               "plain directory, no SAN)")
-    cluster.add_argument("--san-brick-size", default="8g", metavar="SIZE",
-                         help="each storage server's disk, a sparse XFS image (default 8g)")
+    cluster.add_argument("--san-brick-size", default=None, metavar="SIZE",
+                         help="each storage server's disk, a sparse XFS image (default 1.5 x "
+                              "this machine's memory, at least 8g: room for the nightly "
+                              "IOzone file past the node's memory)")
     cluster.add_argument("--san-stripe-size", default="0", metavar="SIZE",
                          help="shard files across the servers in blocks of SIZE, the seeds' "
                               "stripe (a power of two, 1m and up; default 0: files stay whole "

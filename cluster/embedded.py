@@ -577,7 +577,6 @@ class EmbeddedCluster:
                     state["daemons"].append({"name": f"san-client-{node}", "pid": proc.pid,
                                              "program": "glusterfs",
                                              "log": str(san.log / f"client-{node}.log")})
-                    self._resume_if_drained_by_prolog(node)
         except ClusterError as exc:
             _progress(f"could not repair the SAN: {exc}")
         finally:
@@ -585,10 +584,14 @@ class EmbeddedCluster:
         problems = san.health(state)
         for problem in problems:
             _progress(f"still wrong after repair: {problem}")
+        if not problems:
+            for name in daemons:
+                if name.startswith("slurmd-"):
+                    self._resume_if_drained_by_prolog(name[len("slurmd-"):])
 
     def _resume_if_drained_by_prolog(self, node):
         """Slurm drains a node whose prolog failed (it could not make the per-job
-        directory on a dead SAN client): once the client is back, so is the node."""
+        directory: a dead SAN client, full servers): once the SAN is well, so is the node."""
         result = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T|%E"],
                                 capture_output=True, text=True, env=self.client_env(),
                                 timeout=20)

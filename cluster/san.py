@@ -37,7 +37,22 @@ VOLUME = "sanscratch"
 FIRST_BRICK_PORT_OFFSET = 30    # brick ports: base port + 30 .. base port + 49
 MAX_SERVERS = 16
 DEFAULT_SERVERS = 2
-DEFAULT_BRICK_SIZE = 8 << 30    # sparse images: only what is written takes room
+MIN_DEFAULT_BRICK_SIZE = 8 << 30
+
+
+def default_brick_size():
+    """Room for the nightly IOzone file, which passes the node's memory (seed 004's
+    `-g`): 1.5 x this machine's memory, at least 8 GiB (sparse: only what is written
+    takes room on the disk below)."""
+    try:
+        kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text()
+                   .splitlines() if line.startswith("MemTotal:"))
+    except (OSError, StopIteration, ValueError):
+        return MIN_DEFAULT_BRICK_SIZE
+    return max(MIN_DEFAULT_BRICK_SIZE, -(-(kib * 1024 * 3 // 2) // (1 << 30)) << 30)
+
+
+DEFAULT_BRICK_SIZE = default_brick_size()
 MIN_BRICK_SIZE = 512 << 20      # XFS wants 300 MiB at the least; keep room for logs
 SAN_PROGRAMS = ("glusterd", "glusterfs", "glusterfsd", "gluster", "mkfs.xfs", "unshare",
                 "nsenter", "mountpoint")
@@ -229,6 +244,13 @@ class GlusterSan:
             "volume", "list", check=False, timeout=10).returncode == 0,
             30, "glusterd", proc, log=self.log / "glusterd.log")
         self._ensure_volume(spec, san, progress)
+        # An existing volume keeps its servers and disks: record what is, not what was asked
+        if len(san["bricks"]) != spec.san_servers:
+            progress(f"note: the SAN in {self.root} has {len(san['bricks'])} storage servers "
+                     f"({spec.san_servers} asked for); remove {self.root} with the cluster "
+                     "down to make it anew")
+        san["servers"] = len(san["bricks"])
+        san["brick_size"] = (self.servers_dir / "s1.xfs").stat().st_size
         self.mount_login_client(san, spawn, progress)
         return san
 
@@ -252,6 +274,12 @@ class GlusterSan:
         return address
 
     def _mount_server_disks(self, spec, progress):
+        room = shutil.disk_usage(self.servers_dir).free
+        needed = spec.san_servers * spec.san_brick_size
+        if room < needed:
+            progress(f"note: the storage servers' disks (sparse images) may grow to "
+                     f"{size_words(needed)} but {self.servers_dir} has {room >> 30} GiB free: "
+                     "a job that fills them past that fails with I/O errors, not 'no space'")
         for i in range(1, spec.san_servers + 1):
             image = self.servers_dir / f"s{i}.xfs"
             disk = self.servers_dir / f"s{i}"
@@ -315,7 +343,7 @@ end-volume
         deadline, forced = started + 60, False
         while time.monotonic() < deadline:
             status = self.brick_status()
-            if len(status) >= spec.san_servers and all(b["online"] for b in status):
+            if status and all(b["online"] for b in status):
                 break
             if not forced and time.monotonic() - started > 5:
                 # a server still down after glusterd started its bricks: start it again

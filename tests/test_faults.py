@@ -462,7 +462,9 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     cluster = healthy
     assert cluster.status()["san"].get("kind") == "glusterfs", cluster.status()["san"]
     before = stored_digest(home)
-    env = env_of(home, workloads_file(home))
+    # (a run glusterd's restart must not fail lasts ~20 s on the SAN, not to a kill)
+    env = env_of(home, workloads_file(home, **({"reps": 200} if fault == "glusterd restarted"
+                                                else {})))
     checks = ["--name", "KernelIOTest.*fpp-posix", "--target", "sanscratch"]
     proc = start_run(env, *checks)
     job, node = wait_for_running_job(cluster)
@@ -509,3 +511,40 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     assert scratchbench("cluster", "health", env=env_of(home)).returncode == 0
     again = scratchbench("run", "--no-start", *checks, env=env_of(home), timeout=900)
     assert again.returncode == 0, again.stdout[-3000:]
+
+
+def test_the_storage_servers_disks_fill_up(home, healthy):
+    """Both storage servers' disks full (filled on the servers themselves, as another
+    user's data would): the cases that write fail naming the full servers, nothing stored
+    is lost, and once room is made `cluster up` puts every node back in service."""
+    cluster = healthy
+    before = stored_digest(home)
+    fillers = []
+    try:
+        for disk in sorted((cluster.dir / "san" / "servers").glob("s[0-9]*")):
+            if not disk.is_dir():
+                continue
+            room = os.statvfs(disk)
+            filler = disk / "filler"
+            size = room.f_bavail * room.f_frsize - (4 << 20)
+            run(["fallocate", "-l", str(size), filler], check=True)
+            fillers.append(filler)
+        health = scratchbench("cluster", "health", env=env_of(home))
+        assert health.returncode == 1
+        assert "storage server 1 of sanscratch is full" in health.stdout, health.stdout
+        result = scratchbench("run", "--no-start", "--name", "KernelIOTest.*fpp-posix",
+                              "--target", "sanscratch", env=env_of(home), timeout=900)
+        assert result.returncode == 1, result.stdout[-3000:]
+        failed = failed_lines(result)
+        assert failed, result.stdout[-3000:]
+        for line in failed:
+            assert re.search(r"storage server \d of sanscratch is full", line), line
+        assert_earlier_figures_kept(home, before)
+    finally:
+        for filler in fillers:
+            filler.unlink()
+    no_job_left(cluster)
+    up = scratchbench("cluster", "up", env=env_of(home))
+    assert up.returncode == 0, up.stderr
+    assert scratchbench("cluster", "health", env=env_of(home)).returncode == 0
+    assert all(s.startswith("idle") for s in cluster.status()["nodes"].values())
