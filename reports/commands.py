@@ -23,29 +23,56 @@ def verdict_dir():
     return paths.results_dir() / "verdicts"
 
 
+class NotAllStored(store.StoreError):
+    """Some sources of an ingest could not be stored; the others were.  ``errors``: one
+    per bad source, each naming it; ``stored``: (runs, figures, total) as ingest returns."""
+
+    def __init__(self, errors, stored):
+        super().__init__(f"{len(errors)} source(s) not stored: " +
+                         "; ".join(str(e) for e in errors))
+        self.errors, self.stored = errors, stored
+
+
 def ingest(sources=(), db=None):
+    """Store runs: (runs added, figures added, figures in the store).  Every source is
+    read and every good one stored, even after a bad one; then a bad source raises its
+    own error, or NotAllStored naming each when there were several sources."""
     conn = store.connect(db)
     store.check_integrity(conn)
     runs = figures = 0
+    bad = []
     if not sources:
         runs, figures = store.ingest_all(conn)
     for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            added = store.ingest_run_dir(conn, path)
-        elif path.is_file():
-            try:
-                report = json.loads(path.read_text())
-            except ValueError as exc:
-                raise store.StoreError(f"{path}: not a JSON run report ({exc})") from exc
-            added = store.ingest_report(conn, report, source=str(path))
-        else:
-            raise store.StoreError(f"{path}: no such run directory or run report")
+        try:
+            added = _ingest_source(conn, Path(source))
+        except ScratchbenchError as exc:
+            bad.append(exc)
+            continue
         runs += 1 if added else 0
         figures += added
     total = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     conn.close()
+    if len(bad) == 1 and len(sources) == 1:
+        raise bad[0]
+    if bad:
+        raise NotAllStored(bad, (runs, figures, total))
     return runs, figures, total
+
+
+def _ingest_source(conn, path):
+    if path.is_dir():
+        return store.ingest_run_dir(conn, path)
+    if path.is_file():
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise store.StoreError(f"{path}: not a JSON run report ({exc})") from exc
+        if not isinstance(report, dict):
+            raise store.StoreError(f"{path}: not a ReFrame run report (a JSON "
+                                   f"{type(report).__name__}, expected an object)")
+        return store.ingest_report(conn, report, source=str(path))
+    raise store.StoreError(f"{path}: no such run directory or run report")
 
 
 def _series_history(conn, run_id):
@@ -81,16 +108,18 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     """Returns (exit code, verdict dict, path written).
 
     Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
-    regressed), 0 otherwise.  ``notify``: commands or http(s) URLs told about a
-    regression or a failed run; a failing notifier is reported and changes nothing."""
-    conn = store.connect(db)
+    regressed), 0 otherwise; 7 (NoHistory) when the store is missing or holds no run.
+    ``notify``: commands or http(s) URLs told about a regression or a failed run; a
+    failing notifier is reported and changes nothing."""
+    conn = store.connect(db, create=False)
     store.check_integrity(conn)
     query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
         "ORDER BY started DESC, run_id DESC LIMIT 1"
     if run_id is None:
         row = conn.execute(query, (tag,) if tag else ()).fetchone()
         if row is None:
-            raise ScratchbenchError("the history store holds no run" +
+            conn.close()
+            raise store.NoHistory(f"the history store {db or paths.history_db()} holds no run" +
                                     (f" tagged {tag}" if tag else "") +
                                     ": run the suite, then `scratchbench ingest`")
         run_id = row["run_id"]
@@ -268,7 +297,7 @@ def _runs_of(conn, run_ids):
 
 
 def acceptance(before, after, out=None, db=None):
-    conn = store.connect(db)
+    conn = store.connect(db, create=False)
     store.check_integrity(conn)
     before_ids = _select(conn, before, "--before")
     after_ids = _select(conn, after, "--after")
@@ -320,18 +349,20 @@ def format_acceptance(result, path):
     return "\n".join(lines)
 
 
-def report(out_dir, db=None):
+def report(out_dir, db=None, prepare_out=None):
     """Build the pages; the verdict banner uses the nightly verdict of the latest run
-    (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none."""
-    conn = store.connect(db)
+    (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none.
+    ``prepare_out`` (checks or makes the output directory) runs only once the store is
+    known to hold figures: a missing or empty store creates nothing."""
+    conn = store.connect(db, create=False)
     store.check_integrity(conn)
     stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
                           "LIMIT 1").fetchone()
     conn.close()
     if not stored:
-        raise ScratchbenchError(f"the history store {db or paths.history_db()} holds no "
-                                "figures yet: run the suite (`scratchbench run`) first")
+        raise store.NoHistory(f"the history store {db or paths.history_db()} holds no "
+                              "figures yet: run the suite (`scratchbench run`) first")
     nightly_result = None
     verdict_file = verdict_dir() / f"nightly-{latest['run_id']}.json"
     if verdict_file.exists():
@@ -340,6 +371,8 @@ def report(out_dir, db=None):
         except ValueError as exc:
             raise ScratchbenchError(f"{verdict_file}: not a verdict file ({exc}); run "
                                     "`scratchbench verdict nightly` again") from None
+    if prepare_out:
+        prepare_out()
     progress(f"building the pages in {out_dir}")
     return pages.build(out_dir, db_path=db, nightly_verdicts=nightly_result)
 

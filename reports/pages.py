@@ -1171,10 +1171,10 @@ def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file syst
     it is the latest run's."""
     t0 = time.monotonic()
     out = Path(out_dir)
+    conn = store.connect(db_path, create=False)
     out.mkdir(parents=True, exist_ok=True)
     (out / "assets").mkdir(exist_ok=True)
     _copy_assets(out)
-    conn = store.connect(db_path)
     try:
         with store.snapshot(conn):
             written = _build(conn, out, nightly_verdicts, title)

@@ -348,3 +348,57 @@ def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
         "no figure of an earlier night is judged as the latest"
     assert received and received[0][2]["failed"] == 1
     assert "FAILED" in commands.format_nightly(result, path)
+
+
+# ---- bad input: reading creates nothing, an empty history is its own exit code ----------
+def test_reading_a_missing_history_creates_nothing(tmp_path):
+    missing = tmp_path / "nowhere" / "history.sqlite"
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(missing)}
+    workload = tmp_path / "job.yaml"
+    workload.write_text("processes: 4\nbytes: 1GiB\nrequest_size: 1MiB\n")
+    for args in (["verdict", "nightly"], ["report", "--out", str(tmp_path / "pages")],
+                 ["verdict", "acceptance", "--before", "tag:a", "--after", "tag:b"],
+                 ["advise", str(workload)]):
+        result = scratchbench(*args, env=env)
+        assert result.returncode == store.NoHistory.exit_code, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"history store {missing}: no such file" in lines[0], \
+            (args, result.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"], "reading made files"
+
+
+def test_an_empty_history_is_not_a_regression(tmp_path):
+    db = tmp_path / "h.sqlite"
+    store.connect(db).close()
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(db)}
+    nightly = scratchbench("verdict", "nightly", env=env)
+    assert nightly.returncode == 7 != 1, nightly.stderr
+    assert nightly.stderr.strip() == (f"scratchbench: error: the history store {db} holds "
+                                      "no run: run the suite, then `scratchbench ingest`")
+    report = scratchbench("report", "--out", str(tmp_path / "pages"), env=env)
+    assert report.returncode == 7 and "holds no figures yet" in report.stderr
+    assert not (tmp_path / "pages").exists()
+    helptext = scratchbench("verdict", "nightly", "--help").stdout
+    assert "7 when the history store does not exist or holds no run" in " ".join(helptext.split())
+
+
+def test_ingest_reads_every_source_and_names_each_bad_one(tmp_path):
+    db = tmp_path / "h.sqlite"
+    good_a, good_b = tmp_path / "a.json", tmp_path / "b.json"
+    good_a.write_text(json.dumps(synthetic_run(1)))
+    good_b.write_text(json.dumps(synthetic_run(2)))
+    broken, missing = tmp_path / "broken.json", tmp_path / "missing-run"
+    broken.write_text("{ not json")
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(db)}
+    result = scratchbench("ingest", good_a, broken, missing, good_b, env=env)
+    assert result.returncode == store.StoreError.exit_code, result.stderr
+    assert "ingested 2 run(s), 4 figure(s)" in result.stdout
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 2, result.stderr
+    assert errors[0].startswith(f"scratchbench: error: {broken}: not a JSON run report")
+    assert errors[1] == (f"scratchbench: error: {missing}: no such run directory or run "
+                         "report")
+    assert {r[0] for r in sqlite3.connect(db).execute("SELECT run_id FROM runs")} == \
+        {"run001", "run002"}
+    again = scratchbench("ingest", good_a, good_b, env=env)
+    assert again.returncode == 0 and "ingested 0 run(s)" in again.stdout
