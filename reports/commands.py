@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scratchbench import paths
+from scratchbench import paths, units
 from scratchbench.errors import ConfigError, ScratchbenchError
 from reports import naming, pages, store, verdicts
 
@@ -89,6 +89,22 @@ def _series_history(conn, run_id):
     return {k: v for k, v in history.items() if k in latest}
 
 
+def _describe_change(entry, row, started):
+    """What the morning page and the CLI say of a change: the figure in the pages' words,
+    where it ran, since when (a date), and a link to its chart."""
+    since_run = entry.get("change_run") or entry["latest_run"]
+    entry.update(what=row["headline"] or naming.figure_label(row),
+                 workload=naming.case_words(row),
+                 headline=bool(row["headline"]),
+                 target=row["scratch_target"] or "unspecified", environ=row["environ"] or "",
+                 partition=f"{row['system']}:{row['partition']}",
+                 since=units.date(started.get(since_run)),
+                 since_time=started.get(since_run),
+                 chart=f"{pages.fs_page_name(row['scratch_target'] or 'unspecified')}#"
+                       f"{naming.figure_anchor(entry['series'], entry['metric'])}")
+    entry["what"] = f"{entry['what']} ({entry['workload']})"
+
+
 def _failed_cases(conn, run_id):
     """The judged run's cases that failed, with their cause, as verdict entries: a figure
     missing from the latest run is a verdict of its own, never the last night's value."""
@@ -98,7 +114,9 @@ def _failed_cases(conn, run_id):
                             "environ", (run_id,)):
         cause = row["fail_reason"] or "no reason recorded"
         entries.append({"series": row["series"], "metric": None, "verdict": "failed",
-                        "name": naming.case_name(row),
+                        "name": naming.case_name(row), "what": naming.case_words(row),
+                        "target": row["scratch_target"] or "unspecified",
+                        "environ": row["environ"] or "",
                         "detail": f"failed in {row['fail_phase'] or 'an unknown phase'}: "
                                   f"{cause}"})
     return entries
@@ -125,8 +143,10 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         run_id = row["run_id"]
     elif not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
-    histories, names, undeclared = [], [], []
+    histories, names, latest_rows, undeclared = [], [], [], []
+    started = {}
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
+        started.update((r["run_id"], r["started"]) for r in rows)
         if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
             continue   # not measured in the judged run: its case is judged as failed
         if rows[-1]["better"] not in verdicts.BETTER:
@@ -141,11 +161,20 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                           series=series, metric=metric,
                                           unit=rows[-1]["unit"] or ""))
         names.append(naming.figure_name(rows[-1]))
+        latest_rows.append(rows[-1])
     figures = [dict(verdicts.as_dict(v), name=name,
                     nights_needed=max(0, verdicts.MIN_HISTORY - v.history)
                     if v.verdict == "insufficient-history" else 0)
-               for v, name in zip(verdicts.nightly_many(histories), names)] + undeclared
+               for v, name in zip(verdicts.nightly_many(histories), names)]
+    for entry, row in zip(figures, latest_rows):
+        if entry["verdict"] in naming.CHANGE_WORDS:
+            _describe_change(entry, row, started)
+    figures += undeclared
     failed = _failed_cases(conn, run_id)
+    judged_on = conn.execute("SELECT started FROM runs WHERE run_id = ?",
+                             (run_id,)).fetchone()["started"]
+    for entry in failed:
+        entry["since"] = units.date(judged_on)
     conn.close()
     if not figures and not failed:
         raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "
@@ -228,8 +257,13 @@ def _post(url, payload):
 def format_nightly(result, path):
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
+    for f in naming.changes(result["figures"]):
+        lines.append(f"  {naming.change_sentence(f)}")
+        if f.get("chart"):
+            lines.append(f"    chart: {f['chart']}")
     for f in result["figures"]:
-        if f["verdict"] not in ("ok", "insufficient-history"):
+        if f["verdict"] not in ("ok", "insufficient-history") and \
+                f["verdict"] not in naming.CHANGE_WORDS:
             lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
     for f in result["figures"]:

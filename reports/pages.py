@@ -64,6 +64,7 @@ import jinja2
 from markupsafe import Markup
 
 from reports import advisor, naming, runreport, store
+from scratchbench import units
 
 HISTORY_RUNS = 200        # runs of each tag the pages read and plot
 RECENT_RUNS = 10          # runs a spread, a ranking or a piece of advice rests on
@@ -102,6 +103,11 @@ def when(ts):
 
 def day(ts):
     return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d")
+
+
+def fs_page_name(target):
+    """The page of one file system (the verdict file links a change to its chart there)."""
+    return f"fs-{slug(target)}.html"
 
 
 def slug(text):
@@ -278,6 +284,7 @@ class Ranking:
                               if s.headline), "")
         self.best = ranked[0]
         self.second = ranked[1] if len(ranked) > 1 else None
+        self.regressed = {}     # target: its regression verdicts (set from the nightly verdict)
         self.margin = self.runs_needed = None
         if self.second is None:
             self.status = "alone"
@@ -302,13 +309,26 @@ class Ranking:
     def margin_words(self):
         return f"{times(self.margin)} {'higher' if self.better == 'higher' else 'lower'}"
 
+    def regression_words(self, target):
+        """'' or what a recommendation of target must say: it just regressed here."""
+        found = self.regressed.get(target)
+        if not found:
+            return ""
+        v = max(found, key=lambda v: v.get("since") or "")
+        state = "new" if v["verdict"] == "regression" else "ongoing"
+        return (f"but {target} regressed on {v.get('since') or 'a recent night'} "
+                f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
+                "may no longer hold")
+
     def verdict(self):
         """The ranking in words, as the index shows it (and the advice repeats)."""
         if self.status == "alone":
             return f"only measured on {self.best.target}"
         if self.status == "winner":
+            caveat = self.regression_words(self.best.target)
             return (f"{self.best.target}: {self.margin_words()} than {self.second.target} "
-                    f"(every one of the last {min(self.best.n, self.second.n)} runs)")
+                    f"(every one of the last {min(self.best.n, self.second.n)} runs)"
+                    + (f"; {caveat}" if caveat else ""))
         if self.status == "no clear winner":
             return (f"no clear winner: the ranges of the last runs overlap "
                     f"({self.best.target} leads by {times(self.margin)} on the median)")
@@ -339,18 +359,20 @@ def advice(target, headline_rankings, series):
         if mine is None or r.status == "alone":
             continue
         what = f"{r.name} ({r.variant})" if r.variant else r.name
+        caveat = r.regression_words(r.best.target)
+        caveat = f" {caveat[0].upper()}{caveat[1:]}." if caveat else ""
         if r.status == "winner" and r.best.target == target:
             lines.append(f"Best file system here for {what}: {r.margin_words()} than "
                          f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
                          f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
-                         f"Rests on {mine.rests_on()}.")
+                         f"Rests on {mine.rests_on()}.{caveat}")
         elif r.status == "winner" and _apart(r.best, mine, r.better) and \
                 min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK:
             lines.append(f"For {what}, prefer {r.best.target}: "
                          f"{times(_ratio(r.best, mine, r.better))} "
                          f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
                          f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
-                         f"here). Rests on {mine.rests_on()}.")
+                         f"here). Rests on {mine.rests_on()}.{caveat}")
         elif r.status == "winner":
             level.append(what)
         elif r.status == "no clear winner":
@@ -418,6 +440,17 @@ def nights_needed(entry):
     return max(0, int(found.group(2)) - int(found.group(1))) if found else 0
 
 
+#: changes the banner names one by one (the verdict file and the CLI name them all)
+BANNER_CHANGES = 20
+
+
+def regressions_of(standing, verdicts):
+    """The regression verdicts (new or ongoing) of a headline standing's series."""
+    return [v for s in standing.series
+            for v in [verdicts.get((s.key, s.metric))]
+            if v and v["verdict"] in ("regression", "ongoing-regression")]
+
+
 def banner(verdicts, latest_run):
     """What the nightly verdict of the latest run decided and what it could not."""
     if latest_run is None:
@@ -432,7 +465,11 @@ def banner(verdicts, latest_run):
     waiting = Counter(f["verdict"] for f in undecided)
     most = max((nights_needed(f) for f in undecided), default=0)
     bad = any("regress" in label for label in decided)
+    changed = naming.changes(figures)
     return {"state": "bad" if bad else "unsure" if undecided else "good", "run": run_id,
+            "changes": [{"sentence": naming.change_sentence(f), "chart": f.get("chart"),
+                         "verdict": f["verdict"]} for f in changed[:BANNER_CHANGES]],
+            "more_changes": max(0, len(changed) - BANNER_CHANGES),
             "when": when(latest_run["started"]), "total": len(figures),
             "decided": [(n, verdict_words(v), v) for v, n in decided.most_common()],
             "undecided_count": len(undecided),
@@ -764,7 +801,8 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
         headline = any(s.headline for s in ss)
         folded[(tag, check)][(variant, partition, tuple(sorted({s.workload_words for s in ss})))]\
             .append(plots.add(spec, label=label, unit=unit, notes=notes, headline=headline,
-                              verdicts=[(e, v) for e, v in judged if v]))
+                              verdicts=[(e, v) for e, v in judged if v],
+                              anchors=[naming.figure_anchor(s.key, s.metric) for s in ss]))
     sections = [{"tag": tag, "check": check, "words": naming.tag_words(tag),
                  "variants": [{"variant": v, "partition": p, "workload": "; ".join(w),
                                "plots": sorted(ps, key=lambda p: (not p["headline"], p["label"]))}
@@ -1151,7 +1189,7 @@ def _environment(cache):
         undefined=jinja2.StrictUndefined,
         # compiled templates kept between builds: compiling them is a tenth of a rebuild
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(cache)))
-    env.filters.update(fmt=fmt, when=when, day=day, slug=slug, verdict_words=verdict_words,
+    env.filters.update(fmt=fmt, percent=units.percent, when=when, day=day, slug=slug, verdict_words=verdict_words,
                        plot_json=plot_json)
     return env
 
@@ -1195,7 +1233,7 @@ def _build(conn, out, nightly_verdicts, title):
         for v in nightly_verdicts.get("figures", []):
             verdicts[(v["series"], v["metric"])] = v
     targets = sorted({s.target for s in series.values()} | set(latest))
-    fs_pages = {t: f"fs-{slug(t)}.html" for t in targets}
+    fs_pages = {t: fs_page_name(t) for t in targets}
     common = {"title": title, "generated": when(time.time()), "run_count": len(runs),
               "targets": targets, "fs_pages": fs_pages, "run_page": _run_page_name,
               "min_runs": MIN_RUNS_TO_RANK, "recent_runs": RECENT_RUNS,
@@ -1203,6 +1241,9 @@ def _build(conn, out, nightly_verdicts, title):
               "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()}}
     all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
+    for r in headline_rankings:
+        r.regressed = {t: found for t, standing in r.standings.items()
+                       for found in [regressions_of(standing, verdicts)] if found}
     across = across_pages(series)
     common["chart_pages"] = {page["title"]: page["file"] for page in across}
     written = 0

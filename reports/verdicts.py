@@ -659,6 +659,8 @@ class NightlyVerdict:
     median_before: Optional[float] = None
     median_after: Optional[float] = None
     relative_change: Optional[float] = None   # of the level, e.g. -0.18 = 18% lower
+    change_low: Optional[float] = None    # its approximate 95% interval (from z)
+    change_high: Optional[float] = None
     statistic: Optional[float] = None     # standardised change (z)
     threshold: Optional[float] = None     # |z| needed
     noise: Optional[float] = None         # run-to-run spread (log scale: about the CV)
@@ -713,6 +715,18 @@ def _pct(x):
     return "n/a" if x is None or not math.isfinite(x) else f"{x:+.1%}"
 
 
+def _interval(relative, z, log):
+    """An approximate 95% interval of a relative change whose standardised size is z:
+    the change's standard error is |change / z| (on the log scale when ``log``)."""
+    if relative is None or z is None or not z or not math.isfinite(relative) or \
+            not math.isfinite(z) or relative <= -1 and log:
+        return None, None
+    d = math.log1p(relative) if log else relative
+    half = 1.959964 * abs(d / z)
+    low, high = d - half, d + half
+    return (math.expm1(low), math.expm1(high)) if log else (low, high)
+
+
 def _known(p, state, earlier):
     """Did one of the earlier nights' states (each on its own window) already report
     this change: the same kind, its change point within SAME_CHANGE runs?"""
@@ -745,6 +759,7 @@ def _verdict(p, state, noise, earlier, min_effect):
     if state.kind == "suspect":
         v.verdict = "suspect"
         v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
+        v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
         level = p.sign * state.before
         v.median_before = float(np.exp(level)) if p.log else level
         v.detail = (f"the latest run is {_pct(v.relative_change)} from the level "
@@ -777,6 +792,7 @@ def _verdict(p, state, noise, earlier, min_effect):
     v.median_before = float(np.median(p.values[since:change]))
     v.median_after = float(np.median(p.values[change:]))
     v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
+    v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
     trimmed = ("; its " + ("worst" if state.kind == "regression" else "best")
                + " newest run left out, being a night apart") if state.left_out else ""
     how = (f"median {_fmt(v.median_before)} -> {_fmt(v.median_after)}{unit}, level "

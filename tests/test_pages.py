@@ -58,7 +58,9 @@ def made_up_history(home):
 
     Known answers:
     * Large sequential write: fastfs ~1000 MiB/s, slowfs ~400 (+-2%): fastfs best, 2.5x.
-    * Time to stage a data set (s, lower is better): fastfs ~10 s, slowfs ~30 s: fastfs.
+    * Time to stage a data set (s, lower is better): fastfs ~10 s, slowfs ~30 s: fastfs,
+      though fastfs is 40% slower (14 s) in the last two nights: a regression since
+      night 10, new in the latest run, which the banner, the index row and the advice say.
     * Create empty files: both ~5,000 ops/s +-15%: no clear winner.
     * Delete files: a check added three runs ago (and failing in the latest run on
       slowfs): not decided yet, 3 more runs needed, and its 2 figures of the latest run
@@ -126,8 +128,10 @@ def made_up_history(home):
                          title="Node-count sweep (made up)", variant=f"{nodes} nodes",
                          scaling_parameter="node_count", nodes=nodes,
                          declarations={"write_bw": declared("Write bandwidth", "MiB/s")})
+            # fastfs stages 40% slower from night 10: a regression, new on the last night
+            slower = 1.4 if target == "fastfs" and night >= RUNS - 2 else 1.0
             case("SynthStaging", {}, "builtin", target,
-                 {"stage_s": (float(rng.normal(stage, stage * 0.03)), "s", [])},
+                 {"stage_s": (float(rng.normal(stage, stage * 0.03)) * slower, "s", [])},
                  title="Staging (made up)", workload_words="64 files of 1 MiB",
                  declarations={"stage_s": declared("Time to stage in", "s", "lower",
                                                    headline="Stage a data set into scratch")})
@@ -202,7 +206,7 @@ def text_of(page):
 
 
 def headline_row(page, name):
-    row = re.search(rf'<tr data-headline="{re.escape(name)}">(.*?)</tr>', page, re.S)
+    row = re.search(rf'<tr data-headline="{re.escape(name)}"[^>]*>(.*?)</tr>', page, re.S)
     assert row, f"no headline row {name!r} on the index"
     return text_of(row.group(1))
 
@@ -260,6 +264,44 @@ def test_report_takes_the_verdict_of_the_latest_run(made_up_site, tmp_path, monk
     commands.report(tmp_path / "pages", db=made_up_site["db"])
     index = text_of((tmp_path / "pages" / "index.html").read_text())
     assert "Nightly verdict for the latest run, night11" in index
+
+
+def test_morning_page_names_each_change(made_up_site):
+    """The known change (fastfs stages 40% slower since night 10) is named in the banner
+    and by `verdict nightly` with what, where, since when, how much with its interval,
+    new or ongoing, and a link to its chart; newest first; its index row is marked and
+    the advice that recommends fastfs for it says so; an unchanged headline is not."""
+    verdicts = made_up_site["verdicts"]
+    night10 = pages.day(START + 10 * DAY)
+    pattern = (r"Regression \(new\): Stage a data set into scratch \(Staging \(made up\)\) on "
+               rf"fastfs \[builtin\], since {night10}: \+(3\d|4\d)\.\d% \(95% interval "
+               r"\+\d+\.\d% to \+\d+\.\d%\); median 10(\.\d)? s before, 1[34](\.\d)? s since")
+    text = commands.format_nightly(verdicts, "v.json")
+    assert re.search(pattern, text), text
+    index = (made_up_site["out"] / "index.html").read_text()
+    banner = re.search(r'<section class="banner.*?</section>', index, re.S).group(0)
+    items = re.findall(r"<li[^>]*>(.*?)</li>", banner, re.S)
+    assert any(re.search(pattern, text_of(i)) for i in items), banner
+    dates = [re.search(r"(?:since|on|in this run, )\s*(\d{4}-\d\d-\d\d)", text_of(i)).group(1)
+             for i in items]
+    assert dates == sorted(dates, reverse=True), "newest first"
+    link = re.search(r'Stage a data set.*?<a href="(fs-fastfs\.html#f-[0-9a-f]{12})">chart</a>',
+                     banner, re.S).group(1)
+    fs = (made_up_site["out"] / "fs-fastfs.html").read_text()
+    assert f'id="{link.split("#")[1]}"' in fs, "the link leads to the figure's chart"
+    assert re.search(r'<tr data-headline="Stage a data set into scratch" class="regressed">',
+                     index)
+    stage = headline_row(index, "Stage a data set into scratch")
+    assert re.search(rf"regressed on {night10} \(new, \+\d+\.\d%, builtin\)", stage), stage
+    assert f"but fastfs regressed on {night10}" in stage, "the ranking says it"
+    write = headline_row(index, "Large sequential write")
+    assert '<tr data-headline="Large sequential write">' in index and "regressed" not in write
+    advice = re.search(r"Advice for users(.*?)Headline figures", text_of(fs)).group(1)
+    assert re.search(rf"Best file system here for Stage a data set into scratch: .*? But "
+                     rf"fastfs regressed on {night10} \(new", advice), advice
+    slow = text_of((made_up_site["out"] / "fs-slowfs.html").read_text())
+    assert re.search(rf"For Stage a data set into scratch, prefer fastfs: .*? But fastfs "
+                     rf"regressed on {night10}", slow)
 
 
 def test_failures_and_skips_show_their_cause(made_up_site):
@@ -436,7 +478,11 @@ def test_a_history_written_by_the_previous_code_renders(tmp_path):
 
 
 def test_report_of_an_empty_store_says_so(tmp_path):
-    with pytest.raises(Exception, match="holds no figures yet"):
+    with pytest.raises(store.NoHistory, match="empty.sqlite: no such file"):
+        commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
+    assert not (tmp_path / "empty.sqlite").exists(), "reading created the store"
+    store.connect(tmp_path / "empty.sqlite").close()
+    with pytest.raises(store.NoHistory, match="holds no figures yet"):
         commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
     assert not (tmp_path / "pages").exists()
 
@@ -551,6 +597,34 @@ def browse(home, shots, unfolded=(), pages="pages"):
     return problems, links
 
 
+def assert_banner_link_opens_its_chart(home):
+    """Following the banner's link to a regression's chart opens its folded section and
+    draws the chart on the reader's screen."""
+    from playwright.sync_api import sync_playwright
+
+    server, root = serve(home)
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/index.html")
+            page.locator(".banner a", has_text="chart").last.click()
+            anchor = page.evaluate("location.hash").lstrip("#")
+            assert anchor.startswith("f-"), page.url
+            figure = page.locator(f"figure:has(#{anchor})")
+            page.wait_for_function(
+                "(id) => { const el = document.getElementById(id).closest('figure')"
+                ".querySelector('[data-plot]'); const box = el.getBoundingClientRect(); "
+                "return el.closest('details').open && el.dataset.rendered === '1' && "
+                "box.top < window.innerHeight && box.bottom > 0; }", arg=anchor,
+                timeout=60000)
+            assert "Time to stage in" in figure.inner_text()
+            assert "regression" in figure.inner_text()
+            browser.close()
+    finally:
+        server.shutdown()
+
+
 def test_made_up_pages_render_in_chromium(made_up_site):
     shots = {"index.html": "pages-made-up-index.png", "fs-fastfs.html": "pages-made-up-fs.png",
              "compare.html": "pages-made-up-compare.png",
@@ -561,6 +635,7 @@ def test_made_up_pages_render_in_chromium(made_up_site):
     assert problems == []
     assert any("/results/runs/night11/output/" in link for link in links), \
         "run pages link each check's output directory"
+    assert_banner_link_opens_its_chart(made_up_site["home"])
     print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")
 
 

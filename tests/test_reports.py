@@ -154,7 +154,10 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
     text = commands.format_nightly(result, path)
-    assert re.search(r"REGRESSION +write bw, KernelIOTest on fsA \[gnu\]", text), text
+    assert re.search(r"Regression \(new\): write bw \(.*?\) on fsA \[gnu\], since "
+                     r"\d{4}-\d\d-\d\d: -\d\d\.\d% \(95% interval -\d\d\.\d% to -\d\d\.\d%\); "
+                     r"median 1,0\d\d MiB/s before, [67]\d\d MiB/s since\n +chart: "
+                     r"fs-fsA\.html#f-[0-9a-f]{12}", text), text
     flag.unlink()
     code, later, _ = commands.nightly(db=synthetic_store, out=tmp_path / "v2.json",
                                       notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
@@ -347,7 +350,8 @@ def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
     assert not any(f["verdict"] != "failed" for f in result["figures"]), \
         "no figure of an earlier night is judged as the latest"
     assert received and received[0][2]["failed"] == 1
-    assert "FAILED" in commands.format_nightly(result, path)
+    assert re.search(r"Failed check \(in this run, \d{4}-\d\d-\d\d\): .* NODE_FAIL",
+                     commands.format_nightly(result, path))
 
 
 # ---- bad input: reading creates nothing, an empty history is its own exit code ----------
