@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -89,6 +90,14 @@ def _series_history(conn, run_id):
     return {k: v for k, v in history.items() if k in latest}
 
 
+def _dated(detail, started):
+    """'since run 3f2a...' -> 'since the run of 2026-11-20': a reader knows a date, not a
+    run id (the run ids stay in the verdict's fields)."""
+    return re.sub(r"\brun (\S+?)(?=[\s),;:]|$)",
+                  lambda m: f"the run of {units.date(started[m.group(1)])}"
+                  if m.group(1) in started else m.group(0), detail)
+
+
 def _describe_change(entry, row, started):
     """What the morning page and the CLI say of a change: the figure in the pages' words,
     where it ran, since when (a date), and a link to its chart."""
@@ -167,6 +176,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                     if v.verdict == "insufficient-history" else 0)
                for v, name in zip(verdicts.nightly_many(histories), names)]
     for entry, row in zip(figures, latest_rows):
+        entry["detail"] = _dated(entry["detail"], started)
         if entry["verdict"] in naming.CHANGE_WORDS:
             _describe_change(entry, row, started)
     figures += undeclared

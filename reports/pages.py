@@ -65,6 +65,7 @@ from markupsafe import Markup
 
 from reports import advisor, naming, runreport, store
 from scratchbench import units
+from scratchbench.figures import DESCRIPTIVE_ROLES
 
 HISTORY_RUNS = 200        # runs of each tag the pages read and plot
 RECENT_RUNS = 10          # runs a spread, a ranking or a piece of advice rests on
@@ -114,12 +115,7 @@ def slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
 
 
-def fmt(value):
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    if not isinstance(value, (int, float)):
-        return str(value)     # a chart's x may be a name (a placement, say)
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+fmt = units.number
 
 
 def times(ratio):
@@ -146,7 +142,7 @@ class Series:
 
     __slots__ = ("key", "metric", "points", "target", "kind", "partition", "environ",
                  "tag", "unit", "label", "better", "headline", "chart", "check", "variant",
-                 "workload_words", "params", "scaling", "case_id")
+                 "workload_words", "params", "scaling", "case_id", "role")
 
     def __init__(self, key, metric, points, meta):
         self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
@@ -166,6 +162,12 @@ class Series:
         self.variant = naming.variant_words(meta, self.params)
         self.workload_words = meta["workload_words"] or ""
         self.scaling = meta["scaling_parameter"] or ""
+        self.role = meta["role"] or (self.chart or {}).get("role") or ""
+
+    @property
+    def descriptive(self):
+        """Describes a model, a search or the measurement, not the file system."""
+        return self.role in DESCRIPTIVE_ROLES
 
     @property
     def figure(self):
@@ -197,7 +199,7 @@ def load(conn):
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         for row in conn.execute(
-                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart "
+                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, f.role "
                 "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE f.case_id IN "
                 f"({','.join('?' * len(chunk))})", chunk):
             meta[(row["case_id"], row["metric"])] = row
@@ -286,6 +288,9 @@ class Ranking:
         self.second = ranked[1] if len(ranked) > 1 else None
         self.regressed = {}     # target: its regression verdicts (set from the nightly verdict)
         self.margin = self.runs_needed = None
+        if any(s.descriptive for ss in series_by_target.values() for s in ss):
+            self.status = "not ranked"
+            return
         if self.second is None:
             self.status = "alone"
             return
@@ -322,6 +327,9 @@ class Ranking:
 
     def verdict(self):
         """The ranking in words, as the index shows it (and the advice repeats)."""
+        if self.status == "not ranked":
+            return ("not ranked: it describes a model or the measurement, not the file "
+                    "system")
         if self.status == "alone":
             return f"only measured on {self.best.target}"
         if self.status == "winner":
@@ -356,7 +364,7 @@ def advice(target, headline_rankings, series):
     lines, undecided, level = [], [], []
     for r in headline_rankings:
         mine = r.standings.get(target)
-        if mine is None or r.status == "alone":
+        if mine is None or r.status in ("alone", "not ranked"):
             continue
         what = f"{r.name} ({r.variant})" if r.variant else r.name
         caveat = r.regression_words(r.best.target)
@@ -381,7 +389,7 @@ def advice(target, headline_rankings, series):
             undecided.append((what, r.runs_needed))
     for r in headline_rankings:
         mine = r.standings.get(target)
-        if mine is not None and mine.n >= MIN_RUNS_TO_RANK and mine.median and \
+        if mine is not None and r.status != "not ranked" and mine.n >= MIN_RUNS_TO_RANK and mine.median and \
                 (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD:
             lines.append(f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
                          f"plan with the lower figure.")
@@ -402,7 +410,7 @@ def _variant_advice(target, series):
     file system (e.g. one file per process against one shared file), when the ranges
     of recent runs do not overlap."""
     labels = {(s.tag, s.check, s.label) for s in series.values()
-              if s.target == target and s.headline}
+              if s.target == target and s.headline and not s.descriptive}
     by_variant = defaultdict(lambda: defaultdict(list))
     for s in series.values():
         if s.target == target and (s.tag, s.check, s.label) in labels and not s.scaling \

@@ -27,6 +27,8 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy import stats
 
+from scratchbench import units
+
 BETTER = ("higher", "lower")
 
 # ---- nightly ---------------------------------------------------------------------------
@@ -718,7 +720,7 @@ def nightly_many(histories, min_effect=MIN_EFFECT):
 
 
 def _fmt(x):
-    return f"{x:.4g}"
+    return units.number(x)
 
 
 def _pct(x):
@@ -897,6 +899,8 @@ class AcceptanceVerdict:
     ci_high: Optional[float] = None
     p_value: Optional[float] = None          # Welch's t-test on the runs' medians
     effect_size: Optional[float] = None      # Hedges' g: change / run-to-run spread
+    mean_before: Optional[float] = None      # the runs' means the test compares (log
+    mean_after: Optional[float] = None       # scale: geometric), whose change is shown
     run_spread: Optional[float] = None       # pooled run-to-run SD (log scale: ~CV)
     resolvable_change: Optional[float] = None  # smallest change these runs resolve
     runs_needed_before: int = 0
@@ -958,6 +962,8 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
     pooled = math.sqrt(((len(b) - 1) * vb + (len(a) - 1) * va) / (len(b) + len(a) - 2))
     v.run_spread = pooled
     base = float(xb.mean())
+    v.mean_before = float(np.exp(base)) if log else base
+    v.mean_after = float(np.exp(xa.mean())) if log else float(xa.mean())
 
     def relative(x):
         if log:
@@ -987,8 +993,10 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
               f"{v.absolute_change:+.4g}{unit_s} from a median of 0")
     interval = (f"{_pct(v.ci_low)} to {_pct(v.ci_high)}" if v.ci_low is not None else
                 f"{low:+.4g} to {high:+.4g}{unit_s}")
-    v.detail = (f"median of {len(b)} run(s) {_fmt(v.median_before)} -> median of {len(a)} "
-                f"run(s) {_fmt(v.median_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
+    # The change shown is the one of the means shown beside it (the test's own).
+    average = "geometric mean" if log else "mean"
+    v.detail = (f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
+                f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
                 f"{interval}, Welch p={v.p_value:.3g})")
     if pooled > 0:
         # Runs a side to resolve min_effect with the power asked, at this spread.

@@ -477,6 +477,34 @@ def test_a_history_written_by_the_previous_code_renders(tmp_path):
     assert fs.count('data-plot="') >= 50
 
 
+def test_a_figure_that_describes_a_model_is_shown_but_never_ranked(tmp_path):
+    """A model's prediction error differs 3x between two targets: the index shows both
+    values but names no winner, and no advice prefers a target for it."""
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    for night in range(8):
+        cases = [make_case("SynthModel", {"scratch_target": target}, "gnu", target,
+                           {"model_error": (error * (1 + 0.01 * night), "%", [])},
+                           title="Model (made up)", workload="nightly",
+                           declarations={"model_error": dict(
+                               declared("Prediction error (median)", "%", "lower",
+                                        headline="Prediction error of a model"),
+                               role="model_error_median")})
+                 for target, error in (("fastfs", 10.0), ("slowfs", 30.0))]
+        store.ingest_report(conn, make_report(f"m{night}", START + night * DAY, cases,
+                                              tag="nightly"))
+    conn.close()
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    row = headline_row((out / "index.html").read_text(), "Prediction error of a model")
+    assert "10.7 %" in row and "32.1 %" in row, row
+    assert "not ranked: it describes a model or the measurement" in row
+    for target in ("fastfs", "slowfs"):
+        fs = text_of((out / f"fs-{target}.html").read_text())
+        advice = re.search(r"Advice for users(.*?)Headline figures", fs).group(1)
+        assert "Prediction error" not in advice and "prefer" not in advice, advice
+
+
 def test_report_of_an_empty_store_says_so(tmp_path):
     with pytest.raises(store.NoHistory, match="empty.sqlite: no such file"):
         commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")

@@ -8,6 +8,7 @@ hundred series per case keep the file fast.
 """
 
 import json
+import re
 import math
 
 import numpy as np
@@ -365,3 +366,17 @@ def test_identical_histories_give_finite_modest_statistics():
         assert "e+" not in v.detail and "inf" not in v.detail, v.detail
         text = json.dumps(verdicts.as_dict(v))
         assert "Infinity" not in text and "NaN" not in text
+
+
+def test_acceptance_percentages_are_those_of_the_numbers_shown():
+    """'740 -> 640.3 MiB/s (-16.1%)' was -13.5%: the change printed is computed from the
+    two numbers printed beside it (the means the test compares)."""
+    before = [[740.0], [735.0], [790.0], [700.0]]
+    after = [[640.0], [560.0], [650.0], [600.0]]
+    v = verdicts.acceptance(before, after, "higher", unit="MiB/s")
+    shown = re.search(r"of 4 run\(s\) ([\d,.]+) -> of 4 run\(s\) ([\d,.]+) MiB/s "
+                      r"\(([-+][\d.]+)%", v.detail)
+    assert shown, v.detail
+    b, a, pct = (float(x.replace(",", "")) for x in shown.groups())
+    assert pct == pytest.approx((a / b - 1) * 100, abs=0.15), v.detail
+    assert v.median_before == 737.5 and v.median_after == 620.0   # the medians stay stored
