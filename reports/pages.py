@@ -225,8 +225,9 @@ def latest_cases(conn):
 
 # ---- one number per run, spread, ranking ---------------------------------------------------
 class Standing:
-    """A figure of one file system: one value per run (the median over the environments
-    and partitions that measured it in that run), and its recent spread."""
+    """A figure of one file system: one value per run (the median over the partitions,
+    and over the environments when given several, that measured it in that run; the
+    rankings give it one environment: see lead_environment), and its recent spread."""
 
     def __init__(self, target, series):
         self.target, self.series = target, series
@@ -272,6 +273,26 @@ def _ratio(good, bad, better):
     return a / b if b else math.inf
 
 
+def lead_environment(series_by_target):
+    """The one programming environment a headline value comes from: the one that
+    measured the figure on the most file systems, then in the most runs, then the first
+    by name.  Never a median across environments: MPI libraries differ by several times
+    on metadata rates, so such a median would be neither's number."""
+    targets, points = Counter(), Counter()
+    for ss in series_by_target.values():
+        targets.update({s.environ for s in ss})
+        for s in ss:
+            points[s.environ] += len(s.points)
+    return min(targets, key=lambda e: (-targets[e], -points[e], e))
+
+
+def in_environment(series, environ):
+    """The series of one environment; where it did not run, those of the target's own
+    lead environment (said beside the value)."""
+    mine = [s for s in series if s.environ == environ]
+    return mine or [s for s in series if s.environ == lead_environment({"": series})]
+
+
 class Ranking:
     """Which file system is best for one figure, and whether the spreads allow saying so."""
 
@@ -279,7 +300,11 @@ class Ranking:
         self.figure = figure
         (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
          self.better) = figure
-        self.standings = {t: Standing(t, ss) for t, ss in series_by_target.items()}
+        self.by_target = series_by_target
+        self.environ = lead_environment(series_by_target)
+        self.environs = sorted({s.environ for ss in series_by_target.values() for s in ss})
+        self.standings = {t: Standing(t, in_environment(ss, self.environ))
+                          for t, ss in series_by_target.items()}
         ranked = sorted(self.standings.values(), key=lambda s: s.median,
                         reverse=self.better == "higher")
         self.headline = next((s.headline for ss in series_by_target.values() for s in ss
@@ -420,7 +445,9 @@ def _variant_advice(target, series):
     for (tag, check, label, unit, better), variants in sorted(by_variant.items()):
         if len(variants) < 2:
             continue
-        standings = [Standing(target, ss) for ss in variants.values()]
+        environ = lead_environment(variants)
+        standings = [Standing(target, in_environment(ss, environ))
+                     for ss in variants.values()]
         names = dict(zip(map(id, standings), variants))
         standings.sort(key=lambda s: s.median, reverse=better == "higher")
         best, worst = standings[0], standings[-1]
@@ -452,9 +479,9 @@ def nights_needed(entry):
 BANNER_CHANGES = 20
 
 
-def regressions_of(standing, verdicts):
-    """The regression verdicts (new or ongoing) of a headline standing's series."""
-    return [v for s in standing.series
+def regressions_of(series, verdicts):
+    """The regression verdicts (new or ongoing) of these series (every environment)."""
+    return [v for s in series
             for v in [verdicts.get((s.key, s.metric))]
             if v and v["verdict"] in ("regression", "ongoing-regression")]
 
@@ -1197,7 +1224,7 @@ def _environment(cache):
         undefined=jinja2.StrictUndefined,
         # compiled templates kept between builds: compiling them is a tenth of a rebuild
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(cache)))
-    env.filters.update(fmt=fmt, percent=units.percent, when=when, day=day, slug=slug, verdict_words=verdict_words,
+    env.filters.update(fmt=fmt, percent=units.percent, quantity=units.quantity, when=when, day=day, slug=slug, verdict_words=verdict_words,
                        plot_json=plot_json)
     return env
 
@@ -1250,8 +1277,8 @@ def _build(conn, out, nightly_verdicts, title):
     all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
     for r in headline_rankings:
-        r.regressed = {t: found for t, standing in r.standings.items()
-                       for found in [regressions_of(standing, verdicts)] if found}
+        r.regressed = {t: found for t, ss in r.by_target.items()
+                       for found in [regressions_of(ss, verdicts)] if found}
     across = across_pages(series)
     common["chart_pages"] = {page["title"]: page["file"] for page in across}
     written = 0

@@ -505,6 +505,32 @@ def test_a_figure_that_describes_a_model_is_shown_but_never_ranked(tmp_path):
         assert "Prediction error" not in advice and "prefer" not in advice, advice
 
 
+def test_a_headline_value_is_one_environment_never_their_median(tmp_path):
+    """Two MPI libraries 4.5x apart on deletions: the index shows the lead environment's
+    value on each file system (the same environment on both), never the median."""
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    for night in range(6):
+        cases = [make_case("SynthDelete", {"scratch_target": target}, environ, target,
+                           {"delete_rate": (rate * scale, "deletions/s", [])},
+                           title="Deletion (made up)", workload="nightly",
+                           declarations={"delete_rate": declared(
+                               "Deletions per second", "deletions/s",
+                               headline="Delete files")})
+                 for target, rate in (("fastfs", 96000.0), ("slowfs", 20000.0))
+                 for environ, scale in (("gnu-mpich", 1.0), ("gnu-openmpi", 4.5))]
+        store.ingest_report(conn, make_report(f"d{night}", START + night * DAY, cases,
+                                              tag="nightly"))
+    conn.close()
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    row = headline_row((out / "index.html").read_text(), "Delete files")
+    assert "96,000 deletions/s" in row and "20,000 deletions/s" in row, row
+    assert "265,000" not in row and "264,000" not in row, "the median of two environments"
+    assert row.count("gnu-mpich") == 2 and "not run with" not in row, row
+    assert "fastfs: 4.8x higher than slowfs" in row, row
+
+
 def test_report_of_an_empty_store_says_so(tmp_path):
     with pytest.raises(store.NoHistory, match="empty.sqlite: no such file"):
         commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")

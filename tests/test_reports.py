@@ -406,3 +406,26 @@ def test_ingest_reads_every_source_and_names_each_bad_one(tmp_path):
         {"run001", "run002"}
     again = scratchbench("ingest", good_a, good_b, env=env)
     assert again.returncode == 0 and "ingested 0 run(s)" in again.stdout
+
+
+# ---- numbers in words ------------------------------------------------------------------------
+def test_numbers_read_as_a_reader_expects():
+    from scratchbench import units
+    assert units.number(18364.2) == "18,400" and units.number(902.4) == "902"
+    assert units.number(999.6) == "1,000" and units.number(0.012345) == "0.0123"
+    assert units.number(1.5) == "1.5" and units.number(float("inf")) == "n/a"
+    assert units.quantity(18364.2, "ops/s") == "18,400 ops/s"      # was 1.836e+04 ops/s
+    assert units.quantity(902, "us") == "902 µs"
+    assert units.quantity(1536, "MiB/s") == "1.5 GiB/s"
+    assert units.quantity(1020, "MiB") == "1,020 MiB"              # was 1.02e+03 MiB
+    assert units.quantity(5400, "s") == "1.5 h" and units.quantity(0.0042, "s") == "4.2 ms"
+    assert units.percent(-0.1612) == "-16.1%" and units.percent(0.004) == "+0.4%"
+
+
+def test_verdict_details_name_dates_not_run_ids(synthetic_store, tmp_path):
+    _, result, _ = commands.nightly(run_id="run021", db=synthetic_store,
+                                    out=tmp_path / "v.json")
+    bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
+    assert bad["change_run"] == "run020", "the verdict's fields keep the run ids"
+    assert "run020" not in bad["detail"] and "run0" not in bad["detail"], bad["detail"]
+    assert re.search(r"since the run of \d{4}-\d\d-\d\d", bad["detail"]), bad["detail"]
