@@ -586,6 +586,10 @@ def history_plot(lines, unit, higher):
 
 
 def _axis_type(values):
+    """'category' for names (a placement of readers, say: a numeric axis draws no point
+    of them), 'log' for positive numbers over 16x apart, else 'linear'."""
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+        return "category"
     positive = [v for v in values if isinstance(v, (int, float)) and v > 0]
     return "log" if len(positive) == len(values) and positive and \
         max(positive) / min(positive) >= 16 else "linear"
@@ -596,7 +600,8 @@ def lines_plot(x_name, lines, unit, error_bars=None):
     error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
     data, xs_all = [], []
     for i, (name, points) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
-        xs = sorted(points)
+        xs = sorted(points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str)
+                                           else 0, str(x)))
         xs_all += xs
         trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
                  "x": xs, "y": [points[x] for x in xs],
@@ -610,9 +615,12 @@ def lines_plot(x_name, lines, unit, error_bars=None):
                                 "thickness": 1}
         data.append(trace)
     kind = _axis_type(xs_all)
-    ticks = sorted(set(xs_all))
+    ticks = list(dict.fromkeys(xs_all)) if kind == "category" else sorted(set(xs_all))
     xaxis = {"title": {"text": x_name}, "type": kind}
-    if kind == "log" or len(ticks) <= 12:
+    if kind == "category":
+        xaxis["categoryorder"] = "array"
+        xaxis["categoryarray"] = [str(x) for x in ticks]
+    elif kind == "log" or len(ticks) <= 12:
         xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
     return {"data": data, "layout": {
         "height": 280, "margin": {"l": 60, "r": 10, "t": 30, "b": 45},

@@ -171,6 +171,16 @@ def made_up_history(home):
                                           "label": "cache, 1 MiB"},
                                          {"axis": "x", "value": 64 * 1024 ** 3,
                                           "label": "node memory, 64 GiB"}]})
+            # A chart whose x is a name, as Jovian's "Bandwidth by placement of readers":
+            # a category axis (a numeric one draws none of its points).
+            for op in ("read", "write"):
+                for placement in ("local", "one-to-many"):
+                    name = f"{op}_bw_{placement.replace('-', '_')}"
+                    charted[name] = (float(300 * scale_fs * rng.normal(1, 0.03)), "MiB/s", [])
+                    declarations[name] = declared(
+                        f"{op.capitalize()} bandwidth, {placement} placement", "MiB/s",
+                        chart={"title": "Bandwidth by placement of readers", "kind": "lines",
+                               "x": ["placement", placement], "line": op})
             case("SynthPatterns", {}, "gnu-openmpi", target, charted,
                  title="Patterns (made up)", workload_words="one 4 MiB file",
                  declarations=declarations)
@@ -215,7 +225,7 @@ def headline_row(page, name):
 def test_index_names_the_right_winners(made_up_site):
     index = (made_up_site["out"] / "index.html").read_text()
     write = headline_row(index, "Large sequential write")
-    assert re.search(r"fastfs: 2\.[4-6]\dx higher than slowfs \(every one of the last 10 runs\)",
+    assert re.search(r"fastfs: 2\.[4-6]\d?x higher than slowfs \(every one of the last 10 runs\)",
                      write), write
     assert "1 MiB transfers, 64 MiB per rank, 4 ranks on 1 node" in write
     assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d UTC", write), "each figure shows its date"
@@ -649,6 +659,30 @@ def browse(home, shots, unfolded=(), pages="pages"):
     for name in shots.values():
         assert (ARTIFACTS / name).stat().st_size > 10000, name
     return problems, links
+
+
+def test_a_chart_of_names_draws_its_points_in_chromium(made_up_site):
+    """'Bandwidth by placement of readers' has names on its x axis: every point is
+    drawn (on a numeric axis Plotly drew none), on the across page and the fs page."""
+    from playwright.sync_api import sync_playwright
+
+    server, root = serve(made_up_site["home"])
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/across-Bandwidth-by-placement-of-readers.html")
+            page.wait_for_function(RENDERED, arg=False, timeout=60000)
+            drawn = page.evaluate(
+                "() => [...document.querySelectorAll('[data-plot]')].map(el => "
+                "[el.querySelectorAll('.scatterlayer .point').length, "
+                "[...el.querySelectorAll('.xtick text')].map(t => t.textContent)])")
+            # 2 file systems x 2 operations x 2 placements
+            assert drawn and sum(points for points, _ in drawn) == 8, drawn
+            assert all(ticks == ["local", "one-to-many"] for _, ticks in drawn), drawn
+            browser.close()
+    finally:
+        server.shutdown()
 
 
 def assert_banner_link_opens_its_chart(home):
