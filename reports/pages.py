@@ -545,9 +545,11 @@ def history_plot(lines, unit, higher):
     Returns (spec, [(name, latest, quartile words or None)])."""
     data, notes, stamps = [], [], []
     boxes = any(len(points) - 1 >= MIN_EARLIER_FOR_BOX for _, points in lines)
+    # One run so far: its value over its date, not a dot lost on a time axis of minutes.
+    single = len({t for _, points in lines for t, _, _ in points}) == 1
     for i, (name, points) in enumerate(lines):
         colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-        xs = [int(t * 1000) for t, _, _ in points]
+        xs = [f"{when(t)} UTC" if single else int(t * 1000) for t, _, _ in points]
         ys = [v for _, v, _ in points]
         stamps += [t for t, _, _ in points]
         earlier, latest = ys[:-1], ys[-1]
@@ -557,7 +559,8 @@ def history_plot(lines, unit, higher):
         data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys,
                      "text": [r for _, _, r in points], "name": name,
                      "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
-                     "hovertemplate": f"{name}<br>%{{x|%Y-%m-%d %H:%M}}<br>%{{y:.4g}} {unit}"
+                     "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
+                                      f"<br>%{{y:.4g}} {unit}"
                                       "<br>run %{text}<extra></extra>"})
         data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
                      "showlegend": False, "name": f"{name}, latest",
@@ -575,8 +578,10 @@ def history_plot(lines, unit, higher):
               "showlegend": len(lines) > 1,
               "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
                          "font": {"size": 11}},
-              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "date",
-                        "range": _time_range(stamps), "nticks": 6},
+              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "category",
+                        "title": {"text": "the only run so far", "font": {"size": 11}}}
+              if single else {"domain": [0, 0.74 if boxes else 1], "type": "date",
+                              "range": _time_range(stamps), "nticks": 6},
               "yaxis": {"rangemode": "tozero", "title": {"text": unit}},
               "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
     if boxes:
