@@ -663,8 +663,14 @@ def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None
     scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
     if log:
         scene["zaxis"]["dtick"] = 1      # a tick per power of ten, no crowded minor labels
-    if high > low:
-        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)] if log else [0, high]
+    if high > low and log:
+        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)]
+    elif high > low:
+        # Ticks above zero only (a "0" sits on the corner where the x and y labels
+        # meet) and room above the top one (at the very top its label was cut: "000").
+        values_ = _round_ticks(high)
+        scene["zaxis"].update(range=[0, max(high, values_[-1]) * 1.1], tickvals=values_,
+                              ticktext=[fmt(v) for v in values_])
     surface = {"data": [dict(colour, type="surface", x=xs, y=ys, z=z, surfacecolor=shade,
                              text=text, hovertemplate="%{text}<extra></extra>")],
                "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
@@ -706,6 +712,14 @@ def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None
             heat["layout"].setdefault("annotations", []).append(dict(
                 note, xref="paper", yref="y", y=position, x=1, xanchor="right"))
     return surface, heat
+
+
+def _round_ticks(high, count=4):
+    """About ``count`` round values above zero up to ``high``: 8000 -> 2000 ... 8000."""
+    raw = high / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    return [step * i for i in range(1, int(high // step) + 1)] or [high]
 
 
 def _colour_scale(low, high, log, unit):

@@ -722,6 +722,40 @@ def test_a_single_run_is_its_value_over_its_date_in_chromium(tmp_path):
         server.shutdown()
 
 
+def test_surface_value_axis_has_no_zero_and_room_above_in_chromium(made_up_site):
+    """The 3-D value axis: no '0' tick on the corner where the size labels meet, and its
+    top tick below the top of the axis (at the very top its label was cut)."""
+    from playwright.sync_api import sync_playwright
+
+    spec, _ = pages.surface_plots("file size", "record size",
+                                  {(1, 1): 4000.0, (2, 1): 8000.0}, "MiB/s")
+    zaxis = spec["layout"]["scene"]["zaxis"]
+    assert zaxis["tickvals"] == [2000, 4000, 6000, 8000] and zaxis["range"][1] > 8000
+    assert zaxis["ticktext"][-1] == "8,000"
+    server, root = serve(made_up_site["home"])
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/fs-fastfs.html")
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            page.locator("[data-webgl]").first.scroll_into_view_if_needed()
+            page.wait_for_function(
+                "() => { const el = document.querySelector('[data-webgl]'); return "
+                "el.dataset.rendered === '1' && el._fullLayout; }", timeout=120000)
+            axes = page.evaluate(
+                "() => [...document.querySelectorAll('[data-webgl]')].filter(el => "
+                "el._fullLayout).map(el => { const z = el._fullLayout.scene.zaxis; return "
+                "[z.type, z.tickvals || [], z.range]; })")
+            linear = [a for a in axes if a[0] == "linear"]
+            assert linear, axes
+            for _, ticks, (bottom, top) in linear:
+                assert ticks and 0 not in ticks and max(ticks) < top, (ticks, top)
+            browser.close()
+    finally:
+        server.shutdown()
+
+
 def assert_banner_link_opens_its_chart(home):
     """Following the banner's link to a regression's chart opens its folded section and
     draws the chart on the reader's screen."""
