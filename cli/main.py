@@ -119,10 +119,19 @@ def _run(args):
 def _ingest(args):
     from reports import commands
 
-    runs, figures, total = commands.ingest(args.sources)
+    try:
+        runs, figures, total = commands.ingest(args.sources)
+    except commands.NotAllStored as exc:
+        # The good runs are stored: say so, then name each bad source on its own line.
+        runs, figures, total = exc.stored
+        errors = exc.errors
+    else:
+        errors = []
     print(f"ingested {runs} run(s), {figures} figure(s); the history store "
           f"{paths.history_db()} holds {total} figure(s)")
-    return 0
+    for error in errors:
+        print(f"scratchbench: error: {error}", file=sys.stderr)
+    return max((e.exit_code for e in errors), default=0)
 
 
 def _verdict(args):
@@ -155,8 +164,8 @@ def writable_directory(path, option):
 def _report(args):
     from reports import commands
 
-    writable_directory(args.out, "--out")
-    pages_written, figures, seconds = commands.report(args.out)
+    pages_written, figures, seconds = commands.report(
+        args.out, prepare_out=lambda: writable_directory(args.out, "--out"))
     print(f"wrote {pages_written} pages from {figures} figures in {seconds:.1f} s: "
           f"{args.out}/index.html")
     return 0
@@ -253,7 +262,9 @@ def build_parser():
         "ingest", help="store run results in the history store",
         description="Store ReFrame run reports in the history store (SQLite). Without "
                     "arguments: every finished run under results/runs not stored yet. "
-                    "Re-ingesting a run changes nothing. `run` ingests its own results.",
+                    "Re-ingesting a run changes nothing. `run` ingests its own results. "
+                    "Every source given is read and every good run stored; each bad one "
+                    "is named on its own line and the exit code is then 5.",
         epilog=EPILOG)
     ingest.add_argument("sources", nargs="*", metavar="RUN_DIR_OR_REPORT",
                         help="run directories (results/runs/ID) or ReFrame JSON run reports")
@@ -270,8 +281,10 @@ def build_parser():
                     "history (E-divisive, permutation test at 1%: at most 1% of figures "
                     "flagged per night when nothing changed). A check of the run that "
                     "failed is a verdict of its own, with its cause. Exit 1 on a confirmed "
-                    "regression, 4 when checks failed (and nothing regressed), 0 otherwise; "
-                    "a verdict file is always written.")
+                    "regression, 4 when checks failed (and nothing regressed), 7 when the "
+                    "history store does not exist or holds no run (nothing is judged, "
+                    "nothing created), 0 otherwise; a verdict file is written for every "
+                    "judged run.")
     nightly.add_argument("--run", help="judge this run instead of the latest")
     nightly.add_argument("--tag", help="the latest run with this tag (e.g. nightly)")
     nightly.add_argument("--out", help="verdict file (default results/verdicts/nightly-RUN.json)")
@@ -298,7 +311,9 @@ def build_parser():
     report = sub.add_parser(
         "report", help="build the static performance pages",
         description="Build static HTML pages (offline, no CDN) from the history store: "
-                    "file systems, history plots, comparison, runs, advice.",
+                    "file systems, history plots, comparison, runs, advice. Exit 7 (and "
+                    "nothing created) when the history store does not exist or holds no "
+                    "figures.",
         epilog=EPILOG)
     report.add_argument("--out", default=str(paths.state_dir() / "pages"),
                         help="output directory (default $SCRATCHBENCH_HOME/pages)")

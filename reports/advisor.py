@@ -71,7 +71,7 @@ RECENT_RUNS = 10
 #: real change moves it within three nights
 POINT_RUNS = 5
 #: the history store has no figure of any scratch target
-EXIT_NO_FIGURES = 7
+EXIT_NO_FIGURES = store.NoHistory.exit_code
 
 #: Darshan's request-size bins (POSIX_SIZE_{READ,WRITE}_<bin>): (name, low, high) bytes
 DARSHAN_BINS = (("0_100", 0, 100), ("100_1K", 100, KIB), ("1K_10K", KIB, 10 * KIB),
@@ -928,7 +928,7 @@ def load_figures(conn=None, db_path=None):
     """stored_figures() of the history store, read in one snapshot; an error when it has
     no figures of any target."""
     own = conn is None
-    conn = conn or store.connect(db_path)
+    conn = conn or store.connect(db_path, create=False)
     try:
         with store.snapshot(conn):
             figures = stored_figures(conn)

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -10,7 +11,7 @@ from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scratchbench import paths
+from scratchbench import paths, units
 from scratchbench.errors import ConfigError, ScratchbenchError
 from reports import naming, pages, store, verdicts
 
@@ -23,29 +24,56 @@ def verdict_dir():
     return paths.results_dir() / "verdicts"
 
 
+class NotAllStored(store.StoreError):
+    """Some sources of an ingest could not be stored; the others were.  ``errors``: one
+    per bad source, each naming it; ``stored``: (runs, figures, total) as ingest returns."""
+
+    def __init__(self, errors, stored):
+        super().__init__(f"{len(errors)} source(s) not stored: " +
+                         "; ".join(str(e) for e in errors))
+        self.errors, self.stored = errors, stored
+
+
 def ingest(sources=(), db=None):
+    """Store runs: (runs added, figures added, figures in the store).  Every source is
+    read and every good one stored, even after a bad one; then a bad source raises its
+    own error, or NotAllStored naming each when there were several sources."""
     conn = store.connect(db)
     store.check_integrity(conn)
     runs = figures = 0
+    bad = []
     if not sources:
         runs, figures = store.ingest_all(conn)
     for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            added = store.ingest_run_dir(conn, path)
-        elif path.is_file():
-            try:
-                report = json.loads(path.read_text())
-            except ValueError as exc:
-                raise store.StoreError(f"{path}: not a JSON run report ({exc})") from exc
-            added = store.ingest_report(conn, report, source=str(path))
-        else:
-            raise store.StoreError(f"{path}: no such run directory or run report")
+        try:
+            added = _ingest_source(conn, Path(source))
+        except ScratchbenchError as exc:
+            bad.append(exc)
+            continue
         runs += 1 if added else 0
         figures += added
     total = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     conn.close()
+    if len(bad) == 1 and len(sources) == 1:
+        raise bad[0]
+    if bad:
+        raise NotAllStored(bad, (runs, figures, total))
     return runs, figures, total
+
+
+def _ingest_source(conn, path):
+    if path.is_dir():
+        return store.ingest_run_dir(conn, path)
+    if path.is_file():
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise store.StoreError(f"{path}: not a JSON run report ({exc})") from exc
+        if not isinstance(report, dict):
+            raise store.StoreError(f"{path}: not a ReFrame run report (a JSON "
+                                   f"{type(report).__name__}, expected an object)")
+        return store.ingest_report(conn, report, source=str(path))
+    raise store.StoreError(f"{path}: no such run directory or run report")
 
 
 def _series_history(conn, run_id):
@@ -62,6 +90,30 @@ def _series_history(conn, run_id):
     return {k: v for k, v in history.items() if k in latest}
 
 
+def _dated(detail, started):
+    """'since run 3f2a...' -> 'since the run of 2026-11-20': a reader knows a date, not a
+    run id (the run ids stay in the verdict's fields)."""
+    return re.sub(r"\brun (\S+?)(?=[\s),;:]|$)",
+                  lambda m: f"the run of {units.date(started[m.group(1)])}"
+                  if m.group(1) in started else m.group(0), detail)
+
+
+def _describe_change(entry, row, started):
+    """What the morning page and the CLI say of a change: the figure in the pages' words,
+    where it ran, since when (a date), and a link to its chart."""
+    since_run = entry.get("change_run") or entry["latest_run"]
+    entry.update(what=row["headline"] or naming.figure_label(row),
+                 workload=naming.case_words(row),
+                 headline=bool(row["headline"]),
+                 target=row["scratch_target"] or "unspecified", environ=row["environ"] or "",
+                 partition=f"{row['system']}:{row['partition']}",
+                 since=units.date(started.get(since_run)),
+                 since_time=started.get(since_run),
+                 chart=f"{pages.fs_page_name(row['scratch_target'] or 'unspecified')}#"
+                       f"{naming.figure_anchor(entry['series'], entry['metric'])}")
+    entry["what"] = f"{entry['what']} ({entry['workload']})"
+
+
 def _failed_cases(conn, run_id):
     """The judged run's cases that failed, with their cause, as verdict entries: a figure
     missing from the latest run is a verdict of its own, never the last night's value."""
@@ -71,7 +123,9 @@ def _failed_cases(conn, run_id):
                             "environ", (run_id,)):
         cause = row["fail_reason"] or "no reason recorded"
         entries.append({"series": row["series"], "metric": None, "verdict": "failed",
-                        "name": naming.case_name(row),
+                        "name": naming.case_name(row), "what": naming.case_words(row),
+                        "target": row["scratch_target"] or "unspecified",
+                        "environ": row["environ"] or "",
                         "detail": f"failed in {row['fail_phase'] or 'an unknown phase'}: "
                                   f"{cause}"})
     return entries
@@ -81,23 +135,27 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     """Returns (exit code, verdict dict, path written).
 
     Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
-    regressed), 0 otherwise.  ``notify``: commands or http(s) URLs told about a
-    regression or a failed run; a failing notifier is reported and changes nothing."""
-    conn = store.connect(db)
+    regressed), 0 otherwise; 7 (NoHistory) when the store is missing or holds no run.
+    ``notify``: commands or http(s) URLs told about a regression or a failed run; a
+    failing notifier is reported and changes nothing."""
+    conn = store.connect(db, create=False)
     store.check_integrity(conn)
     query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
         "ORDER BY started DESC, run_id DESC LIMIT 1"
     if run_id is None:
         row = conn.execute(query, (tag,) if tag else ()).fetchone()
         if row is None:
-            raise ScratchbenchError("the history store holds no run" +
+            conn.close()
+            raise store.NoHistory(f"the history store {db or paths.history_db()} holds no run" +
                                     (f" tagged {tag}" if tag else "") +
                                     ": run the suite, then `scratchbench ingest`")
         run_id = row["run_id"]
     elif not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
-    histories, names, undeclared = [], [], []
+    histories, names, latest_rows, undeclared = [], [], [], []
+    started = {}
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
+        started.update((r["run_id"], r["started"]) for r in rows)
         if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
             continue   # not measured in the judged run: its case is judged as failed
         if rows[-1]["better"] not in verdicts.BETTER:
@@ -112,11 +170,21 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                           series=series, metric=metric,
                                           unit=rows[-1]["unit"] or ""))
         names.append(naming.figure_name(rows[-1]))
+        latest_rows.append(rows[-1])
     figures = [dict(verdicts.as_dict(v), name=name,
                     nights_needed=max(0, verdicts.MIN_HISTORY - v.history)
                     if v.verdict == "insufficient-history" else 0)
-               for v, name in zip(verdicts.nightly_many(histories), names)] + undeclared
+               for v, name in zip(verdicts.nightly_many(histories), names)]
+    for entry, row in zip(figures, latest_rows):
+        entry["detail"] = _dated(entry["detail"], started)
+        if entry["verdict"] in naming.CHANGE_WORDS:
+            _describe_change(entry, row, started)
+    figures += undeclared
     failed = _failed_cases(conn, run_id)
+    judged_on = conn.execute("SELECT started FROM runs WHERE run_id = ?",
+                             (run_id,)).fetchone()["started"]
+    for entry in failed:
+        entry["since"] = units.date(judged_on)
     conn.close()
     if not figures and not failed:
         raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "
@@ -199,8 +267,13 @@ def _post(url, payload):
 def format_nightly(result, path):
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
+    for f in naming.changes(result["figures"]):
+        lines.append(f"  {naming.change_sentence(f)}")
+        if f.get("chart"):
+            lines.append(f"    chart: {f['chart']}")
     for f in result["figures"]:
-        if f["verdict"] not in ("ok", "insufficient-history"):
+        if f["verdict"] not in ("ok", "insufficient-history") and \
+                f["verdict"] not in naming.CHANGE_WORDS:
             lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
     for f in result["figures"]:
@@ -268,7 +341,7 @@ def _runs_of(conn, run_ids):
 
 
 def acceptance(before, after, out=None, db=None):
-    conn = store.connect(db)
+    conn = store.connect(db, create=False)
     store.check_integrity(conn)
     before_ids = _select(conn, before, "--before")
     after_ids = _select(conn, after, "--after")
@@ -320,18 +393,20 @@ def format_acceptance(result, path):
     return "\n".join(lines)
 
 
-def report(out_dir, db=None):
+def report(out_dir, db=None, prepare_out=None):
     """Build the pages; the verdict banner uses the nightly verdict of the latest run
-    (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none."""
-    conn = store.connect(db)
+    (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none.
+    ``prepare_out`` (checks or makes the output directory) runs only once the store is
+    known to hold figures: a missing or empty store creates nothing."""
+    conn = store.connect(db, create=False)
     store.check_integrity(conn)
     stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
     latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
                           "LIMIT 1").fetchone()
     conn.close()
     if not stored:
-        raise ScratchbenchError(f"the history store {db or paths.history_db()} holds no "
-                                "figures yet: run the suite (`scratchbench run`) first")
+        raise store.NoHistory(f"the history store {db or paths.history_db()} holds no "
+                              "figures yet: run the suite (`scratchbench run`) first")
     nightly_result = None
     verdict_file = verdict_dir() / f"nightly-{latest['run_id']}.json"
     if verdict_file.exists():
@@ -340,6 +415,8 @@ def report(out_dir, db=None):
         except ValueError as exc:
             raise ScratchbenchError(f"{verdict_file}: not a verdict file ({exc}); run "
                                     "`scratchbench verdict nightly` again") from None
+    if prepare_out:
+        prepare_out()
     progress(f"building the pages in {out_dir}")
     return pages.build(out_dir, db_path=db, nightly_verdicts=nightly_result)
 

@@ -5,7 +5,10 @@ declared label; these functions only put them together, so no report names a che
 or a metric by itself.
 """
 
+import hashlib
 import json
+
+from scratchbench import units
 
 
 def case_name(row):
@@ -57,3 +60,51 @@ def case_words(row, params=None):
     """'Bandwidth (IOTest, seed 002): file per process, POSIX'."""
     variant = variant_words(row, params)
     return f"{check_words(row)}: {variant}" if variant else check_words(row)
+
+
+def figure_anchor(series, metric):
+    """The id of a figure's chart on its file system's page, the same in the verdict
+    file, the CLI and the pages: stable across builds, short, and safe in a URL."""
+    return "f-" + hashlib.sha1(f"{series}\n{metric}".encode()).hexdigest()[:12]
+
+
+#: what a change is called, with whether it is news: (words, new or ongoing)
+CHANGE_WORDS = {"regression": ("Regression", "new"),
+                "ongoing-regression": ("Regression", "ongoing"),
+                "improvement": ("Improvement", "new"),
+                "recovered": ("Recovered", "new"),
+                "suspect": ("Suspect", "one night so far"),
+                "failed": ("Failed check", "in this run")}
+
+
+def changes(figures):
+    """The changes among a nightly verdict's figures (everything but ok and undecided,
+    as described by `verdict nightly`), newest first."""
+    found = [f for f in figures if f["verdict"] in CHANGE_WORDS and f.get("since")]
+    return sorted(found, key=lambda f: (f["since"], f["verdict"] != "failed"), reverse=True)
+
+
+def change_sentence(entry):
+    """One change of a nightly verdict in words: what, where, since when, how much (with
+    its interval), new or ongoing; the CLI prints it and the banner shows it."""
+    kind, news = CHANGE_WORDS[entry["verdict"]]
+    where = f"on {entry.get('target') or 'unspecified'}" + (f" [{entry['environ']}]" if entry.get("environ")
+                                       else "")
+    what = entry.get("what") or entry["name"]
+    if entry["verdict"] == "failed":
+        return f"{kind} ({news}, {entry['since']}): {what} {where}: {entry['detail']}"
+    unit = entry.get("unit") or ""
+    rel = entry.get("relative_change")
+    much = units.percent(rel) if rel is not None else "n/a"
+    if entry.get("change_low") is not None:
+        much += (f" (95% interval {units.percent(entry['change_low'])} to "
+                 f"{units.percent(entry['change_high'])})")
+    if entry["verdict"] == "suspect":
+        values = (f"latest {units.quantity(entry['latest'], unit)} against a usual "
+                  f"{units.quantity(entry['median_before'], unit)}")
+        since = f"on {entry['since']}"
+    else:
+        values = (f"median {units.quantity(entry['median_before'], unit)} before, "
+                  f"{units.quantity(entry['median_after'], unit)} since")
+        since = f"since {entry['since']}"
+    return f"{kind} ({news}): {what} {where}, {since}: {much}; {values}"

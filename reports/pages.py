@@ -64,6 +64,8 @@ import jinja2
 from markupsafe import Markup
 
 from reports import advisor, naming, runreport, store
+from scratchbench import units
+from scratchbench.figures import DESCRIPTIVE_ROLES
 
 HISTORY_RUNS = 200        # runs of each tag the pages read and plot
 RECENT_RUNS = 10          # runs a spread, a ranking or a piece of advice rests on
@@ -104,16 +106,16 @@ def day(ts):
     return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d")
 
 
+def fs_page_name(target):
+    """The page of one file system (the verdict file links a change to its chart there)."""
+    return f"fs-{slug(target)}.html"
+
+
 def slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
 
 
-def fmt(value):
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    if not isinstance(value, (int, float)):
-        return str(value)     # a chart's x may be a name (a placement, say)
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+fmt = units.number
 
 
 def times(ratio):
@@ -140,7 +142,7 @@ class Series:
 
     __slots__ = ("key", "metric", "points", "target", "kind", "partition", "environ",
                  "tag", "unit", "label", "better", "headline", "chart", "check", "variant",
-                 "workload_words", "params", "scaling", "case_id")
+                 "workload_words", "params", "scaling", "case_id", "role")
 
     def __init__(self, key, metric, points, meta):
         self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
@@ -160,6 +162,12 @@ class Series:
         self.variant = naming.variant_words(meta, self.params)
         self.workload_words = meta["workload_words"] or ""
         self.scaling = meta["scaling_parameter"] or ""
+        self.role = meta["role"] or (self.chart or {}).get("role") or ""
+
+    @property
+    def descriptive(self):
+        """Describes a model, a search or the measurement, not the file system."""
+        return self.role in DESCRIPTIVE_ROLES
 
     @property
     def figure(self):
@@ -191,7 +199,7 @@ def load(conn):
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         for row in conn.execute(
-                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart "
+                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, f.role "
                 "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE f.case_id IN "
                 f"({','.join('?' * len(chunk))})", chunk):
             meta[(row["case_id"], row["metric"])] = row
@@ -217,8 +225,9 @@ def latest_cases(conn):
 
 # ---- one number per run, spread, ranking ---------------------------------------------------
 class Standing:
-    """A figure of one file system: one value per run (the median over the environments
-    and partitions that measured it in that run), and its recent spread."""
+    """A figure of one file system: one value per run (the median over the partitions,
+    and over the environments when given several, that measured it in that run; the
+    rankings give it one environment: see lead_environment), and its recent spread."""
 
     def __init__(self, target, series):
         self.target, self.series = target, series
@@ -264,6 +273,26 @@ def _ratio(good, bad, better):
     return a / b if b else math.inf
 
 
+def lead_environment(series_by_target):
+    """The one programming environment a headline value comes from: the one that
+    measured the figure on the most file systems, then in the most runs, then the first
+    by name.  Never a median across environments: MPI libraries differ by several times
+    on metadata rates, so such a median would be neither's number."""
+    targets, points = Counter(), Counter()
+    for ss in series_by_target.values():
+        targets.update({s.environ for s in ss})
+        for s in ss:
+            points[s.environ] += len(s.points)
+    return min(targets, key=lambda e: (-targets[e], -points[e], e))
+
+
+def in_environment(series, environ):
+    """The series of one environment; where it did not run, those of the target's own
+    lead environment (said beside the value)."""
+    mine = [s for s in series if s.environ == environ]
+    return mine or [s for s in series if s.environ == lead_environment({"": series})]
+
+
 class Ranking:
     """Which file system is best for one figure, and whether the spreads allow saying so."""
 
@@ -271,14 +300,22 @@ class Ranking:
         self.figure = figure
         (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
          self.better) = figure
-        self.standings = {t: Standing(t, ss) for t, ss in series_by_target.items()}
+        self.by_target = series_by_target
+        self.environ = lead_environment(series_by_target)
+        self.environs = sorted({s.environ for ss in series_by_target.values() for s in ss})
+        self.standings = {t: Standing(t, in_environment(ss, self.environ))
+                          for t, ss in series_by_target.items()}
         ranked = sorted(self.standings.values(), key=lambda s: s.median,
                         reverse=self.better == "higher")
         self.headline = next((s.headline for ss in series_by_target.values() for s in ss
                               if s.headline), "")
         self.best = ranked[0]
         self.second = ranked[1] if len(ranked) > 1 else None
+        self.regressed = {}     # target: its regression verdicts (set from the nightly verdict)
         self.margin = self.runs_needed = None
+        if any(s.descriptive for ss in series_by_target.values() for s in ss):
+            self.status = "not ranked"
+            return
         if self.second is None:
             self.status = "alone"
             return
@@ -302,13 +339,29 @@ class Ranking:
     def margin_words(self):
         return f"{times(self.margin)} {'higher' if self.better == 'higher' else 'lower'}"
 
+    def regression_words(self, target):
+        """'' or what a recommendation of target must say: it just regressed here."""
+        found = self.regressed.get(target)
+        if not found:
+            return ""
+        v = max(found, key=lambda v: v.get("since") or "")
+        state = "new" if v["verdict"] == "regression" else "ongoing"
+        return (f"but {target} regressed on {v.get('since') or 'a recent night'} "
+                f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
+                "may no longer hold")
+
     def verdict(self):
         """The ranking in words, as the index shows it (and the advice repeats)."""
+        if self.status == "not ranked":
+            return ("not ranked: it describes a model or the measurement, not the file "
+                    "system")
         if self.status == "alone":
             return f"only measured on {self.best.target}"
         if self.status == "winner":
+            caveat = self.regression_words(self.best.target)
             return (f"{self.best.target}: {self.margin_words()} than {self.second.target} "
-                    f"(every one of the last {min(self.best.n, self.second.n)} runs)")
+                    f"(every one of the last {min(self.best.n, self.second.n)} runs)"
+                    + (f"; {caveat}" if caveat else ""))
         if self.status == "no clear winner":
             return (f"no clear winner: the ranges of the last runs overlap "
                     f"({self.best.target} leads by {times(self.margin)} on the median)")
@@ -336,21 +389,23 @@ def advice(target, headline_rankings, series):
     lines, undecided, level = [], [], []
     for r in headline_rankings:
         mine = r.standings.get(target)
-        if mine is None or r.status == "alone":
+        if mine is None or r.status in ("alone", "not ranked"):
             continue
         what = f"{r.name} ({r.variant})" if r.variant else r.name
+        caveat = r.regression_words(r.best.target)
+        caveat = f" {caveat[0].upper()}{caveat[1:]}." if caveat else ""
         if r.status == "winner" and r.best.target == target:
             lines.append(f"Best file system here for {what}: {r.margin_words()} than "
                          f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
                          f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
-                         f"Rests on {mine.rests_on()}.")
+                         f"Rests on {mine.rests_on()}.{caveat}")
         elif r.status == "winner" and _apart(r.best, mine, r.better) and \
                 min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK:
             lines.append(f"For {what}, prefer {r.best.target}: "
                          f"{times(_ratio(r.best, mine, r.better))} "
                          f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
                          f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
-                         f"here). Rests on {mine.rests_on()}.")
+                         f"here). Rests on {mine.rests_on()}.{caveat}")
         elif r.status == "winner":
             level.append(what)
         elif r.status == "no clear winner":
@@ -359,7 +414,7 @@ def advice(target, headline_rankings, series):
             undecided.append((what, r.runs_needed))
     for r in headline_rankings:
         mine = r.standings.get(target)
-        if mine is not None and mine.n >= MIN_RUNS_TO_RANK and mine.median and \
+        if mine is not None and r.status != "not ranked" and mine.n >= MIN_RUNS_TO_RANK and mine.median and \
                 (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD:
             lines.append(f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
                          f"plan with the lower figure.")
@@ -380,7 +435,7 @@ def _variant_advice(target, series):
     file system (e.g. one file per process against one shared file), when the ranges
     of recent runs do not overlap."""
     labels = {(s.tag, s.check, s.label) for s in series.values()
-              if s.target == target and s.headline}
+              if s.target == target and s.headline and not s.descriptive}
     by_variant = defaultdict(lambda: defaultdict(list))
     for s in series.values():
         if s.target == target and (s.tag, s.check, s.label) in labels and not s.scaling \
@@ -390,7 +445,9 @@ def _variant_advice(target, series):
     for (tag, check, label, unit, better), variants in sorted(by_variant.items()):
         if len(variants) < 2:
             continue
-        standings = [Standing(target, ss) for ss in variants.values()]
+        environ = lead_environment(variants)
+        standings = [Standing(target, in_environment(ss, environ))
+                     for ss in variants.values()]
         names = dict(zip(map(id, standings), variants))
         standings.sort(key=lambda s: s.median, reverse=better == "higher")
         best, worst = standings[0], standings[-1]
@@ -418,6 +475,17 @@ def nights_needed(entry):
     return max(0, int(found.group(2)) - int(found.group(1))) if found else 0
 
 
+#: changes the banner names one by one (the verdict file and the CLI name them all)
+BANNER_CHANGES = 20
+
+
+def regressions_of(series, verdicts):
+    """The regression verdicts (new or ongoing) of these series (every environment)."""
+    return [v for s in series
+            for v in [verdicts.get((s.key, s.metric))]
+            if v and v["verdict"] in ("regression", "ongoing-regression")]
+
+
 def banner(verdicts, latest_run):
     """What the nightly verdict of the latest run decided and what it could not."""
     if latest_run is None:
@@ -432,7 +500,11 @@ def banner(verdicts, latest_run):
     waiting = Counter(f["verdict"] for f in undecided)
     most = max((nights_needed(f) for f in undecided), default=0)
     bad = any("regress" in label for label in decided)
+    changed = naming.changes(figures)
     return {"state": "bad" if bad else "unsure" if undecided else "good", "run": run_id,
+            "changes": [{"sentence": naming.change_sentence(f), "chart": f.get("chart"),
+                         "verdict": f["verdict"]} for f in changed[:BANNER_CHANGES]],
+            "more_changes": max(0, len(changed) - BANNER_CHANGES),
             "when": when(latest_run["started"]), "total": len(figures),
             "decided": [(n, verdict_words(v), v) for v, n in decided.most_common()],
             "undecided_count": len(undecided),
@@ -473,9 +545,11 @@ def history_plot(lines, unit, higher):
     Returns (spec, [(name, latest, quartile words or None)])."""
     data, notes, stamps = [], [], []
     boxes = any(len(points) - 1 >= MIN_EARLIER_FOR_BOX for _, points in lines)
+    # One run so far: its value over its date, not a dot lost on a time axis of minutes.
+    single = len({t for _, points in lines for t, _, _ in points}) == 1
     for i, (name, points) in enumerate(lines):
         colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-        xs = [int(t * 1000) for t, _, _ in points]
+        xs = [f"{when(t)} UTC" if single else int(t * 1000) for t, _, _ in points]
         ys = [v for _, v, _ in points]
         stamps += [t for t, _, _ in points]
         earlier, latest = ys[:-1], ys[-1]
@@ -485,7 +559,8 @@ def history_plot(lines, unit, higher):
         data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys,
                      "text": [r for _, _, r in points], "name": name,
                      "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
-                     "hovertemplate": f"{name}<br>%{{x|%Y-%m-%d %H:%M}}<br>%{{y:.4g}} {unit}"
+                     "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
+                                      f"<br>%{{y:.4g}} {unit}"
                                       "<br>run %{text}<extra></extra>"})
         data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
                      "showlegend": False, "name": f"{name}, latest",
@@ -503,8 +578,10 @@ def history_plot(lines, unit, higher):
               "showlegend": len(lines) > 1,
               "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
                          "font": {"size": 11}},
-              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "date",
-                        "range": _time_range(stamps), "nticks": 6},
+              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "category",
+                        "title": {"text": "the only run so far", "font": {"size": 11}}}
+              if single else {"domain": [0, 0.74 if boxes else 1], "type": "date",
+                              "range": _time_range(stamps), "nticks": 6},
               "yaxis": {"rangemode": "tozero", "title": {"text": unit}},
               "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
     if boxes:
@@ -514,6 +591,10 @@ def history_plot(lines, unit, higher):
 
 
 def _axis_type(values):
+    """'category' for names (a placement of readers, say: a numeric axis draws no point
+    of them), 'log' for positive numbers over 16x apart, else 'linear'."""
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+        return "category"
     positive = [v for v in values if isinstance(v, (int, float)) and v > 0]
     return "log" if len(positive) == len(values) and positive and \
         max(positive) / min(positive) >= 16 else "linear"
@@ -524,7 +605,8 @@ def lines_plot(x_name, lines, unit, error_bars=None):
     error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
     data, xs_all = [], []
     for i, (name, points) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
-        xs = sorted(points)
+        xs = sorted(points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str)
+                                           else 0, str(x)))
         xs_all += xs
         trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
                  "x": xs, "y": [points[x] for x in xs],
@@ -538,9 +620,12 @@ def lines_plot(x_name, lines, unit, error_bars=None):
                                 "thickness": 1}
         data.append(trace)
     kind = _axis_type(xs_all)
-    ticks = sorted(set(xs_all))
+    ticks = list(dict.fromkeys(xs_all)) if kind == "category" else sorted(set(xs_all))
     xaxis = {"title": {"text": x_name}, "type": kind}
-    if kind == "log" or len(ticks) <= 12:
+    if kind == "category":
+        xaxis["categoryorder"] = "array"
+        xaxis["categoryarray"] = [str(x) for x in ticks]
+    elif kind == "log" or len(ticks) <= 12:
         xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
     return {"data": data, "layout": {
         "height": 280, "margin": {"l": 60, "r": 10, "t": 30, "b": 45},
@@ -578,8 +663,14 @@ def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None
     scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
     if log:
         scene["zaxis"]["dtick"] = 1      # a tick per power of ten, no crowded minor labels
-    if high > low:
-        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)] if log else [0, high]
+    if high > low and log:
+        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)]
+    elif high > low:
+        # Ticks above zero only (a "0" sits on the corner where the x and y labels
+        # meet) and room above the top one (at the very top its label was cut: "000").
+        values_ = _round_ticks(high)
+        scene["zaxis"].update(range=[0, max(high, values_[-1]) * 1.1], tickvals=values_,
+                              ticktext=[fmt(v) for v in values_])
     surface = {"data": [dict(colour, type="surface", x=xs, y=ys, z=z, surfacecolor=shade,
                              text=text, hovertemplate="%{text}<extra></extra>")],
                "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
@@ -621,6 +712,14 @@ def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None
             heat["layout"].setdefault("annotations", []).append(dict(
                 note, xref="paper", yref="y", y=position, x=1, xanchor="right"))
     return surface, heat
+
+
+def _round_ticks(high, count=4):
+    """About ``count`` round values above zero up to ``high``: 8000 -> 2000 ... 8000."""
+    raw = high / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    return [step * i for i in range(1, int(high // step) + 1)] or [high]
 
 
 def _colour_scale(low, high, log, unit):
@@ -764,7 +863,8 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
         headline = any(s.headline for s in ss)
         folded[(tag, check)][(variant, partition, tuple(sorted({s.workload_words for s in ss})))]\
             .append(plots.add(spec, label=label, unit=unit, notes=notes, headline=headline,
-                              verdicts=[(e, v) for e, v in judged if v]))
+                              verdicts=[(e, v) for e, v in judged if v],
+                              anchors=[naming.figure_anchor(s.key, s.metric) for s in ss]))
     sections = [{"tag": tag, "check": check, "words": naming.tag_words(tag),
                  "variants": [{"variant": v, "partition": p, "workload": "; ".join(w),
                                "plots": sorted(ps, key=lambda p: (not p["headline"], p["label"]))}
@@ -1151,7 +1251,7 @@ def _environment(cache):
         undefined=jinja2.StrictUndefined,
         # compiled templates kept between builds: compiling them is a tenth of a rebuild
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(cache)))
-    env.filters.update(fmt=fmt, when=when, day=day, slug=slug, verdict_words=verdict_words,
+    env.filters.update(fmt=fmt, percent=units.percent, quantity=units.quantity, when=when, day=day, slug=slug, verdict_words=verdict_words,
                        plot_json=plot_json)
     return env
 
@@ -1171,10 +1271,10 @@ def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file syst
     it is the latest run's."""
     t0 = time.monotonic()
     out = Path(out_dir)
+    conn = store.connect(db_path, create=False)
     out.mkdir(parents=True, exist_ok=True)
     (out / "assets").mkdir(exist_ok=True)
     _copy_assets(out)
-    conn = store.connect(db_path)
     try:
         with store.snapshot(conn):
             written = _build(conn, out, nightly_verdicts, title)
@@ -1195,7 +1295,7 @@ def _build(conn, out, nightly_verdicts, title):
         for v in nightly_verdicts.get("figures", []):
             verdicts[(v["series"], v["metric"])] = v
     targets = sorted({s.target for s in series.values()} | set(latest))
-    fs_pages = {t: f"fs-{slug(t)}.html" for t in targets}
+    fs_pages = {t: fs_page_name(t) for t in targets}
     common = {"title": title, "generated": when(time.time()), "run_count": len(runs),
               "targets": targets, "fs_pages": fs_pages, "run_page": _run_page_name,
               "min_runs": MIN_RUNS_TO_RANK, "recent_runs": RECENT_RUNS,
@@ -1203,6 +1303,9 @@ def _build(conn, out, nightly_verdicts, title):
               "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()}}
     all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
+    for r in headline_rankings:
+        r.regressed = {t: found for t, ss in r.by_target.items()
+                       for found in [regressions_of(ss, verdicts)] if found}
     across = across_pages(series)
     common["chart_pages"] = {page["title"]: page["file"] for page in across}
     written = 0

@@ -32,6 +32,12 @@ class StoreError(ScratchbenchError):
     exit_code = 5
 
 
+class NoHistory(StoreError):
+    """Nothing to read: the history store does not exist or holds no run.  Its own exit
+    code, so that a script tells it from a regression (1) or a damaged store (5)."""
+    exit_code = 7
+
+
 def migrations():
     """[(version, sql)] in order, from reports/migrations/NNNN_*.sql."""
     found = []
@@ -42,9 +48,15 @@ def migrations():
     return sorted(found)
 
 
-def connect(db_path=None):
-    """Open (creating and migrating as needed) the history store."""
+def connect(db_path=None, create=True):
+    """Open (creating and migrating as needed) the history store.  ``create=False`` is
+    for commands that only read: a store that does not exist is an error (NoHistory),
+    never made empty by reading it."""
     db_path = Path(db_path or paths.history_db())
+    if not create and not db_path.is_file():
+        raise NoHistory(f"history store {db_path}: no such file: store a run first "
+                        "(`scratchbench run` or `scratchbench ingest`), or set "
+                        "SCRATCHBENCH_HISTORY to the store you meant")
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(db_path, timeout=60, isolation_level=None)

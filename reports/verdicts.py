@@ -27,6 +27,8 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy import stats
 
+from scratchbench import units
+
 BETTER = ("higher", "lower")
 
 # ---- nightly ---------------------------------------------------------------------------
@@ -38,6 +40,7 @@ ALPHA_REFERENCE = 0.05  # a looser split: only to pick the level a recent change
                         # compared with
 MIN_EFFECT = 0.05       # smaller changes of level are not reported (and are merged)
 MIN_HISTORY = 8         # runs with a value before any verdict
+NOISE_FLOOR = 0.001     # the least run-to-run spread assumed: 0.1% of the level
 WINDOW = 100            # the newest runs a verdict looks at
 RECENT = 30             # the newest k = 2..RECENT runs are scanned for a recent change
 RECENT_EARLY = 10       # up to here with the lower threshold, beyond with the higher
@@ -332,12 +335,15 @@ def _segment(a, s):
     return found, strong, split_z, split_crit, s2, phi
 
 
-def _analyse(raw):
-    """Segmentation and recent scan of equal-length rows (oriented analysis scale)."""
+def _analyse(raw, floor=None):
+    """Segmentation and recent scan of equal-length rows (oriented analysis scale).
+    ``floor``: the least run-to-run variance of each row (see NOISE_FLOOR)."""
     a = _tame(raw)
     f, n = a.shape
     s = _prefix(a)
     found, strong, split_z, split_crit, s2, phi = _segment(a, s)
+    if floor is not None:
+        s2 = np.maximum(s2, floor)
     first_of = _last_start(found)
     ref_pos = n - _KS - MIN_REFERENCE
     reference_start = first_of[:, np.clip(ref_pos, 0, n - 1)]
@@ -539,13 +545,16 @@ def _was_regression(earlier, before, after, p, min_effect):
 def _judge_block(prepared, min_effect):
     """States of histories with the same number of runs in their window (>= MIN_HISTORY)."""
     raw = np.array([p.sign * (np.log(p.values) if p.log else p.values) for p in prepared])
-    x = _analyse(raw)
+    logs = np.array([p.log for p in prepared])[:, None]
+    # Identical values have no spread: a change would be infinitely many of it.
+    floor = np.where(logs[:, 0], NOISE_FLOOR ** 2,
+                     (NOISE_FLOOR * np.median(np.abs(raw), axis=1)) ** 2)
+    x = _analyse(raw, np.maximum(floor, np.finfo(float).tiny))
     a, s, s2, phi, reference, ks = x.a, x.s, x.s2, x.phi, x.reference, x.ks
     f, n = a.shape
     (z_down, down, drop_down), (z_up, up, drop_up) = x.down, x.up
     crit = np.where(ks <= RECENT_EARLY, _critical(CRITICAL_RECENT, n),
                     _critical(CRITICAL_LATER, n))
-    logs = np.array([p.log for p in prepared])[:, None]
     signs = np.array([p.sign for p in prepared])[:, None]
     big_down = np.abs(_relative(reference, down, logs, signs)) >= min_effect
     big_up = np.abs(_relative(reference, up, logs, signs)) >= min_effect
@@ -615,7 +624,10 @@ def _judge_block(prepared, min_effect):
                            regressed_from=b0 if kind == "recovered" else None)
         if state is None:
             state = _State("suspect" if suspect[i] else "ok")
-        if state.kind == "suspect" or (state.kind == "ok" and suspect[i]):
+        # A crash of the latest night is suspect whatever the level before it was (an
+        # improvement or a recovery there must not hide it).
+        if state.kind == "suspect" or (suspect[i] and state.kind in
+                                       ("ok", "improvement", "recovered")):
             state = _State("suspect", before=float(level1[i]), after=float(raw[i, -1]),
                            z=float(z1[i]), threshold=SUSPECT_Z)
         states.append(state)
@@ -659,6 +671,8 @@ class NightlyVerdict:
     median_before: Optional[float] = None
     median_after: Optional[float] = None
     relative_change: Optional[float] = None   # of the level, e.g. -0.18 = 18% lower
+    change_low: Optional[float] = None    # its approximate 95% interval (from z)
+    change_high: Optional[float] = None
     statistic: Optional[float] = None     # standardised change (z)
     threshold: Optional[float] = None     # |z| needed
     noise: Optional[float] = None         # run-to-run spread (log scale: about the CV)
@@ -706,11 +720,44 @@ def nightly_many(histories, min_effect=MIN_EFFECT):
 
 
 def _fmt(x):
-    return f"{x:.4g}"
+    return units.number(x)
 
 
 def _pct(x):
     return "n/a" if x is None or not math.isfinite(x) else f"{x:+.1%}"
+
+
+def _interval(relative, z, log):
+    """An approximate 95% interval of a relative change whose standardised size is z:
+    the change's standard error is |change / z| (on the log scale when ``log``)."""
+    if relative is None or z is None or not z or not math.isfinite(relative) or \
+            not math.isfinite(z) or relative <= -1 and log:
+        return None, None
+    d = math.log1p(relative) if log else relative
+    half = 1.959964 * abs(d / z)
+    low, high = d - half, d + half
+    return (math.expm1(low), math.expm1(high)) if log else (low, high)
+
+
+def _oriented(p, value):
+    """A value on the analysis scale (higher is better, logarithm when ``p.log``)."""
+    return p.sign * (math.log(value) if p.log else value)
+
+
+def _suspect_again(p, last, last_p, min_effect):
+    """z of the latest run against the level the night before called it suspect from,
+    when the latest run is as far below that level: a second bad night is never 'ok'
+    (without a spread of its own, as in identical histories, the new level would
+    otherwise pass for the usual one).  None otherwise."""
+    if last is None or last.kind != "suspect" or last_p.log != p.log or not last.z:
+        return None
+    previous = _oriented(last_p, last_p.latest)
+    if previous == last.before:
+        return None
+    z = (_oriented(p, p.latest) - last.before) * last.z / (previous - last.before)
+    big = abs(float(_relative(last.before, _oriented(p, p.latest), p.log, p.sign))) \
+        >= min_effect
+    return float(z) if z <= -SUSPECT_Z and big else None
 
 
 def _known(p, state, earlier):
@@ -745,6 +792,7 @@ def _verdict(p, state, noise, earlier, min_effect):
     if state.kind == "suspect":
         v.verdict = "suspect"
         v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
+        v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
         level = p.sign * state.before
         v.median_before = float(np.exp(level)) if p.log else level
         v.detail = (f"the latest run is {_pct(v.relative_change)} from the level "
@@ -754,6 +802,20 @@ def _verdict(p, state, noise, earlier, min_effect):
     if state.kind == "ok":
         v.detail = f"no change of level in the last {len(p.values)} runs{left_out}"
         last, last_p = earlier[0] if earlier else (None, None)
+        again = _suspect_again(p, last, last_p, min_effect)
+        if again is not None:
+            v.verdict = "suspect"
+            v.statistic, v.threshold = again, SUSPECT_Z
+            v.median_before = float(np.exp(p.sign * last.before)) if p.log \
+                else p.sign * last.before
+            v.relative_change = float(_relative(last.before, _oriented(p, p.latest), p.log,
+                                                p.sign))
+            v.change_low, v.change_high = _interval(v.relative_change, again, p.log)
+            v.detail = (f"the latest run, like the one before it, is "
+                        f"{_pct(v.relative_change)} from the level "
+                        f"{_fmt(v.median_before)}{unit} ({abs(again):.1f} times the "
+                        f"run-to-run spread): not yet a confirmed change{left_out}")
+            return v
         if last is not None and last.kind == "regression" and last_p.log == p.log:
             # A regression last night, none tonight: recovered if the newest runs
             # regained half of its loss, else only no longer confirmed.
@@ -777,6 +839,7 @@ def _verdict(p, state, noise, earlier, min_effect):
     v.median_before = float(np.median(p.values[since:change]))
     v.median_after = float(np.median(p.values[change:]))
     v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
+    v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
     trimmed = ("; its " + ("worst" if state.kind == "regression" else "best")
                + " newest run left out, being a night apart") if state.left_out else ""
     how = (f"median {_fmt(v.median_before)} -> {_fmt(v.median_after)}{unit}, level "
@@ -836,6 +899,8 @@ class AcceptanceVerdict:
     ci_high: Optional[float] = None
     p_value: Optional[float] = None          # Welch's t-test on the runs' medians
     effect_size: Optional[float] = None      # Hedges' g: change / run-to-run spread
+    mean_before: Optional[float] = None      # the runs' means the test compares (log
+    mean_after: Optional[float] = None       # scale: geometric), whose change is shown
     run_spread: Optional[float] = None       # pooled run-to-run SD (log scale: ~CV)
     resolvable_change: Optional[float] = None  # smallest change these runs resolve
     runs_needed_before: int = 0
@@ -897,6 +962,8 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
     pooled = math.sqrt(((len(b) - 1) * vb + (len(a) - 1) * va) / (len(b) + len(a) - 2))
     v.run_spread = pooled
     base = float(xb.mean())
+    v.mean_before = float(np.exp(base)) if log else base
+    v.mean_after = float(np.exp(xa.mean())) if log else float(xa.mean())
 
     def relative(x):
         if log:
@@ -926,8 +993,10 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
               f"{v.absolute_change:+.4g}{unit_s} from a median of 0")
     interval = (f"{_pct(v.ci_low)} to {_pct(v.ci_high)}" if v.ci_low is not None else
                 f"{low:+.4g} to {high:+.4g}{unit_s}")
-    v.detail = (f"median of {len(b)} run(s) {_fmt(v.median_before)} -> median of {len(a)} "
-                f"run(s) {_fmt(v.median_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
+    # The change shown is the one of the means shown beside it (the test's own).
+    average = "geometric mean" if log else "mean"
+    v.detail = (f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
+                f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
                 f"{interval}, Welch p={v.p_value:.3g})")
     if pooled > 0:
         # Runs a side to resolve min_effect with the power asked, at this spread.

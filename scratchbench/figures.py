@@ -49,6 +49,13 @@ ROLES = {
                        "not built from",
 }
 
+#: Roles of figures that describe a model, a search or the measurement itself rather
+#: than the file system (a model's error, the size a staging rate was measured up to;
+#: on charts, a knee, a focal point, a marker): shown, never ranked nor recommended on.
+DESCRIPTIVE_ROLES = frozenset({"model_error_median", "model_error_max",
+                               "stage_first_bytes", "stage_largest_bytes",
+                               "knee", "focal", "marker"})
+
 
 @dataclass(frozen=True)
 class FigureDeclaration:

@@ -58,7 +58,9 @@ def made_up_history(home):
 
     Known answers:
     * Large sequential write: fastfs ~1000 MiB/s, slowfs ~400 (+-2%): fastfs best, 2.5x.
-    * Time to stage a data set (s, lower is better): fastfs ~10 s, slowfs ~30 s: fastfs.
+    * Time to stage a data set (s, lower is better): fastfs ~10 s, slowfs ~30 s: fastfs,
+      though fastfs is 40% slower (14 s) in the last two nights: a regression since
+      night 10, new in the latest run, which the banner, the index row and the advice say.
     * Create empty files: both ~5,000 ops/s +-15%: no clear winner.
     * Delete files: a check added three runs ago (and failing in the latest run on
       slowfs): not decided yet, 3 more runs needed, and its 2 figures of the latest run
@@ -126,8 +128,10 @@ def made_up_history(home):
                          title="Node-count sweep (made up)", variant=f"{nodes} nodes",
                          scaling_parameter="node_count", nodes=nodes,
                          declarations={"write_bw": declared("Write bandwidth", "MiB/s")})
+            # fastfs stages 40% slower from night 10: a regression, new on the last night
+            slower = 1.4 if target == "fastfs" and night >= RUNS - 2 else 1.0
             case("SynthStaging", {}, "builtin", target,
-                 {"stage_s": (float(rng.normal(stage, stage * 0.03)), "s", [])},
+                 {"stage_s": (float(rng.normal(stage, stage * 0.03)) * slower, "s", [])},
                  title="Staging (made up)", workload_words="64 files of 1 MiB",
                  declarations={"stage_s": declared("Time to stage in", "s", "lower",
                                                    headline="Stage a data set into scratch")})
@@ -167,6 +171,16 @@ def made_up_history(home):
                                           "label": "cache, 1 MiB"},
                                          {"axis": "x", "value": 64 * 1024 ** 3,
                                           "label": "node memory, 64 GiB"}]})
+            # A chart whose x is a name, as Jovian's "Bandwidth by placement of readers":
+            # a category axis (a numeric one draws none of its points).
+            for op in ("read", "write"):
+                for placement in ("local", "one-to-many"):
+                    name = f"{op}_bw_{placement.replace('-', '_')}"
+                    charted[name] = (float(300 * scale_fs * rng.normal(1, 0.03)), "MiB/s", [])
+                    declarations[name] = declared(
+                        f"{op.capitalize()} bandwidth, {placement} placement", "MiB/s",
+                        chart={"title": "Bandwidth by placement of readers", "kind": "lines",
+                               "x": ["placement", placement], "line": op})
             case("SynthPatterns", {}, "gnu-openmpi", target, charted,
                  title="Patterns (made up)", workload_words="one 4 MiB file",
                  declarations=declarations)
@@ -202,7 +216,7 @@ def text_of(page):
 
 
 def headline_row(page, name):
-    row = re.search(rf'<tr data-headline="{re.escape(name)}">(.*?)</tr>', page, re.S)
+    row = re.search(rf'<tr data-headline="{re.escape(name)}"[^>]*>(.*?)</tr>', page, re.S)
     assert row, f"no headline row {name!r} on the index"
     return text_of(row.group(1))
 
@@ -211,7 +225,7 @@ def headline_row(page, name):
 def test_index_names_the_right_winners(made_up_site):
     index = (made_up_site["out"] / "index.html").read_text()
     write = headline_row(index, "Large sequential write")
-    assert re.search(r"fastfs: 2\.[4-6]\dx higher than slowfs \(every one of the last 10 runs\)",
+    assert re.search(r"fastfs: 2\.[4-6]\d?x higher than slowfs \(every one of the last 10 runs\)",
                      write), write
     assert "1 MiB transfers, 64 MiB per rank, 4 ranks on 1 node" in write
     assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d UTC", write), "each figure shows its date"
@@ -260,6 +274,45 @@ def test_report_takes_the_verdict_of_the_latest_run(made_up_site, tmp_path, monk
     commands.report(tmp_path / "pages", db=made_up_site["db"])
     index = text_of((tmp_path / "pages" / "index.html").read_text())
     assert "Nightly verdict for the latest run, night11" in index
+
+
+def test_morning_page_names_each_change(made_up_site):
+    """The known change (fastfs stages 40% slower since night 10) is named in the banner
+    and by `verdict nightly` with what, where, since when, how much with its interval,
+    new or ongoing, and a link to its chart; newest first; its index row is marked and
+    the advice that recommends fastfs for it says so; an unchanged headline is not."""
+    verdicts = made_up_site["verdicts"]
+    night10 = pages.day(START + 10 * DAY)
+    pattern = (r"Regression \(new\): Stage a data set into scratch \(Staging \(made up\)\) on "
+               rf"fastfs \[builtin\], since {night10}: \+(3\d|4\d)\.\d% \(95% interval "
+               r"\+\d+\.\d% to \+\d+\.\d%\); median (9\.\d+|10(\.\d+)?) s before, "
+               r"1[345](\.\d+)? s since")
+    text = commands.format_nightly(verdicts, "v.json")
+    assert re.search(pattern, text), text
+    index = (made_up_site["out"] / "index.html").read_text()
+    banner = re.search(r'<section class="banner.*?</section>', index, re.S).group(0)
+    items = re.findall(r"<li[^>]*>(.*?)</li>", banner, re.S)
+    assert any(re.search(pattern, text_of(i)) for i in items), banner
+    dates = [re.search(r"(?:since|on|in this run, )\s*(\d{4}-\d\d-\d\d)", text_of(i)).group(1)
+             for i in items]
+    assert dates == sorted(dates, reverse=True), "newest first"
+    link = re.search(r'Stage a data set.*?<a href="(fs-fastfs\.html#f-[0-9a-f]{12})">chart</a>',
+                     banner, re.S).group(1)
+    fs = (made_up_site["out"] / "fs-fastfs.html").read_text()
+    assert f'id="{link.split("#")[1]}"' in fs, "the link leads to the figure's chart"
+    assert re.search(r'<tr data-headline="Stage a data set into scratch" class="regressed">',
+                     index)
+    stage = headline_row(index, "Stage a data set into scratch")
+    assert re.search(rf"regressed on {night10} \(new, \+\d+\.\d%, builtin\)", stage), stage
+    assert f"but fastfs regressed on {night10}" in stage, "the ranking says it"
+    write = headline_row(index, "Large sequential write")
+    assert '<tr data-headline="Large sequential write">' in index and "regressed" not in write
+    advice = re.search(r"Advice for users(.*?)Headline figures", text_of(fs)).group(1)
+    assert re.search(rf"Best file system here for Stage a data set into scratch: .*? But "
+                     rf"fastfs regressed on {night10} \(new", advice), advice
+    slow = text_of((made_up_site["out"] / "fs-slowfs.html").read_text())
+    assert re.search(rf"For Stage a data set into scratch, prefer fastfs: .*? But fastfs "
+                     rf"regressed on {night10}", slow)
 
 
 def test_failures_and_skips_show_their_cause(made_up_site):
@@ -390,9 +443,12 @@ def test_history_plots_with_one_run_and_with_many():
     one = [(START, 100.0, "r0")]
     spec, notes = pages.history_plot([("gnu", one)], "MiB/s", higher=True)
     assert [t["type"] for t in spec["data"]] == ["scatter", "scatter"], "no box of one value"
-    low, high = spec["layout"]["xaxis"]["range"]
-    assert high - low >= 2 * 3600 * 1000, "a date axis hours wide, not milliseconds"
+    assert spec["layout"]["xaxis"]["type"] == "category", "not a dot on a time axis"
+    assert spec["data"][0]["x"] == [f"{pages.when(START)} UTC"]
     assert notes == [("gnu", 100.0, None)]
+    two = [(START, 100.0, "r0"), (START + DAY, 101.0, "r1")]
+    assert pages.history_plot([("gnu", two)], "MiB/s", higher=True)[0]["layout"]["xaxis"][
+        "type"] == "date"
     many = [(START + i * DAY, v, f"r{i}") for i, v in enumerate([100, 110, 90, 105, 60])]
     spec, notes = pages.history_plot([("gnu", many)], "MiB/s", higher=True)
     box = [t for t in spec["data"] if t["type"] == "box"]
@@ -435,8 +491,66 @@ def test_a_history_written_by_the_previous_code_renders(tmp_path):
     assert fs.count('data-plot="') >= 50
 
 
+def test_a_figure_that_describes_a_model_is_shown_but_never_ranked(tmp_path):
+    """A model's prediction error differs 3x between two targets: the index shows both
+    values but names no winner, and no advice prefers a target for it."""
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    for night in range(8):
+        cases = [make_case("SynthModel", {"scratch_target": target}, "gnu", target,
+                           {"model_error": (error * (1 + 0.01 * night), "%", [])},
+                           title="Model (made up)", workload="nightly",
+                           declarations={"model_error": dict(
+                               declared("Prediction error (median)", "%", "lower",
+                                        headline="Prediction error of a model"),
+                               role="model_error_median")})
+                 for target, error in (("fastfs", 10.0), ("slowfs", 30.0))]
+        store.ingest_report(conn, make_report(f"m{night}", START + night * DAY, cases,
+                                              tag="nightly"))
+    conn.close()
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    row = headline_row((out / "index.html").read_text(), "Prediction error of a model")
+    assert "10.7 %" in row and "32.1 %" in row, row
+    assert "not ranked: it describes a model or the measurement" in row
+    for target in ("fastfs", "slowfs"):
+        fs = text_of((out / f"fs-{target}.html").read_text())
+        advice = re.search(r"Advice for users(.*?)Headline figures", fs).group(1)
+        assert "Prediction error" not in advice and "prefer" not in advice, advice
+
+
+def test_a_headline_value_is_one_environment_never_their_median(tmp_path):
+    """Two MPI libraries 4.5x apart on deletions: the index shows the lead environment's
+    value on each file system (the same environment on both), never the median."""
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    for night in range(6):
+        cases = [make_case("SynthDelete", {"scratch_target": target}, environ, target,
+                           {"delete_rate": (rate * scale, "deletions/s", [])},
+                           title="Deletion (made up)", workload="nightly",
+                           declarations={"delete_rate": declared(
+                               "Deletions per second", "deletions/s",
+                               headline="Delete files")})
+                 for target, rate in (("fastfs", 96000.0), ("slowfs", 20000.0))
+                 for environ, scale in (("gnu-mpich", 1.0), ("gnu-openmpi", 4.5))]
+        store.ingest_report(conn, make_report(f"d{night}", START + night * DAY, cases,
+                                              tag="nightly"))
+    conn.close()
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    row = headline_row((out / "index.html").read_text(), "Delete files")
+    assert "96,000 deletions/s" in row and "20,000 deletions/s" in row, row
+    assert "265,000" not in row and "264,000" not in row, "the median of two environments"
+    assert row.count("gnu-mpich") == 2 and "not run with" not in row, row
+    assert "fastfs: 4.8x higher than slowfs" in row, row
+
+
 def test_report_of_an_empty_store_says_so(tmp_path):
-    with pytest.raises(Exception, match="holds no figures yet"):
+    with pytest.raises(store.NoHistory, match="empty.sqlite: no such file"):
+        commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
+    assert not (tmp_path / "empty.sqlite").exists(), "reading created the store"
+    store.connect(tmp_path / "empty.sqlite").close()
+    with pytest.raises(store.NoHistory, match="holds no figures yet"):
         commands.report(tmp_path / "pages", db=tmp_path / "empty.sqlite")
     assert not (tmp_path / "pages").exists()
 
@@ -551,6 +665,125 @@ def browse(home, shots, unfolded=(), pages="pages"):
     return problems, links
 
 
+def test_a_chart_of_names_draws_its_points_in_chromium(made_up_site):
+    """'Bandwidth by placement of readers' has names on its x axis: every point is
+    drawn (on a numeric axis Plotly drew none), on the across page and the fs page."""
+    from playwright.sync_api import sync_playwright
+
+    server, root = serve(made_up_site["home"])
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/across-Bandwidth-by-placement-of-readers.html")
+            page.wait_for_function(RENDERED, arg=False, timeout=60000)
+            drawn = page.evaluate(
+                "() => [...document.querySelectorAll('[data-plot]')].map(el => "
+                "[el.querySelectorAll('.scatterlayer .point').length, "
+                "[...el.querySelectorAll('.xtick text')].map(t => t.textContent)])")
+            # 2 file systems x 2 operations x 2 placements
+            assert drawn and sum(points for points, _ in drawn) == 8, drawn
+            assert all(ticks == ["local", "one-to-many"] for _, ticks in drawn), drawn
+            browser.close()
+    finally:
+        server.shutdown()
+
+
+def test_a_single_run_is_its_value_over_its_date_in_chromium(tmp_path):
+    """One run so far: its headline is drawn over its date, one tick, not a dot on an
+    axis of minutes."""
+    from playwright.sync_api import sync_playwright
+
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    cases = [make_case("SynthDelete", {"scratch_target": "fastfs"}, "gnu", "fastfs",
+                       {"delete_rate": (96000.0, "deletions/s", [])},
+                       title="Deletion (made up)", workload="nightly",
+                       declarations={"delete_rate": declared(
+                           "Deletions per second", "deletions/s", headline="Delete files")})]
+    store.ingest_report(conn, make_report("only", START, cases, tag="nightly"))
+    conn.close()
+    pages.build(tmp_path / "pages", db_path=db)
+    server, root = serve(tmp_path)
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/fs-fastfs.html")
+            page.wait_for_function(RENDERED, arg=True, timeout=60000)
+            ticks = page.evaluate("() => [...document.querySelector('.grid [data-plot]')"
+                                  ".querySelectorAll('.xtick text')].map(t => t.textContent)")
+            assert ticks == [f"{pages.when(START)} UTC"], ticks
+            points = page.evaluate("() => document.querySelector('.grid [data-plot]')"
+                                   ".querySelectorAll('.scatterlayer .point').length")
+            assert points == 2, "the run and its latest-value mark"
+            browser.close()
+    finally:
+        server.shutdown()
+
+
+def test_surface_value_axis_has_no_zero_and_room_above_in_chromium(made_up_site):
+    """The 3-D value axis: no '0' tick on the corner where the size labels meet, and its
+    top tick below the top of the axis (at the very top its label was cut)."""
+    from playwright.sync_api import sync_playwright
+
+    spec, _ = pages.surface_plots("file size", "record size",
+                                  {(1, 1): 4000.0, (2, 1): 8000.0}, "MiB/s")
+    zaxis = spec["layout"]["scene"]["zaxis"]
+    assert zaxis["tickvals"] == [2000, 4000, 6000, 8000] and zaxis["range"][1] > 8000
+    assert zaxis["ticktext"][-1] == "8,000"
+    server, root = serve(made_up_site["home"])
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/fs-fastfs.html")
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            page.locator("[data-webgl]").first.scroll_into_view_if_needed()
+            page.wait_for_function(
+                "() => { const el = document.querySelector('[data-webgl]'); return "
+                "el.dataset.rendered === '1' && el._fullLayout; }", timeout=120000)
+            axes = page.evaluate(
+                "() => [...document.querySelectorAll('[data-webgl]')].filter(el => "
+                "el._fullLayout).map(el => { const z = el._fullLayout.scene.zaxis; return "
+                "[z.type, z.tickvals || [], z.range]; })")
+            linear = [a for a in axes if a[0] == "linear"]
+            assert linear, axes
+            for _, ticks, (bottom, top) in linear:
+                assert ticks and 0 not in ticks and max(ticks) < top, (ticks, top)
+            browser.close()
+    finally:
+        server.shutdown()
+
+
+def assert_banner_link_opens_its_chart(home):
+    """Following the banner's link to a regression's chart opens its folded section and
+    draws the chart on the reader's screen."""
+    from playwright.sync_api import sync_playwright
+
+    server, root = serve(home)
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(f"{root}/pages/index.html")
+            page.locator(".banner a", has_text="chart").last.click()
+            anchor = page.evaluate("location.hash").lstrip("#")
+            assert anchor.startswith("f-"), page.url
+            figure = page.locator(f"figure:has(#{anchor})")
+            page.wait_for_function(
+                "(id) => { const el = document.getElementById(id).closest('figure')"
+                ".querySelector('[data-plot]'); const box = el.getBoundingClientRect(); "
+                "return el.closest('details').open && el.dataset.rendered === '1' && "
+                "box.top < window.innerHeight && box.bottom > 0; }", arg=anchor,
+                timeout=60000)
+            assert "Time to stage in" in figure.inner_text()
+            assert "regression" in figure.inner_text()
+            browser.close()
+    finally:
+        server.shutdown()
+
+
 def test_made_up_pages_render_in_chromium(made_up_site):
     shots = {"index.html": "pages-made-up-index.png", "fs-fastfs.html": "pages-made-up-fs.png",
              "compare.html": "pages-made-up-compare.png",
@@ -561,6 +794,7 @@ def test_made_up_pages_render_in_chromium(made_up_site):
     assert problems == []
     assert any("/results/runs/night11/output/" in link for link in links), \
         "run pages link each check's output directory"
+    assert_banner_link_opens_its_chart(made_up_site["home"])
     print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")
 
 

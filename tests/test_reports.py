@@ -154,7 +154,10 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
     text = commands.format_nightly(result, path)
-    assert re.search(r"REGRESSION +write bw, KernelIOTest on fsA \[gnu\]", text), text
+    assert re.search(r"Regression \(new\): write bw \(.*?\) on fsA \[gnu\], since "
+                     r"\d{4}-\d\d-\d\d: -\d\d\.\d% \(95% interval -\d\d\.\d% to -\d\d\.\d%\); "
+                     r"median 1,0\d\d MiB/s before, [67]\d\d MiB/s since\n +chart: "
+                     r"fs-fsA\.html#f-[0-9a-f]{12}", text), text
     flag.unlink()
     code, later, _ = commands.nightly(db=synthetic_store, out=tmp_path / "v2.json",
                                       notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
@@ -347,4 +350,82 @@ def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
     assert not any(f["verdict"] != "failed" for f in result["figures"]), \
         "no figure of an earlier night is judged as the latest"
     assert received and received[0][2]["failed"] == 1
-    assert "FAILED" in commands.format_nightly(result, path)
+    assert re.search(r"Failed check \(in this run, \d{4}-\d\d-\d\d\): .* NODE_FAIL",
+                     commands.format_nightly(result, path))
+
+
+# ---- bad input: reading creates nothing, an empty history is its own exit code ----------
+def test_reading_a_missing_history_creates_nothing(tmp_path):
+    missing = tmp_path / "nowhere" / "history.sqlite"
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(missing)}
+    workload = tmp_path / "job.yaml"
+    workload.write_text("processes: 4\nbytes: 1GiB\nrequest_size: 1MiB\n")
+    for args in (["verdict", "nightly"], ["report", "--out", str(tmp_path / "pages")],
+                 ["verdict", "acceptance", "--before", "tag:a", "--after", "tag:b"],
+                 ["advise", str(workload)]):
+        result = scratchbench(*args, env=env)
+        assert result.returncode == store.NoHistory.exit_code, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"history store {missing}: no such file" in lines[0], \
+            (args, result.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"], "reading made files"
+
+
+def test_an_empty_history_is_not_a_regression(tmp_path):
+    db = tmp_path / "h.sqlite"
+    store.connect(db).close()
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(db)}
+    nightly = scratchbench("verdict", "nightly", env=env)
+    assert nightly.returncode == 7 != 1, nightly.stderr
+    assert nightly.stderr.strip() == (f"scratchbench: error: the history store {db} holds "
+                                      "no run: run the suite, then `scratchbench ingest`")
+    report = scratchbench("report", "--out", str(tmp_path / "pages"), env=env)
+    assert report.returncode == 7 and "holds no figures yet" in report.stderr
+    assert not (tmp_path / "pages").exists()
+    helptext = scratchbench("verdict", "nightly", "--help").stdout
+    assert "7 when the history store does not exist or holds no run" in " ".join(helptext.split())
+
+
+def test_ingest_reads_every_source_and_names_each_bad_one(tmp_path):
+    db = tmp_path / "h.sqlite"
+    good_a, good_b = tmp_path / "a.json", tmp_path / "b.json"
+    good_a.write_text(json.dumps(synthetic_run(1)))
+    good_b.write_text(json.dumps(synthetic_run(2)))
+    broken, missing = tmp_path / "broken.json", tmp_path / "missing-run"
+    broken.write_text("{ not json")
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(db)}
+    result = scratchbench("ingest", good_a, broken, missing, good_b, env=env)
+    assert result.returncode == store.StoreError.exit_code, result.stderr
+    assert "ingested 2 run(s), 4 figure(s)" in result.stdout
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 2, result.stderr
+    assert errors[0].startswith(f"scratchbench: error: {broken}: not a JSON run report")
+    assert errors[1] == (f"scratchbench: error: {missing}: no such run directory or run "
+                         "report")
+    assert {r[0] for r in sqlite3.connect(db).execute("SELECT run_id FROM runs")} == \
+        {"run001", "run002"}
+    again = scratchbench("ingest", good_a, good_b, env=env)
+    assert again.returncode == 0 and "ingested 0 run(s)" in again.stdout
+
+
+# ---- numbers in words ------------------------------------------------------------------------
+def test_numbers_read_as_a_reader_expects():
+    from scratchbench import units
+    assert units.number(18364.2) == "18,400" and units.number(902.4) == "902"
+    assert units.number(999.6) == "1,000" and units.number(0.012345) == "0.0123"
+    assert units.number(1.5) == "1.5" and units.number(float("inf")) == "n/a"
+    assert units.quantity(18364.2, "ops/s") == "18,400 ops/s"      # was 1.836e+04 ops/s
+    assert units.quantity(902, "us") == "902 µs"
+    assert units.quantity(1536, "MiB/s") == "1.5 GiB/s"
+    assert units.quantity(1020, "MiB") == "1,020 MiB"              # was 1.02e+03 MiB
+    assert units.quantity(5400, "s") == "1.5 h" and units.quantity(0.0042, "s") == "4.2 ms"
+    assert units.percent(-0.1612) == "-16.1%" and units.percent(0.004) == "+0.4%"
+
+
+def test_verdict_details_name_dates_not_run_ids(synthetic_store, tmp_path):
+    _, result, _ = commands.nightly(run_id="run021", db=synthetic_store,
+                                    out=tmp_path / "v.json")
+    bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
+    assert bad["change_run"] == "run020", "the verdict's fields keep the run ids"
+    assert "run020" not in bad["detail"] and "run0" not in bad["detail"], bad["detail"]
+    assert re.search(r"since the run of \d{4}-\d\d-\d\d", bad["detail"]), bad["detail"]

@@ -8,6 +8,7 @@ hundred series per case keep the file fast.
 """
 
 import json
+import re
 import math
 
 import numpy as np
@@ -322,3 +323,60 @@ def test_acceptance_edge_cases():
     assert empty.verdict == "insufficient" and empty.runs_needed_before == 2
     flat = verdicts.acceptance([[5.0], [5.0]], [[4.0], [4.0]], "higher")
     assert flat.verdict == "worse" and flat.p_value == 0.0
+
+
+# ---- issue 29: odd labels ----------------------------------------------------------------
+def test_a_crash_right_after_an_improvement_is_suspect_as_without_it():
+    """A single crash night reads suspect whether or not the level improved just before
+    (an improvement used to hide it: 'ok' in every series at CV 3%)."""
+    rng = np.random.default_rng(29)
+    base, improved = noise(rng, 200, 20, 0.03), 1.3 * noise(rng, 200, 3, 0.03)
+    crash = np.full((200, 1), 300.0)
+    with_improvement = judge(np.hstack([base, improved, crash]))
+    without = judge(np.hstack([base, crash]))
+    assert share(without, ("suspect",)) >= 0.99
+    assert share(with_improvement, ("suspect",)) >= share(without, ("suspect",)) - 0.01, \
+        {v.verdict for v in with_improvement}
+    calm = judge(np.hstack([base, improved, 1.3 * noise(rng, 200, 1, 0.03)]))
+    assert share(calm, ("suspect",)) <= 0.02, "an ordinary night after it is no suspect"
+
+
+def test_a_second_bad_night_after_a_suspect_one_is_never_ok():
+    for better, bad in (("higher", 1.0), ("higher", 4.0), ("lower", 9.0)):
+        row = [5.0] * 10 + [bad]
+        assert verdicts.nightly(row, ids(row), better).verdict == "suspect"
+        row.append(bad)
+        second = verdicts.nightly(row, ids(row), better)
+        assert second.verdict != "ok", (better, bad, second)
+        assert second.relative_change == pytest.approx(bad / 5 - 1)
+    same = [5.0] * 12
+    assert verdicts.nightly(same, ids(same), "higher").verdict == "ok"
+
+
+def test_identical_histories_give_finite_modest_statistics():
+    """No z printed as inf or 1e15: a history without spread has the least one assumed
+    (NOISE_FLOOR), so z is at most a change over 0.1% of the level."""
+    for row in ([5.0] * 10 + [1.0] * 3, [5.0] * 10 + [4.0] * 3, [7.0] * 9 + [1.0]):
+        v = verdicts.nightly(row, ids(row), "higher")
+        assert v.verdict != "ok", (row, v)
+        assert v.statistic is not None and math.isfinite(v.statistic)
+        # a mean of m runs against one of the others: z <= change / floor * sqrt(n)
+        assert abs(v.statistic) <= abs(math.log(row[-1] / row[0])) / verdicts.NOISE_FLOOR \
+            * math.sqrt(len(row))
+        assert "e+" not in v.detail and "inf" not in v.detail, v.detail
+        text = json.dumps(verdicts.as_dict(v))
+        assert "Infinity" not in text and "NaN" not in text
+
+
+def test_acceptance_percentages_are_those_of_the_numbers_shown():
+    """'740 -> 640.3 MiB/s (-16.1%)' was -13.5%: the change printed is computed from the
+    two numbers printed beside it (the means the test compares)."""
+    before = [[740.0], [735.0], [790.0], [700.0]]
+    after = [[640.0], [560.0], [650.0], [600.0]]
+    v = verdicts.acceptance(before, after, "higher", unit="MiB/s")
+    shown = re.search(r"of 4 run\(s\) ([\d,.]+) -> of 4 run\(s\) ([\d,.]+) MiB/s "
+                      r"\(([-+][\d.]+)%", v.detail)
+    assert shown, v.detail
+    b, a, pct = (float(x.replace(",", "")) for x in shown.groups())
+    assert pct == pytest.approx((a / b - 1) * 100, abs=0.15), v.detail
+    assert v.median_before == 737.5 and v.median_after == 620.0   # the medians stay stored

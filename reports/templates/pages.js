@@ -99,6 +99,16 @@
     }, {rootMargin: "300px"});
     plots.forEach(function (el) { observer.observe(el); });
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
+  // A link to one figure's chart (the banner's, the CLI's) opens its folded section.
+  function openTarget() {
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    for (var el = target; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+    }
+    if (target) target.scrollIntoView();
+  }
+  window.addEventListener("hashchange", openTarget);
+  function ready() { openTarget(); start(); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
+  else ready();
 })();
