@@ -182,7 +182,7 @@ def recover_interrupted_runs(slurm_conf, lock):
                 what = f"its run report could not be stored ({exc})"
             else:
                 unfinished = [case_in_words(c) for c in cases
-                              if c.get("result") not in ("pass", "xfail", "skip")]
+                              if c.get("result") not in ("pass", "xfail", *runreport.NOT_RUN)]
                 what = (f"stored {figures} figures of it; {len(unfinished)} case(s) did not "
                         f"finish" + (f": {'; '.join(unfinished[:5])}" if unfinished else ""))
         else:
@@ -287,13 +287,14 @@ def summarise_report(report):
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     figures, skipped, failures = [], [], []
     cases = [c for c in runreport.final_cases(report)]
-    reasons = runreport.skip_reasons(cases)
+    # a failed dependency prints its own FAILED line with the cause
+    reasons = runreport.skip_reasons(cases, with_failed_cause=False)
     for index, case in enumerate(cases):
         result = case.get("result")
         name = case_in_words(case)
         if result in ("pass", "xfail"):
             counts["passed"] += 1
-        elif result == "skip":
+        elif result in runreport.NOT_RUN:   # counted as ReFrame counts them
             counts["skipped"] += 1
             skipped.append((name, reasons[index]))
         else:

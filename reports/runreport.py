@@ -32,12 +32,19 @@ def case_key(case):
             case.get("environ"))
 
 
-def skip_reasons(cases):
-    """{index in cases: reason} for every skipped case.
+#: ReFrame's results of cases that did not run: skipped, or skipped because a case
+#: they depend on failed; ReFrame counts both as skipped
+NOT_RUN = ("skip", "fail_deps")
+
+
+def skip_reasons(cases, with_failed_cause=True):
+    """{index in cases: reason} for every case that did not run (``NOT_RUN``).
 
     A case skipped because a dependency (e.g. the IOR provider fixture) was skipped
     takes that dependency's reason, so the user reads the cause, not "skipped due to
-    skipped dependencies".
+    skipped dependencies".  One whose dependency failed names it and, with
+    ``with_failed_cause``, its cause (the run summary prints the failure itself, so
+    it leaves the cause out; the history store keeps no fixtures, so it keeps it).
     """
     by_key = {case_key(c): c for c in cases}
 
@@ -47,14 +54,23 @@ def skip_reasons(cases):
             return own
         for dep in case.get("dependencies_actual") or []:
             parent = by_key.get(tuple(dep))
-            if parent is not None and parent.get("result") == "skip" and id(parent) not in seen:
+            if parent is None or id(parent) in seen:
+                continue
+            if parent.get("result") in NOT_RUN:
                 found = reason_of(parent, seen + (id(case),))
                 if found:
                     return found
+            elif parent.get("result") not in ("pass", "xfail"):
+                where = f"{parent.get('system')}:{parent.get('partition')}+{parent.get('environ')}"
+                failed = (f"needs {check_name(parent)} [{where}], which failed in "
+                          f"{parent.get('fail_phase') or 'an unknown phase'}")
+                if not with_failed_cause:
+                    return f"{failed} (see its FAILED line)"
+                return f"{failed}: {parent.get('fail_reason') or 'no reason given'}"
         return None
 
     return {i: reason_of(c) or "no reason given" for i, c in enumerate(cases)
-            if c.get("result") == "skip"}
+            if c.get("result") in NOT_RUN}
 
 
 def perf_figures(case):

@@ -215,3 +215,60 @@ def test_path_route_skips_environments_of_another_mpi(mpich_tool):
     assert list((stage / "gnu-mpich").glob("IOR_*")), "the MPICH environment runs it"
     assert not list((stage / "gnu-openmpi").glob("IOR_*"))
     shutil.rmtree(prefix)
+
+
+def run_with_ior_route(home, extras):
+    """`scratchbench run --local` of the quick IOR and mdtest checks on a copy of the
+    local site whose Open MPI environment has these extras; no ior, mdtest or spack on
+    PATH (none is installed here).  Returns (result, ReFrame's run report)."""
+    assert not any(shutil.which(tool) for tool in ("ior", "mdtest", "spack"))
+    text = (REPO / "site_configs" / "local.py").read_text()
+    old = '"extras": {"mpi": "openmpi"},'
+    assert old in text
+    (home / "site.py").write_text(text.replace(old, f'"extras": {extras!r},'))
+    result = scratchbench("run", "--site", str(home / "site.py"), "--tag", "quick", "--local",
+                          "--name", "IOR", "--name", "Mdtest",
+                          env={"SCRATCHBENCH_HOME": str(home)})
+    report = re.search(r"^run report:\s+(\S+)", result.stdout, re.M)
+    assert report, result.stdout[-3000:] + result.stderr[-2000:]
+    return result, json.loads(open(report.group(1)).read())
+
+
+@pytest.mark.parametrize("ior,cause", [
+    ("spack", "IOR: environment gnu-openmpi asks for a Spack build (extras 'ior': 'spack') "
+              "but 'spack' is not on PATH: load Spack's setup-env.sh before `scratchbench run`"),
+    ("module:nosuch/1.0", "IOR: module nosuch/1.0 cannot be loaded (Lmod Warning: Failed to "
+                          'find the following module(s): "nosuch/1.0" in your MODULEPATH)'),
+    ("path", "IOR/mdtest not available: ior and mdtest not on PATH (environment gnu-openmpi "
+             "asks for it with extras 'ior': 'path')"),
+    ("spak", "IOR: extras 'ior' of environment gnu-openmpi is 'spak'; expected 'spack', "
+             "'module:NAME' or 'path'"),
+])
+def test_a_route_the_site_asks_for_that_does_not_work_fails(tmp_path, ior, cause):
+    """Asked for and missing is a failure with its cause, never a green run of skips;
+    the checks that needed the tool name it once, and the counts are ReFrame's."""
+    result, report = run_with_ior_route(tmp_path, {"mpi": "openmpi", "ior": ior})
+    assert result.returncode == 1, result.stdout[-3000:]
+    failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED:")]
+    assert failed == ["FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (setup): "
+                      f"tool unavailable error: {cause}"], result.stdout[-3000:]
+    skipped = [ln for ln in result.stdout.splitlines() if ln.startswith("skipped")]
+    assert skipped == [
+        "skipped (4): needs IORProvider [embedded-local:default+gnu-openmpi], which failed in "
+        "setup (see its FAILED line): IOR on localscratch [gnu-openmpi]; Mdtest on "
+        "localscratch [gnu-openmpi]"], result.stdout[-3000:]
+    info = report["session_info"]
+    assert (info["num_failures"], info["num_skipped"], info["num_aborted"]) == (1, 4, 0)
+    assert "0 passed, 1 failed, 4 skipped" in result.stdout.splitlines()[-1]
+
+
+def test_an_environment_that_asks_for_no_tool_skips_without_one(tmp_path):
+    """Only the default route may skip: nothing asked for, nothing on PATH."""
+    result, report = run_with_ior_route(tmp_path, {"mpi": "openmpi"})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert not [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
+    assert re.search(r"^skipped \(5\): IOR/mdtest not available: ior and mdtest not on PATH, "
+                     r"no module or Spack build configured", result.stdout, re.M), \
+        result.stdout[-3000:]
+    assert report["session_info"]["num_skipped"] == 5
+    assert result.stdout.splitlines()[-1] == "0 passed, 0 failed, 5 skipped"
