@@ -65,6 +65,7 @@ def _run(args):
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
                               start_cluster=not args.no_start, local=args.local,
+                              spack_env=args.spack_env,
                               extra_args=["--exec-policy=serial"] if args.serial else ())
     # Every run lands in the history store at once, so verdicts and pages see it.  If
     # the store cannot take it (full, read-only, damaged), the run's report stays on disk
@@ -197,6 +198,11 @@ def build_parser():
                      help="local site: run through ReFrame's local scheduler and mpirun on "
                           "this machine instead of the embedded cluster (also the fallback "
                           "when the cluster cannot start)")
+    run.add_argument("--spack-env", metavar="SPACK_YAML",
+                     help="the Spack environment file the IOR/mdtest checks build for "
+                          "environments with extras {'ior': 'spack'} (default spack.yaml of "
+                          "the checkout); files it includes by a relative path are taken "
+                          "from beside it (ReFrame's -S spack_env_file=PATH)")
     run.set_defaults(func=_run)
 
     ingest = sub.add_parser(

@@ -117,11 +117,24 @@ def reframe_env(slurm_conf=None):
     return env
 
 
+def spack_env_option(path):
+    """ReFrame's arguments that point the IOR provider at a Spack environment file."""
+    full = os.path.abspath(path)
+    if not os.path.isfile(full):
+        raise ConfigError(f"--spack-env {path}: no such file (expected a Spack environment "
+                          "file, spack.yaml)")
+    if not os.access(full, os.R_OK):
+        raise ConfigError(f"--spack-env {path}: not readable by this user")
+    return ["-S", f"IORProvider.spack_env_file={full}"]
+
+
 def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
-              start_cluster=True, extra_args=(), stream=None, local=False):
+              start_cluster=True, extra_args=(), stream=None, local=False, spack_env=None):
     """Run one tag of the suite; returns (exit code, summary dict)."""
     if tag not in TAGS:
         raise ConfigError(f"--tag {tag}: expected one of {', '.join(TAGS)}")
+    if spack_env:
+        extra_args = list(extra_args) + spack_env_option(spack_env)
     site_path = resolve_site_config(site)
     config = load_site_config(site_path)
     system = choose_system(config, site_path, partition)

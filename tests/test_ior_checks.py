@@ -272,3 +272,32 @@ def test_an_environment_that_asks_for_no_tool_skips_without_one(tmp_path):
         result.stdout[-3000:]
     assert report["session_info"]["num_skipped"] == 5
     assert result.stdout.splitlines()[-1] == "0 passed, 0 failed, 5 skipped"
+
+
+def test_run_builds_a_spack_environment_outside_the_checkout(tmp_path):
+    """`scratchbench run --spack-env FILE`: the provider stages that file and the site
+    file it includes from beside it, not the checkout's.  Spack is in no package
+    registry, so a stand-in `spack` that fails stands in for a broken build: the
+    provider fails with the build's cause and the checks needing it say so."""
+    envdir, bindir = tmp_path / "site-spack", tmp_path / "bin"
+    envdir.mkdir()
+    bindir.mkdir()
+    shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
+    (envdir / "spack-externals.yaml").write_text("packages:\n  mpi:\n    buildable: false\n")
+    (bindir / "spack").write_text("#!/bin/sh\necho 'stand-in spack' >&2; exit 1\n")
+    (bindir / "spack").chmod(0o755)
+    text = (REPO / "site_configs" / "local.py").read_text()
+    (tmp_path / "site.py").write_text(text.replace(
+        '"extras": {"mpi": "openmpi"},', '"extras": {"mpi": "openmpi", "ior": "spack"},'))
+    result = scratchbench("run", "--site", str(tmp_path / "site.py"), "--tag", "quick",
+                          "--local", "--name", "IOR", "--spack-env", str(envdir / "spack.yaml"),
+                          env={"SCRATCHBENCH_HOME": str(tmp_path / "home"),
+                               "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert result.returncode == 1, result.stdout[-3000:]
+    staged = list((tmp_path / "home").glob("results/runs/*/stage/*/*/*/IORProvider_*/spack_env"))
+    assert len(staged) == 1, result.stdout[-3000:]
+    assert (staged[0] / "spack-externals.yaml").read_text() == \
+        (envdir / "spack-externals.yaml").read_text()
+    assert "FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (compile_wait): build " \
+        "error: build job failed with exit code: 1" in result.stdout.splitlines()
+    assert result.stdout.splitlines()[-1] == "0 passed, 1 failed, 2 skipped"
