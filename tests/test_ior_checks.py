@@ -301,3 +301,99 @@ def test_run_builds_a_spack_environment_outside_the_checkout(tmp_path):
     assert "FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (compile_wait): build " \
         "error: build job failed with exit code: 1" in result.stdout.splitlines()
     assert result.stdout.splitlines()[-1] == "0 passed, 1 failed, 2 skipped"
+
+
+def spack_env(tmp_path, text, files=None):
+    """A Spack environment directory holding spack.yaml with `text` and `files`
+    ({relative path: content})."""
+    envdir = tmp_path / "env"
+    envdir.mkdir()
+    (envdir / "spack.yaml").write_text(text)
+    for name, content in (files or {}).items():
+        (envdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (envdir / name).write_text(content)
+    return envdir / "spack.yaml"
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("spack:\n  specs: [ior@4.0.0\n",
+     "not valid YAML (line 3, column 1: expected ',' or ']', but got '<stream end>')"),
+    ("- spack:\n    specs: [ior]\n",
+     "expected a mapping 'spack:' holding specs (and include), found a list at the top level"),
+    ("spack:\n", "expected a mapping 'spack:' holding specs (and include), found an empty "
+                 "'spack:'"),
+    ("packages: {}\n", "expected a mapping 'spack:' holding specs (and include), found no "
+                       "'spack:' mapping"),
+    ("spack:\n  include: spack-externals.yaml\n  specs: [ior]\n",
+     "'include' must be a list of paths, found 'spack-externals.yaml' (write it as "
+     "'include: [spack-externals.yaml]')"),
+])
+def test_malformed_spack_environment_is_one_line(tmp_path, text, problem):
+    from reframe_checks.lib.tools import SpackEnvironmentError, stage_spack_environment
+
+    spack_yaml = spack_env(tmp_path, text, {"spack-externals.yaml": "packages: {}\n"})
+    with pytest.raises(SpackEnvironmentError) as raised:
+        stage_spack_environment(str(spack_yaml), str(tmp_path / "staged"))
+    assert str(raised.value) == f"Spack environment {spack_yaml}: {problem}"
+
+
+def test_spack_includes_spack_resolves_are_left_to_it(tmp_path):
+    """`$spack/...`, `${user}`, URLs and git includes are Spack's to resolve; `$env/`
+    is the environment's directory, so its file is staged like a relative one."""
+    from reframe_checks.lib.tools import stage_spack_environment
+
+    spack_yaml = spack_env(tmp_path, (
+        "spack:\n  include:\n  - $spack/etc/spack/site-mpi.yaml\n"
+        "  - path: ${user}/x.yaml\n  - https://example.org/site.yaml\n"
+        "  - git: https://example.org/config.git\n    branch: main\n    paths: [a.yaml]\n"
+        "  - $env/site/externals.yaml\n  - spack-externals.yaml\n  specs: [ior@4.0.0]\n"),
+        {"spack-externals.yaml": "packages: {}\n", "site/externals.yaml": "mirrors: {}\n"})
+    staged = stage_spack_environment(str(spack_yaml), str(tmp_path / "staged"))
+    assert staged == ["spack.yaml", "site/externals.yaml", "spack-externals.yaml"]
+    assert (tmp_path / "staged" / "site" / "externals.yaml").read_text() == "mirrors: {}\n"
+
+
+def test_spack_yaml_example_externals_stage_with_it(tmp_path):
+    """The spack-externals.yaml that spack.yaml's comments show is valid YAML with the
+    MPI external written by hand and a mirror, and stages with the repository's file."""
+    from reframe_checks.lib.tools import stage_spack_environment
+
+    comments = (REPO / "spack.yaml").read_text().split("\nspack:\n")[0].splitlines()
+    start = comments.index("#   packages:")
+    example = "\n".join(ln[4:] for ln in comments[start:]
+                        if ln.startswith("#   ") and not ln.startswith("#   `")
+                        and not ln.startswith("#   Write") and ln[4:5] in (" ", "#", "p", "m"))
+    externals = yaml.safe_load(example)
+    assert externals["packages"]["openmpi"]["externals"] == [
+        {"spec": "openmpi@4.1.4", "prefix": "/usr"}]
+    assert externals["packages"]["mpi"] == {"buildable": False}
+    assert list(externals["mirrors:"]) == ["local"]
+    shutil.copy(REPO / "spack.yaml", tmp_path / "spack.yaml")
+    (tmp_path / "spack-externals.yaml").write_text(example)
+    assert stage_spack_environment(str(tmp_path / "spack.yaml"), str(tmp_path / "staged")) == \
+        ["spack.yaml", "spack-externals.yaml"]
+
+
+def test_malformed_spack_environment_fails_the_run_in_one_line(tmp_path):
+    """Through ReFrame: the provider's failure is the one line, no source excerpt."""
+    spack_yaml = spack_env(tmp_path, "spack:\n  include: spack-externals.yaml\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "spack").write_text("#!/bin/sh\nexit 1\n")   # looked for, never reached
+    (bindir / "spack").chmod(0o755)
+    text = (REPO / "site_configs" / "local.py").read_text()
+    (tmp_path / "site.py").write_text(text.replace(
+        '"extras": {"mpi": "openmpi"},', '"extras": {"mpi": "openmpi", "ior": "spack"},'))
+    result = scratchbench("run", "--site", str(tmp_path / "site.py"), "--tag", "quick",
+                          "--local", "--name", "IOR", "--spack-env", str(spack_yaml),
+                          env={"SCRATCHBENCH_HOME": str(tmp_path / "home"),
+                               "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert result.returncode == 1, result.stdout[-3000:]
+    lines = result.stdout.splitlines()
+    failed = [i for i, ln in enumerate(lines) if ln.startswith("FAILED:")]
+    assert len(failed) == 1
+    assert lines[failed[0]] == (
+        "FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (compile): spack environment "
+        f"error: Spack environment {spack_yaml}: 'include' must be a list of paths, found "
+        "'spack-externals.yaml' (write it as 'include: [spack-externals.yaml]')")
+    assert lines[failed[0] + 1].startswith("scheduler:"), "nothing follows the one line"
