@@ -312,7 +312,9 @@ def summarise_report(report):
             skipped.append((name, reasons[index]))
         else:
             counts["failed"] += 1
-            failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
+            tail = runreport.build_error_tail(case)
+            failures.append((name, case.get("fail_phase"),
+                             "; ".join(filter(None, (case.get("fail_reason"), tail)))))
         for metric, value, unit, *_ in runreport.perf_figures(case):
             if value is None:
                 continue   # a failed case: its cause is printed, not empty figures

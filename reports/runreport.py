@@ -7,6 +7,8 @@ per-repetition ``samples`` and, when skipped, its ``skip_reason``.  The store an
 run summary read them here, never by parsing display names.
 """
 
+import os
+
 SUPPORTED_DATA_VERSION = "4."
 
 
@@ -71,6 +73,21 @@ def skip_reasons(cases, with_failed_cause=True):
 
     return {i: reason_of(c) or "no reason given" for i, c in enumerate(cases)
             if c.get("result") in NOT_RUN}
+
+
+def build_error_tail(case):
+    """For a case whose build failed: the last line its build wrote to stderr (a Spack
+    or make error says its cause there, ReFrame's reason only the exit code), with
+    the file; "" for any other case."""
+    if case.get("fail_phase") not in ("compile", "compile_wait") or not case.get("build_stderr"):
+        return ""
+    path = os.path.join(case.get("stagedir") or "", case["build_stderr"])
+    try:
+        with open(path, errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    return f"{lines[-1][:300] if lines else 'nothing on stderr'} (the end of {path})"
 
 
 def perf_figures(case):
