@@ -9,6 +9,8 @@ run summary read them here, never by parsing display names.
 
 import os
 
+from scratchbench.errors import one_line
+
 SUPPORTED_DATA_VERSION = "4."
 
 
@@ -73,6 +75,13 @@ def skip_reasons(cases, with_failed_cause=True):
 
     return {i: reason_of(c) or "no reason given" for i, c in enumerate(cases)
             if c.get("result") in NOT_RUN}
+
+
+def failure_in_words(case):
+    """Why a case failed, in one line: ReFrame's reason (folded) and, for a failed
+    build, the end of what the build wrote to stderr."""
+    return "; ".join(filter(None, (one_line(case.get("fail_reason")),
+                                   build_error_tail(case))))
 
 
 def build_error_tail(case):

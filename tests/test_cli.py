@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO, VENV_BIN, run, scratchbench
 
-SUBCOMMANDS = [["cluster"], ["run"], ["report"], ["ingest"], ["verdict"],
+SUBCOMMANDS = [["cluster"], ["run"], ["check-site"], ["report"], ["ingest"], ["verdict"],
                ["verdict", "nightly"], ["verdict", "acceptance"]]
 
 

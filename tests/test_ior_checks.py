@@ -237,8 +237,10 @@ def run_with_ior_route(home, extras):
 @pytest.mark.parametrize("ior,cause", [
     ("spack", "IOR: environment gnu-openmpi asks for a Spack build (extras 'ior': 'spack') "
               "but 'spack' is not on PATH: load Spack's setup-env.sh before `scratchbench run`"),
-    ("module:nosuch/1.0", "IOR: module nosuch/1.0 cannot be loaded (Lmod Warning: Failed to "
-                          'find the following module(s): "nosuch/1.0" in your MODULEPATH)'),
+    ("module:nosuch/1.0", "IOR: module nosuch/1.0 cannot be loaded (could not execute module "
+                          "operation: command '/usr/share/lmod/lmod/libexec/lmod python show "
+                          "nosuch/1.0' failed with exit code 1: Lmod Warning: Failed to find "
+                          'the following module(s): "nosuch/1.0" in your MODULEPATH)'),
     ("path", "IOR/mdtest not available: ior and mdtest not on PATH (environment gnu-openmpi "
              "asks for it with extras 'ior': 'path')"),
     ("spak", "IOR: extras 'ior' of environment gnu-openmpi is 'spak'; expected 'spack', "

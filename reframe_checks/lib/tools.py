@@ -47,6 +47,7 @@ from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure
 from reframe_checks.lib.parsers import (ior_problems, mdtest_problems, parse_ior_json,
                                         parse_mdtest, parse_mdtest_rank_details)
 from scratchbench import paths
+from scratchbench.errors import one_line
 
 SPACK_ENV = "spack_env"
 #: one line per tool launch, "<phase> <exit status>", written by the job script
@@ -89,12 +90,8 @@ def mpi_of_module(partition, environ, module):
         commands = list(partition.prepare_cmds) + rt.emit_loadenv_commands(
             partition.local_env, environ, Environment(f"ior-{module}", modules=[module]))
     except EnvironError as exc:
-        # ReFrame's message holds the module system's whole output: keep its complaint
-        text = str(exc)
-        stderr = text.split("--- stderr ---")[1] if "--- stderr ---" in text else text
-        said = " ".join(stderr.split("Try:")[0].split())
         raise ToolUnavailableError(f"IOR: module {module} cannot be loaded "
-                                   f"({said[:300] or 'no message'})") from None
+                                   f"({one_line(exc)[:400]})") from None
     # ldd fails on a static binary or a script: that is no MPI found, not a bad module
     script = "\n".join(commands + ['ior=$(command -v ior) || exit 7', 'ldd "$ior" || true'])
     try:
