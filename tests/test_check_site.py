@@ -8,6 +8,7 @@ from conftest import REPO, reachable_tmpdir, scratchbench
 def check_site(site, env=None):
     result = scratchbench("check-site", str(site), "--no-start", env=env, timeout=1200)
     lines = [ln for ln in result.stdout.splitlines() if re.match(r"(ok|skip|FAIL) ", ln)]
+    print(result.stdout)   # shown with pytest -s: what a site reads
     return result, lines
 
 

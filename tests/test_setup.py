@@ -2,16 +2,12 @@
 directory, a truthful requires-python."""
 
 import importlib.metadata
-import os
-import pwd
 import re
-import shutil
-import subprocess
 import tomllib
 
 import pytest
 
-from conftest import REPO, VENV_BIN, reachable_tmpdir, run
+from conftest import REPO, run
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 
@@ -67,60 +63,20 @@ def test_setup_rejects_an_unknown_option(tmp_path):
                                      "--test or --harness-only")
 
 
-@pytest.fixture(scope="module")
-def wheelhouse():
-    """The pinned dependencies as wheels (from PyPI, or root's pip cache), so the
-    normal user's install needs no network of its own."""
-    house = reachable_tmpdir("sb-wheelhouse-")
-    project = PYPROJECT["project"]
-    run([VENV_BIN / "pip", "download", "-q", "--disable-pip-version-check", "-d", house,
-         *PYPROJECT["build-system"]["requires"], "wheel", *project["dependencies"]],
-        check=True, timeout=900)
-    for path in house.iterdir():
-        path.chmod(0o644)
-    yield house
-    shutil.rmtree(house)
-
-
 @pytest.mark.slow
-def test_harness_only_installs_for_a_normal_user(wheelhouse):
+def test_harness_only_installs_for_a_normal_user(nobody_checkout):
     """User nobody, with its own copy of the checkout and its own SCRATCHBENCH_HOME,
     installs the harness: no root, no Debian package query, logs in its own state
     directory and nothing at a fixed path in /tmp."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to act as another user (runuser)")
-    nobody = pwd.getpwnam("nobody")
-    root = reachable_tmpdir("sb-site-user-")
-    checkout, home = root / "checkout", root / "home"
-    files = run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others",
-                 "--exclude-standard"], check=True).stdout.split("\0")
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, checkout / name)
-    home.mkdir()
-    for path in [root, *root.rglob("*")]:
-        os.chown(path, nobody.pw_uid, nobody.pw_gid)
-    tmp_before = set(os.listdir("/tmp"))
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "SCRATCHBENCH_HOME": str(home / "sb"),
-           "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse), "PIP_NO_CACHE_DIR": "1"}
-    as_nobody = ["runuser", "-u", "nobody", "--", "env", "-i",
-                 *(f"{k}={v}" for k, v in env.items())]
-    result = subprocess.run([*as_nobody, "ci/setup.sh", "--harness-only"], cwd=checkout,
-                            capture_output=True, text=True, timeout=1200)
+    user = nobody_checkout
+    result = user.setup_result
     assert result.returncode == 0, result.stderr[-3000:]
-    log = home / "sb" / "logs" / "setup-pip.log"
+    log = user.home / "sb" / "logs" / "setup-pip.log"
     assert f"(log: {log})" in result.stderr
-    assert log.stat().st_uid == nobody.pw_uid
+    assert log.stat().st_uid == user.uid
     assert "dpkg" not in result.stderr and "Debian" not in result.stderr
-    helped = subprocess.run([*as_nobody, str(checkout / ".venv" / "bin" / "scratchbench"),
-                             "run", "--help"], cwd=checkout, capture_output=True, text=True,
-                            timeout=120)
+    helped = user.run([str(user.checkout / ".venv" / "bin" / "scratchbench"), "run", "--help"])
     assert helped.returncode == 0 and "--spack-env" in helped.stdout, helped.stderr
-    again = subprocess.run([*as_nobody, "ci/setup.sh", "--harness-only"], cwd=checkout,
-                           capture_output=True, text=True, timeout=300)
+    again = user.run(["ci/setup.sh", "--harness-only"])
     assert (again.returncode, again.stderr) == (0, ""), "nothing left to do: silent"
-    left_in_tmp = {n for n in set(os.listdir("/tmp")) - tmp_before
-                   if os.lstat(f"/tmp/{n}").st_uid == nobody.pw_uid}
-    assert not left_in_tmp
-    shutil.rmtree(root)
+    assert not user.left_in_tmp, "setup left files in /tmp"
