@@ -346,8 +346,11 @@ def site_check_lines(report):
         elif result in runreport.NOT_RUN:
             lines.append(f"skip   {what}: {reasons[index]}")
         else:
-            lines.append(f"FAIL   {what} ({case.get('fail_phase')}): "
-                         f"{runreport.failure_in_words(case)}")
+            cause = runreport.failure_in_words(case)
+            if "could not execute module operation" in cause:
+                cause += ("; fix: the module's name, or its path, in the environment's "
+                          "'modules' in the site config")
+            lines.append(f"FAIL   {what} ({case.get('fail_phase')}): {cause}")
     return lines
 
 

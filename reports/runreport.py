@@ -69,7 +69,7 @@ def skip_reasons(cases, with_failed_cause=True):
                 failed = (f"needs {check_name(parent)} [{where}], which failed in "
                           f"{parent.get('fail_phase') or 'an unknown phase'}")
                 if not with_failed_cause:
-                    return f"{failed} (see its FAILED line)"
+                    return f"{failed} (see its failure)"
                 return f"{failed}: {parent.get('fail_reason') or 'no reason given'}"
         return None
 

@@ -54,7 +54,8 @@ def test_check_site_names_a_target_not_writable_and_a_missing_module(cluster, sb
     missing = ("environ error: could not execute module operation: command "
                "'/usr/share/lmod/lmod/libexec/lmod python show mpich/9.9' failed with exit "
                'code 1: Lmod Warning: Failed to find the following module(s): "mpich/9.9" in '
-               "your MODULEPATH")
+               "your MODULEPATH; fix: the module's name, or its path, in the environment's "
+               "'modules' in the site config")
     assert f"FAIL   KernelBuild [batch gnu-mpich] (compile): {missing}" in failed, result.stdout
     assert f"FAIL   TargetReady sanscratch [batch gnu-mpich] (run): {missing}" in failed
     assert re.search(r"^skip   MPIReady \[batch gnu-mpich\]: needs KernelBuild "

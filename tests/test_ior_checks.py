@@ -257,7 +257,7 @@ def test_a_route_the_site_asks_for_that_does_not_work_fails(tmp_path, ior, cause
     skipped = [ln for ln in result.stdout.splitlines() if ln.startswith("skipped")]
     assert skipped == [
         "skipped (4): needs IORProvider [embedded-local:default+gnu-openmpi], which failed in "
-        "setup (see its FAILED line): IOR on localscratch [gnu-openmpi]; Mdtest on "
+        "setup (see its failure): IOR on localscratch [gnu-openmpi]; Mdtest on "
         "localscratch [gnu-openmpi]"], result.stdout[-3000:]
     info = report["session_info"]
     assert (info["num_failures"], info["num_skipped"], info["num_aborted"]) == (1, 4, 0)
