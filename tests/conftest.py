@@ -185,22 +185,25 @@ class NormalUser:
     SCRATCHBENCH_HOME (home/sb), and the harness installed by `ci/setup.sh
     --harness-only` from a wheelhouse (so it needs no network of its own)."""
 
-    def __init__(self, root, wheelhouse):
+    def __init__(self, root, wheelhouse, name="nobody", checkout=None):
         import pwd
-        nobody = pwd.getpwnam("nobody")
-        self.uid, self.gid = nobody.pw_uid, nobody.pw_gid
-        self.root, self.checkout, self.home = root, root / "checkout", root / "home"
-        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "USER": "nobody",
-                    "LOGNAME": "nobody",
+        account = pwd.getpwnam(name)
+        self.name, self.uid, self.gid = name, account.pw_uid, account.pw_gid
+        self.root, self.home = root, root / "home"
+        self.checkout = checkout or root / "checkout"
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "USER": name,
+                    "LOGNAME": name,
                     "SCRATCHBENCH_HOME": str(self.home / "sb"), "PIP_NO_INDEX": "1",
                     "PIP_FIND_LINKS": str(wheelhouse), "PIP_NO_CACHE_DIR": "1"}
 
     def run(self, cmd, env=None, timeout=1200):
+        return subprocess.run(self.command(cmd, env), cwd=self.checkout, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def command(self, cmd, env=None):
         full = dict(self.env, **(env or {}))
-        return subprocess.run(["runuser", "-u", "nobody", "--", "env", "-i",
-                               *(f"{k}={v}" for k, v in full.items()), *map(str, cmd)],
-                              cwd=self.checkout, capture_output=True, text=True,
-                              timeout=timeout)
+        return ["runuser", "-u", self.name, "--", "env", "-i",
+                *(f"{k}={v}" for k, v in full.items()), *map(str, cmd)]
 
     def scratchbench(self, *args, env=None, timeout=1200):
         return self.run([self.checkout / ".venv" / "bin" / "scratchbench", *args], env=env,

@@ -3,8 +3,12 @@ scratchbench on it with their own checkout, venv, state and site config."""
 
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
+
+from conftest import NormalUser, reachable_tmpdir
 
 SITE = '''"""A site config written by a user from example_slurm.py."""
 
@@ -55,17 +59,23 @@ site_configuration = with_scratch_targets({{
 '''
 
 
-@pytest.mark.slow
-def test_a_normal_user_checks_the_site_and_runs_the_quick_suite(cluster, nobody_checkout):
-    user = nobody_checkout
-    assert user.setup_result.returncode == 0, user.setup_result.stderr[-3000:]
+def users_site(user):
+    """The user's site config in its home, and its /scratch/$USER-like directory."""
     scratch = user.root / "scratch"
-    (scratch / "nobody").mkdir(parents=True)
-    os.chown(scratch / "nobody", user.uid, user.gid)
+    (scratch / user.name).mkdir(parents=True, exist_ok=True)
+    os.chown(scratch / user.name, user.uid, user.gid)
     site = user.home / "mysite.py"
     site.write_text(SITE.format(modulepath=user.checkout / "site_configs" / "modulefiles",
                                 scratch=scratch))
     os.chown(site, user.uid, user.gid)
+    return site, scratch / user.name
+
+
+@pytest.mark.slow
+def test_a_normal_user_checks_the_site_and_runs_the_quick_suite(cluster, nobody_checkout):
+    user = nobody_checkout
+    assert user.setup_result.returncode == 0, user.setup_result.stderr[-3000:]
+    site, scratch = users_site(user)
     env = {"SLURM_CONF": str(cluster.slurm_conf)}
 
     checked = user.scratchbench("check-site", site, env=env)
@@ -91,4 +101,34 @@ def test_a_normal_user_checks_the_site_and_runs_the_quick_suite(cluster, nobody_
         "Slurm ran the jobs as the user"
     history = user.home / "sb" / "history.sqlite"
     assert history.is_file() and history.stat().st_uid == user.uid
-    assert list((scratch / "nobody").iterdir()) == [], "the checks leave nothing behind"
+    assert list(scratch.iterdir()) == [], "the checks leave nothing behind"
+
+
+@pytest.mark.slow
+def test_two_users_run_at_once_without_collisions(cluster, nobody_checkout):
+    """nobody and daemon, each with its own state and site config (daemon runs
+    nobody's checkout, read-only to it), run at the same time on the same cluster."""
+    first = nobody_checkout
+    assert first.setup_result.returncode == 0, first.setup_result.stderr[-3000:]
+    second = NormalUser(reachable_tmpdir("sb-site-user2-"), "", name="daemon",
+                        checkout=first.checkout)
+    second.home.mkdir()
+    for path in (second.root, second.home):
+        os.chown(path, second.uid, second.gid)
+    env = {"SLURM_CONF": str(cluster.slurm_conf)}
+    procs = []
+    for user in (first, second):
+        site, _ = users_site(user)
+        cmd = user.command([user.checkout / ".venv" / "bin" / "scratchbench", "run", "--site",
+                            site, "--tag", "quick", "--name", "KernelIOTest.*fpp-posix",
+                            "--name", "StageInOut"], env)
+        procs.append(subprocess.Popen(cmd, cwd=first.checkout, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=1500) for p in procs]
+    for user, proc, (out, err) in zip((first, second), procs, outs):
+        assert proc.returncode == 0, f"{user.name}: {out[-3000:]}{err[-2000:]}"
+        assert re.fullmatch(r"[1-9]\d* passed, 0 failed, 0 skipped", out.splitlines()[-1]), out
+        report = re.search(r"^run report:\s+(\S+)", out, re.M).group(1)
+        assert report.startswith(str(user.home / "sb" / "results" / "runs")), report
+        assert os.stat(report).st_uid == user.uid
+    shutil.rmtree(second.root)
