@@ -2,6 +2,7 @@
 
     scratchbench cluster up|down|status     the embedded Slurm cluster on this machine
     scratchbench run --tag quick            a tag of the suite on a site, via ReFrame
+    scratchbench check-site SITE            is a site config ready (scheduler, targets, MPI)
     scratchbench advise LOG|YAML            a job's I/O time on each scratch target
 
 Every error is one line, ``scratchbench: error: ...``, and a non-zero exit code.
@@ -98,6 +99,7 @@ def _run(args):
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
                               start_cluster=not args.no_start, local=args.local,
+                              spack_env=args.spack_env,
                               extra_args=["--exec-policy=serial"] if args.serial else ())
     # Every run lands in the history store at once, so verdicts and pages see it.  If
     # the store cannot take it (full, read-only, damaged), the run's report stays on disk
@@ -113,6 +115,21 @@ def _run(args):
         return exc.exit_code
     summary["history"] = f"{figures} figures added to {paths.history_db()} ({total} in all)"
     print(format_summary(summary))
+    return code
+
+
+def _check_site(args):
+    from cli.runner import run_suite
+
+    with open(os.devnull, "w") as quiet:   # ReFrame's output stays in reframe.out
+        code, summary = run_suite("quick", site=args.site, partition=args.partition,
+                                  start_cluster=not args.no_start, local=args.local,
+                                  spack_env=args.spack_env, checks_tag="site", stream=quiet)
+    for line in summary["site_lines"]:
+        print(line)
+    failed = sum(line.startswith("FAIL") for line in summary["site_lines"])
+    print(f"site {args.site}: " + ("ready" if code == 0 else f"{failed} problem(s) to fix") +
+          f" (ReFrame's output: {summary['run_dir']}/reframe.out)")
     return code
 
 
@@ -256,7 +273,32 @@ def build_parser():
                      help="local site: run through ReFrame's local scheduler and mpirun on "
                           "this machine instead of the embedded cluster (also the fallback "
                           "when the cluster cannot start)")
+    run.add_argument("--spack-env", metavar="SPACK_YAML",
+                     help="the Spack environment file the IOR/mdtest checks build for "
+                          "environments with extras {'ior': 'spack'} (default spack.yaml of "
+                          "the checkout); files it includes by a relative path are taken "
+                          "from beside it (ReFrame's -S spack_env_file=PATH)")
     run.set_defaults(func=_run)
+
+    check = sub.add_parser(
+        "check-site", help="is a site config ready: scheduler, targets, MPI, IOR",
+        description="A site's first hour: one tiny exclusive job per question, through the "
+                    "site's scheduler. Per scratch target: writable from a job, and its free "
+                    "room; per MPI environment: its modules load, its MPI builds the kernel "
+                    "and runs two ranks, and IOR/mdtest come as extras 'ior' says. One line "
+                    "per answer (ok, skip, FAIL with the cause and the fix). Exit 0 only "
+                    "when everything the config asks for works; nothing goes to the history.",
+        epilog=EPILOG)
+    check.add_argument("site", nargs="?", default="local",
+                       help="site config: a name in site_configs/ or a path (default local)")
+    check.add_argument("--partition", help="only this partition of the site's system")
+    check.add_argument("--no-start", action="store_true",
+                       help="fail instead of starting the embedded cluster")
+    check.add_argument("--local", action="store_true",
+                       help="local site: through ReFrame's local scheduler on this machine")
+    check.add_argument("--spack-env", metavar="SPACK_YAML",
+                       help="the Spack environment file for extras {'ior': 'spack'}, as for run")
+    check.set_defaults(func=_check_site)
 
     ingest = sub.add_parser(
         "ingest", help="store run results in the history store",

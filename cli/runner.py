@@ -47,9 +47,9 @@ def git_revision():
     return (rev or "unknown") + ("-dirty" if dirty else "")
 
 
-def new_run_dir():
-    """results/runs/<UTC timestamp>[-N]: never an existing directory."""
-    runs = paths.results_dir() / "runs"
+def new_run_dir(kind="runs"):
+    """results/<kind>/<UTC timestamp>[-N]: never an existing directory."""
+    runs = paths.results_dir() / kind
     runs.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1000):
@@ -117,11 +117,27 @@ def reframe_env(slurm_conf=None):
     return env
 
 
+def spack_env_option(path):
+    """ReFrame's arguments that point the IOR provider at a Spack environment file."""
+    full = os.path.abspath(path)
+    if not os.path.isfile(full):
+        raise ConfigError(f"--spack-env {path}: no such file (expected a Spack environment "
+                          "file, spack.yaml)")
+    if not os.access(full, os.R_OK):
+        raise ConfigError(f"--spack-env {path}: not readable by this user")
+    return ["-S", f"IORProvider.spack_env_file={full}"]
+
+
 def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
-              start_cluster=True, extra_args=(), stream=None, local=False):
-    """Run one tag of the suite; returns (exit code, summary dict)."""
+              start_cluster=True, extra_args=(), stream=None, local=False, spack_env=None,
+              checks_tag=None):
+    """Run one tag of the suite; returns (exit code, summary dict).  ``checks_tag``
+    selects other checks than the tag's (check-site's), with the tag's workloads; their
+    runs go to results/<checks_tag>-checks/, outside the suite's history."""
     if tag not in TAGS:
         raise ConfigError(f"--tag {tag}: expected one of {', '.join(TAGS)}")
+    if spack_env:
+        extra_args = list(extra_args) + spack_env_option(spack_env)
     site_path = resolve_site_config(site)
     config = load_site_config(site_path)
     system = choose_system(config, site_path, partition)
@@ -149,11 +165,12 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
 
     lock = RunLock(site_path).acquire("starting")
     try:
-        run_dir = new_run_dir()
+        run_dir = new_run_dir(f"{checks_tag}-checks" if checks_tag else "runs")
         lock.acquire_for(run_dir.name)
         notes = recover_interrupted_runs(slurm_conf, lock)
         code, summary = _run_reframe(run_dir, tag, site_path, config, system, target, names,
-                                     note, fallback, slurm_conf, extra_args, stream)
+                                     note, fallback, slurm_conf, extra_args, stream,
+                                     checks_tag or tag)
     finally:
         lock.release()
     summary["notes"] = notes + summary.get("notes", [])
@@ -182,7 +199,7 @@ def recover_interrupted_runs(slurm_conf, lock):
                 what = f"its run report could not be stored ({exc})"
             else:
                 unfinished = [case_in_words(c) for c in cases
-                              if c.get("result") not in ("pass", "xfail", "skip")]
+                              if c.get("result") not in ("pass", "xfail", *runreport.NOT_RUN)]
                 what = (f"stored {figures} figures of it; {len(unfinished)} case(s) did not "
                         f"finish" + (f": {'; '.join(unfinished[:5])}" if unfinished else ""))
         else:
@@ -197,7 +214,7 @@ def recover_interrupted_runs(slurm_conf, lock):
 
 
 def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, fallback,
-                 slurm_conf, extra_args, stream):
+                 slurm_conf, extra_args, stream, checks_tag):
     report = run_dir / "report.json"
     revision = git_revision()
     partitions = {p["name"]: {"scheduler": p["scheduler"], "access": p.get("access", []),
@@ -212,7 +229,7 @@ def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, f
 
     reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
     cmd = [reframe, "-C", str(site_path), "-c", str(paths.CHECKS_DIR), "--system", system,
-           "-t", f"^{tag}$", "-S", f"workload_tag={tag}", "-r", "--warn-as-error",
+           "-t", f"^{checks_tag}$", "-S", f"workload_tag={tag}", "-r", "--warn-as-error",
            "--prefix", str(paths.results_dir()),
            "-o", str(run_dir / "output"), "-s", str(run_dir / "stage"),
            "--report-file", str(report),
@@ -225,7 +242,8 @@ def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, f
     (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
 
     log_path = run_dir / "reframe.out"
-    progress(f"running the '{tag}' checks on {system} with ReFrame; output also in {log_path}")
+    progress(f"running the '{checks_tag}' checks on {system} with ReFrame; output also in "
+             f"{log_path}")
     t0 = time.monotonic()
     out = stream or sys.stdout
     env = reframe_env(slurm_conf)
@@ -270,6 +288,7 @@ def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, f
     if not report.exists():
         raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
     summary = summarise_report(json.loads(report.read_text()))
+    summary["site_lines"] = site_check_lines(json.loads(report.read_text()))
     summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
                    fallback=fallback, notes=notes,
                    perflogs=str(paths.results_dir() / "perflogs"),
@@ -287,18 +306,19 @@ def summarise_report(report):
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     figures, skipped, failures = [], [], []
     cases = [c for c in runreport.final_cases(report)]
-    reasons = runreport.skip_reasons(cases)
+    # a failed dependency prints its own FAILED line with the cause
+    reasons = runreport.skip_reasons(cases, with_failed_cause=False)
     for index, case in enumerate(cases):
         result = case.get("result")
         name = case_in_words(case)
         if result in ("pass", "xfail"):
             counts["passed"] += 1
-        elif result == "skip":
+        elif result in runreport.NOT_RUN:   # counted as ReFrame counts them
             counts["skipped"] += 1
             skipped.append((name, reasons[index]))
         else:
             counts["failed"] += 1
-            failures.append((name, case.get("fail_phase"), case.get("fail_reason")))
+            failures.append((name, case.get("fail_phase"), runreport.failure_in_words(case)))
         for metric, value, unit, *_ in runreport.perf_figures(case):
             if value is None:
                 continue   # a failed case: its cause is printed, not empty figures
@@ -306,6 +326,32 @@ def summarise_report(report):
                             "partition": case.get("partition"),
                             "variable": metric, "value": value, "unit": unit or ""})
     return dict(counts, figures=figures, skipped_cases=skipped, failed_cases=failures)
+
+
+def site_check_lines(report):
+    """check-site's answer: one line per case that ran or should have, what it found
+    or why not (fixtures only when they failed: their cause is the one to fix)."""
+    cases = runreport.final_cases(report)
+    reasons = runreport.skip_reasons(cases, with_failed_cause=False)
+    lines = []
+    for index, case in enumerate(cases):
+        result = case.get("result")
+        if case.get("fixture") and result in ("pass", *runreport.NOT_RUN):
+            continue
+        where = f"[{case.get('partition')} {case.get('environ')}]"
+        what = " ".join(filter(None, (runreport.check_name(case),
+                                      case.get("scratch_target"), where)))
+        if result == "pass":
+            lines.append(f"ok     {what}: {case.get('found') or 'passed'}")
+        elif result in runreport.NOT_RUN:
+            lines.append(f"skip   {what}: {reasons[index]}")
+        else:
+            cause = runreport.failure_in_words(case)
+            if "could not execute module operation" in cause:
+                cause += ("; fix: the module's name, or its path, in the environment's "
+                          "'modules' in the site config")
+            lines.append(f"FAIL   {what} ({case.get('fail_phase')}): {cause}")
+    return lines
 
 
 def case_in_words(case):

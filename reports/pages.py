@@ -825,7 +825,9 @@ def problems(cases, with_target=False):
             skipped[c["skip_reason"] or "no reason given"].append(name)
         elif c["result"] not in ("pass", "success"):
             phase = f"failed in {c['fail_phase']}" if c["fail_phase"] else "failed"
-            reason = (c["fail_reason"] or "no reason given").strip()
+            # a case whose dependency failed (ReFrame's fail_deps) carries that cause
+            # as its skip reason: the history keeps no fixtures to show it
+            reason = (c["fail_reason"] or c["skip_reason"] or "no reason given").strip()
             failed[f"{phase}: {reason}"].append(name)
     counts = Counter("skip" if c["result"] == "skip" else
                      "pass" if c["result"] in ("pass", "success") else "fail" for c in cases)
@@ -1165,9 +1167,9 @@ def case_rows_html(rows, parameters, figure_columns):
             reason = c["skip_reason"]
             result_text = f"skipped: {reason[:60]}{'…' if len(reason) > 60 else ''}"
             title = f' title="{escape(reason)}"'
-        elif c["fail_reason"]:
+        elif c["fail_reason"] or c["skip_reason"]:
             phase = f" in {c['fail_phase']}" if c["fail_phase"] else ""
-            result_text = f"{result}{phase}: {c['fail_reason']}"
+            result_text = f"{result}{phase}: {c['fail_reason'] or c['skip_reason']}"
         else:
             result_text = result
         cells = [r["variant"], *(r["params"].get(k, "") for k in parameters),

@@ -7,6 +7,10 @@ per-repetition ``samples`` and, when skipped, its ``skip_reason``.  The store an
 run summary read them here, never by parsing display names.
 """
 
+import os
+
+from scratchbench.errors import one_line
+
 SUPPORTED_DATA_VERSION = "4."
 
 
@@ -32,12 +36,19 @@ def case_key(case):
             case.get("environ"))
 
 
-def skip_reasons(cases):
-    """{index in cases: reason} for every skipped case.
+#: ReFrame's results of cases that did not run: skipped, or skipped because a case
+#: they depend on failed; ReFrame counts both as skipped
+NOT_RUN = ("skip", "fail_deps")
+
+
+def skip_reasons(cases, with_failed_cause=True):
+    """{index in cases: reason} for every case that did not run (``NOT_RUN``).
 
     A case skipped because a dependency (e.g. the IOR provider fixture) was skipped
     takes that dependency's reason, so the user reads the cause, not "skipped due to
-    skipped dependencies".
+    skipped dependencies".  One whose dependency failed names it and, with
+    ``with_failed_cause``, its cause (the run summary prints the failure itself, so
+    it leaves the cause out; the history store keeps no fixtures, so it keeps it).
     """
     by_key = {case_key(c): c for c in cases}
 
@@ -47,14 +58,45 @@ def skip_reasons(cases):
             return own
         for dep in case.get("dependencies_actual") or []:
             parent = by_key.get(tuple(dep))
-            if parent is not None and parent.get("result") == "skip" and id(parent) not in seen:
+            if parent is None or id(parent) in seen:
+                continue
+            if parent.get("result") in NOT_RUN:
                 found = reason_of(parent, seen + (id(case),))
                 if found:
                     return found
+            elif parent.get("result") not in ("pass", "xfail"):
+                where = f"{parent.get('system')}:{parent.get('partition')}+{parent.get('environ')}"
+                failed = (f"needs {check_name(parent)} [{where}], which failed in "
+                          f"{parent.get('fail_phase') or 'an unknown phase'}")
+                if not with_failed_cause:
+                    return f"{failed} (see its failure)"
+                return f"{failed}: {parent.get('fail_reason') or 'no reason given'}"
         return None
 
     return {i: reason_of(c) or "no reason given" for i, c in enumerate(cases)
-            if c.get("result") == "skip"}
+            if c.get("result") in NOT_RUN}
+
+
+def failure_in_words(case):
+    """Why a case failed, in one line: ReFrame's reason (folded) and, for a failed
+    build, the end of what the build wrote to stderr."""
+    return "; ".join(filter(None, (one_line(case.get("fail_reason")),
+                                   build_error_tail(case))))
+
+
+def build_error_tail(case):
+    """For a case whose build failed: the last line its build wrote to stderr (a Spack
+    or make error says its cause there, ReFrame's reason only the exit code), with
+    the file; "" for any other case."""
+    if case.get("fail_phase") not in ("compile", "compile_wait") or not case.get("build_stderr"):
+        return ""
+    path = os.path.join(case.get("stagedir") or "", case["build_stderr"])
+    try:
+        with open(path, errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    return f"{lines[-1][:300] if lines else 'nothing on stderr'} (the end of {path})"
 
 
 def perf_figures(case):

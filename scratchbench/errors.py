@@ -32,3 +32,16 @@ class RunError(ScratchbenchError):
     """A suite run could not start or ReFrame reported failures."""
 
     exit_code = 4
+
+
+def one_line(message):
+    """A multi-line error message in one line.  ReFrame's message for a failed command
+    (a module system's, say) holds the command's whole stdout and stderr: keep its
+    first line and what the command said on stderr, without Lmod's "Try: ..." advice;
+    any other message has its whitespace folded."""
+    text = str(message or "")
+    if "--- stderr ---" in text:
+        head = text.split("\n", 1)[0].rstrip(":")
+        said = " ".join(text.split("--- stderr ---")[1].split("Try:")[0].split())
+        return f"{head}: {said or 'nothing on stderr'}"
+    return " ".join(text.split())

@@ -178,3 +178,66 @@ def launch_chromium(playwright):
         executable_path="/usr/bin/chromium",
         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
               "--disable-component-update", "--disable-sync", "--no-first-run"])
+
+
+class NormalUser:
+    """User nobody with its own copy of the checkout, its own HOME and
+    SCRATCHBENCH_HOME (home/sb), and the harness installed by `ci/setup.sh
+    --harness-only` from a wheelhouse (so it needs no network of its own)."""
+
+    def __init__(self, root, wheelhouse, name="nobody", checkout=None):
+        import pwd
+        account = pwd.getpwnam(name)
+        self.name, self.uid, self.gid = name, account.pw_uid, account.pw_gid
+        self.root, self.home = root, root / "home"
+        self.checkout = checkout or root / "checkout"
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "USER": name,
+                    "LOGNAME": name,
+                    "SCRATCHBENCH_HOME": str(self.home / "sb"), "PIP_NO_INDEX": "1",
+                    "PIP_FIND_LINKS": str(wheelhouse), "PIP_NO_CACHE_DIR": "1"}
+
+    def run(self, cmd, env=None, timeout=1200):
+        return subprocess.run(self.command(cmd, env), cwd=self.checkout, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def command(self, cmd, env=None):
+        full = dict(self.env, **(env or {}))
+        return ["runuser", "-u", self.name, "--", "env", "-i",
+                *(f"{k}={v}" for k, v in full.items()), *map(str, cmd)]
+
+    def scratchbench(self, *args, env=None, timeout=1200):
+        return self.run([self.checkout / ".venv" / "bin" / "scratchbench", *args], env=env,
+                        timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def nobody_checkout():
+    """A NormalUser whose `ci/setup.sh --harness-only` has run (its result in
+    ``setup_result``; ``left_in_tmp``: what it left in /tmp)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user (runuser)")
+    import tomllib
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    house = reachable_tmpdir("sb-wheelhouse-")
+    run([VENV_BIN / "pip", "download", "-q", "--disable-pip-version-check", "-d", house,
+         *project["build-system"]["requires"], "wheel", *project["project"]["dependencies"]],
+        check=True, timeout=900)
+    for path in house.iterdir():
+        path.chmod(0o644)
+    user = NormalUser(reachable_tmpdir("sb-site-user-"), house)
+    files = run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others",
+                 "--exclude-standard"], check=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (user.checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, user.checkout / name)
+    user.home.mkdir()
+    for path in [user.root, *user.root.rglob("*")]:
+        os.chown(path, user.uid, user.gid)
+    tmp_before = set(os.listdir("/tmp"))
+    user.setup_result = user.run(["ci/setup.sh", "--harness-only"])
+    user.left_in_tmp = {n for n in set(os.listdir("/tmp")) - tmp_before
+                        if os.lstat(f"/tmp/{n}").st_uid == user.uid}
+    yield user
+    shutil.rmtree(user.root, ignore_errors=True)
+    shutil.rmtree(house, ignore_errors=True)

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO, VENV_BIN, run, scratchbench
 
-SUBCOMMANDS = [["cluster"], ["run"], ["report"], ["ingest"], ["verdict"],
+SUBCOMMANDS = [["cluster"], ["run"], ["check-site"], ["report"], ["ingest"], ["verdict"],
                ["verdict", "nightly"], ["verdict", "acceptance"]]
 
 
@@ -41,6 +41,8 @@ def one_line(result):
      "system 'embedded' has no partition 'gpu' (it has: batch)"),
     (["run", "--target", "lustre", "--no-start"],
      "--target lustre: site config"),
+    (["run", "--spack-env", "/no/such/spack.yaml", "--no-start"],
+     "--spack-env /no/such/spack.yaml: no such file (expected a Spack environment file"),
 ])
 def test_run_bad_input(sb_home, args, message):
     result = scratchbench(*args)
@@ -177,3 +179,31 @@ def test_a_reader_that_leaves_early_is_not_an_error(tmp_path):
             f"{VENV_BIN / 'scratchbench'} cluster status --json | head -c 10", shell=True,
             capture_output=True, text=True, env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)))
         assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_cases_whose_provider_failed_count_as_reframe_counts_them():
+    """ReFrame's fail_deps (a dependency failed): skipped in the counts, as ReFrame's
+    own summary has them, naming the failed provider once, never '(None): None'."""
+    from cli.runner import format_summary, summarise_report
+
+    provider = {"unique_name": "IORProvider_1", "system": "s", "partition": "p",
+                "environ": "e", "fixture": True, "check_class": "IORProvider",
+                "result": "fail", "fail_phase": "setup",
+                "fail_reason": "tool unavailable error: IOR: no spack"}
+    dependents = [{"unique_name": f"IOR_{n}", "system": "s", "partition": "p", "environ": "e",
+                   "check_class": "IOR", "scratch_target": "t", "result": "fail_deps",
+                   "fail_phase": None, "fail_reason": None,
+                   "dependencies_actual": [["IORProvider_1", "s:p", "e"]]} for n in range(3)]
+    summary = summarise_report({"runs": [{"testcases": [provider, *dependents]}]})
+    assert (summary["passed"], summary["failed"], summary["skipped"]) == (0, 1, 3)
+    summary.update(report="r", output="o", perflogs="p", results_db="d", wall_seconds=1)
+    text = format_summary(summary)
+    assert "None" not in text
+    assert text.count("no spack") == 1, text
+    assert "skipped (3): needs IORProvider [s:p+e], which failed in setup (see its failure): " \
+        "IOR on t [e]" in text.splitlines()
+
+    from reports.runreport import skip_reasons
+    stored = skip_reasons([provider, *dependents])
+    assert stored[1] == ("needs IORProvider [s:p+e], which failed in setup: tool unavailable "
+                         "error: IOR: no spack"), "the history keeps the cause with them"

@@ -215,3 +215,189 @@ def test_path_route_skips_environments_of_another_mpi(mpich_tool):
     assert list((stage / "gnu-mpich").glob("IOR_*")), "the MPICH environment runs it"
     assert not list((stage / "gnu-openmpi").glob("IOR_*"))
     shutil.rmtree(prefix)
+
+
+def run_with_ior_route(home, extras):
+    """`scratchbench run --local` of the quick IOR and mdtest checks on a copy of the
+    local site whose Open MPI environment has these extras; no ior, mdtest or spack on
+    PATH (none is installed here).  Returns (result, ReFrame's run report)."""
+    assert not any(shutil.which(tool) for tool in ("ior", "mdtest", "spack"))
+    text = (REPO / "site_configs" / "local.py").read_text()
+    old = '"extras": {"mpi": "openmpi"},'
+    assert old in text
+    (home / "site.py").write_text(text.replace(old, f'"extras": {extras!r},'))
+    result = scratchbench("run", "--site", str(home / "site.py"), "--tag", "quick", "--local",
+                          "--name", "IOR", "--name", "Mdtest",
+                          env={"SCRATCHBENCH_HOME": str(home)})
+    report = re.search(r"^run report:\s+(\S+)", result.stdout, re.M)
+    assert report, result.stdout[-3000:] + result.stderr[-2000:]
+    return result, json.loads(open(report.group(1)).read())
+
+
+@pytest.mark.parametrize("ior,cause", [
+    ("spack", "IOR: environment gnu-openmpi asks for a Spack build (extras 'ior': 'spack') "
+              "but 'spack' is not on PATH: load Spack's setup-env.sh before `scratchbench run`"),
+    ("module:nosuch/1.0", "IOR: module nosuch/1.0 cannot be loaded (could not execute module "
+                          "operation: command '/usr/share/lmod/lmod/libexec/lmod python show "
+                          "nosuch/1.0' failed with exit code 1: Lmod Warning: Failed to find "
+                          'the following module(s): "nosuch/1.0" in your MODULEPATH)'),
+    ("path", "IOR/mdtest not available: ior and mdtest not on PATH (environment gnu-openmpi "
+             "asks for it with extras 'ior': 'path')"),
+    ("spak", "IOR: extras 'ior' of environment gnu-openmpi is 'spak'; expected 'spack', "
+             "'module:NAME' or 'path'"),
+])
+def test_a_route_the_site_asks_for_that_does_not_work_fails(tmp_path, ior, cause):
+    """Asked for and missing is a failure with its cause, never a green run of skips;
+    the checks that needed the tool name it once, and the counts are ReFrame's."""
+    result, report = run_with_ior_route(tmp_path, {"mpi": "openmpi", "ior": ior})
+    assert result.returncode == 1, result.stdout[-3000:]
+    failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED:")]
+    assert failed == ["FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (setup): "
+                      f"tool unavailable error: {cause}"], result.stdout[-3000:]
+    skipped = [ln for ln in result.stdout.splitlines() if ln.startswith("skipped")]
+    assert skipped == [
+        "skipped (4): needs IORProvider [embedded-local:default+gnu-openmpi], which failed in "
+        "setup (see its failure): IOR on localscratch [gnu-openmpi]; Mdtest on "
+        "localscratch [gnu-openmpi]"], result.stdout[-3000:]
+    info = report["session_info"]
+    assert (info["num_failures"], info["num_skipped"], info["num_aborted"]) == (1, 4, 0)
+    assert "0 passed, 1 failed, 4 skipped" in result.stdout.splitlines()[-1]
+
+
+def test_an_environment_that_asks_for_no_tool_skips_without_one(tmp_path):
+    """Only the default route may skip: nothing asked for, nothing on PATH."""
+    result, report = run_with_ior_route(tmp_path, {"mpi": "openmpi"})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert not [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
+    assert re.search(r"^skipped \(5\): IOR/mdtest not available: ior and mdtest not on PATH, "
+                     r"no module or Spack build configured", result.stdout, re.M), \
+        result.stdout[-3000:]
+    assert report["session_info"]["num_skipped"] == 5
+    assert result.stdout.splitlines()[-1] == "0 passed, 0 failed, 5 skipped"
+
+
+def test_run_builds_a_spack_environment_outside_the_checkout(tmp_path):
+    """`scratchbench run --spack-env FILE`: the provider stages that file and the site
+    file it includes from beside it, not the checkout's.  Spack is in no package
+    registry, so a stand-in `spack` that fails stands in for a broken build: the
+    provider fails with the build's cause and the checks needing it say so."""
+    envdir, bindir = tmp_path / "site-spack", tmp_path / "bin"
+    envdir.mkdir()
+    bindir.mkdir()
+    shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
+    (envdir / "spack-externals.yaml").write_text("packages:\n  mpi:\n    buildable: false\n")
+    (bindir / "spack").write_text("#!/bin/sh\necho 'stand-in spack' >&2; exit 1\n")
+    (bindir / "spack").chmod(0o755)
+    text = (REPO / "site_configs" / "local.py").read_text()
+    (tmp_path / "site.py").write_text(text.replace(
+        '"extras": {"mpi": "openmpi"},', '"extras": {"mpi": "openmpi", "ior": "spack"},'))
+    result = scratchbench("run", "--site", str(tmp_path / "site.py"), "--tag", "quick",
+                          "--local", "--name", "IOR", "--spack-env", str(envdir / "spack.yaml"),
+                          env={"SCRATCHBENCH_HOME": str(tmp_path / "home"),
+                               "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert result.returncode == 1, result.stdout[-3000:]
+    staged = list((tmp_path / "home").glob("results/runs/*/stage/*/*/*/IORProvider_*/spack_env"))
+    assert len(staged) == 1, result.stdout[-3000:]
+    assert (staged[0] / "spack-externals.yaml").read_text() == \
+        (envdir / "spack-externals.yaml").read_text()
+    build_err = staged[0].parent / "rfm_build.err"
+    assert "FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (compile_wait): build " \
+        f"error: build job failed with exit code: 1; stand-in spack (the end of {build_err})" \
+        in result.stdout.splitlines(), result.stdout[-3000:]
+    assert result.stdout.splitlines()[-1] == "0 passed, 1 failed, 2 skipped"
+
+
+def spack_env(tmp_path, text, files=None):
+    """A Spack environment directory holding spack.yaml with `text` and `files`
+    ({relative path: content})."""
+    envdir = tmp_path / "env"
+    envdir.mkdir()
+    (envdir / "spack.yaml").write_text(text)
+    for name, content in (files or {}).items():
+        (envdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (envdir / name).write_text(content)
+    return envdir / "spack.yaml"
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("spack:\n  specs: [ior@4.0.0\n",
+     "not valid YAML (line 3, column 1: expected ',' or ']', but got '<stream end>')"),
+    ("- spack:\n    specs: [ior]\n",
+     "expected a mapping 'spack:' holding specs (and include), found a list at the top level"),
+    ("spack:\n", "expected a mapping 'spack:' holding specs (and include), found an empty "
+                 "'spack:'"),
+    ("packages: {}\n", "expected a mapping 'spack:' holding specs (and include), found no "
+                       "'spack:' mapping"),
+    ("spack:\n  include: spack-externals.yaml\n  specs: [ior]\n",
+     "'include' must be a list of paths, found 'spack-externals.yaml' (write it as "
+     "'include: [spack-externals.yaml]')"),
+])
+def test_malformed_spack_environment_is_one_line(tmp_path, text, problem):
+    from reframe_checks.lib.tools import SpackEnvironmentError, stage_spack_environment
+
+    spack_yaml = spack_env(tmp_path, text, {"spack-externals.yaml": "packages: {}\n"})
+    with pytest.raises(SpackEnvironmentError) as raised:
+        stage_spack_environment(str(spack_yaml), str(tmp_path / "staged"))
+    assert str(raised.value) == f"Spack environment {spack_yaml}: {problem}"
+
+
+def test_spack_includes_spack_resolves_are_left_to_it(tmp_path):
+    """`$spack/...`, `${user}`, URLs and git includes are Spack's to resolve; `$env/`
+    is the environment's directory, so its file is staged like a relative one."""
+    from reframe_checks.lib.tools import stage_spack_environment
+
+    spack_yaml = spack_env(tmp_path, (
+        "spack:\n  include:\n  - $spack/etc/spack/site-mpi.yaml\n"
+        "  - path: ${user}/x.yaml\n  - https://example.org/site.yaml\n"
+        "  - git: https://example.org/config.git\n    branch: main\n    paths: [a.yaml]\n"
+        "  - $env/site/externals.yaml\n  - spack-externals.yaml\n  specs: [ior@4.0.0]\n"),
+        {"spack-externals.yaml": "packages: {}\n", "site/externals.yaml": "mirrors: {}\n"})
+    staged = stage_spack_environment(str(spack_yaml), str(tmp_path / "staged"))
+    assert staged == ["spack.yaml", "site/externals.yaml", "spack-externals.yaml"]
+    assert (tmp_path / "staged" / "site" / "externals.yaml").read_text() == "mirrors: {}\n"
+
+
+def test_spack_yaml_example_externals_stage_with_it(tmp_path):
+    """The spack-externals.yaml that spack.yaml's comments show is valid YAML with the
+    MPI external written by hand and a mirror, and stages with the repository's file."""
+    from reframe_checks.lib.tools import stage_spack_environment
+
+    comments = (REPO / "spack.yaml").read_text().split("\nspack:\n")[0].splitlines()
+    start = comments.index("#   packages:")
+    example = "\n".join(ln[4:] for ln in comments[start:]
+                        if ln.startswith("#   ") and not ln.startswith("#   `")
+                        and not ln.startswith("#   Write") and ln[4:5] in (" ", "#", "p", "m"))
+    externals = yaml.safe_load(example)
+    assert externals["packages"]["openmpi"]["externals"] == [
+        {"spec": "openmpi@4.1.4", "prefix": "/usr"}]
+    assert externals["packages"]["mpi"] == {"buildable": False}
+    assert list(externals["mirrors:"]) == ["local"]
+    shutil.copy(REPO / "spack.yaml", tmp_path / "spack.yaml")
+    (tmp_path / "spack-externals.yaml").write_text(example)
+    assert stage_spack_environment(str(tmp_path / "spack.yaml"), str(tmp_path / "staged")) == \
+        ["spack.yaml", "spack-externals.yaml"]
+
+
+def test_malformed_spack_environment_fails_the_run_in_one_line(tmp_path):
+    """Through ReFrame: the provider's failure is the one line, no source excerpt."""
+    spack_yaml = spack_env(tmp_path, "spack:\n  include: spack-externals.yaml\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "spack").write_text("#!/bin/sh\nexit 1\n")   # looked for, never reached
+    (bindir / "spack").chmod(0o755)
+    text = (REPO / "site_configs" / "local.py").read_text()
+    (tmp_path / "site.py").write_text(text.replace(
+        '"extras": {"mpi": "openmpi"},', '"extras": {"mpi": "openmpi", "ior": "spack"},'))
+    result = scratchbench("run", "--site", str(tmp_path / "site.py"), "--tag", "quick",
+                          "--local", "--name", "IOR", "--spack-env", str(spack_yaml),
+                          env={"SCRATCHBENCH_HOME": str(tmp_path / "home"),
+                               "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert result.returncode == 1, result.stdout[-3000:]
+    lines = result.stdout.splitlines()
+    failed = [i for i, ln in enumerate(lines) if ln.startswith("FAILED:")]
+    assert len(failed) == 1
+    assert lines[failed[0]] == (
+        "FAILED:  IORProvider [embedded-local:default+gnu-openmpi] (compile): spack environment "
+        f"error: Spack environment {spack_yaml}: 'include' must be a list of paths, found "
+        "'spack-externals.yaml' (write it as 'include: [spack-externals.yaml]')")
+    assert lines[failed[0] + 1].startswith("scheduler:"), "nothing follows the one line"

@@ -8,14 +8,20 @@ from is the environment's business, said in its ``extras['ior']`` in the site co
                      kept with the run);
 * ``"module:NAME"``  load the Lmod/Tcl module NAME, found on the ``MODULEPATH`` the
                      environment sets (its ``env_vars``) or the site's default one;
-* absent             use ``ior``/``mdtest`` found on PATH.
+* ``"path"``         use ``ior``/``mdtest`` found on PATH; also what an environment
+                     without ``extras['ior']`` does.
 
 A provider states which MPI its binary is built with (``tool_mpi``): on PATH or from a
 module, from the libraries ``ldd`` lists for its ``ior`` (the module loaded in a shell
 set up as the job's); for a Spack build, the environment's own MPI (``extras['mpi']``),
-which its externals provide.  An environment whose MPI (``extras['mpi']``, or a feature
-``openmpi``/``mpich``) does not match is skipped with the reason, and so is one where
-none of these provides the tool: visible, never a silent pass.
+which its externals provide.
+
+What the site asked for must work: when an environment names a route in
+``extras['ior']`` and that route gives no usable tool (no ``spack``, a module that does
+not load or has no ``ior``, a binary built with another MPI than the environment's),
+the provider FAILS with the cause (:class:`ToolUnavailableError`, one line), so the run
+is not green.  Only an environment that asked for nothing is skipped with the reason
+when PATH has no matching tool: visible, never a silent pass.
 
 Each check runs the tool once per phase and repetition, as IO500 does (IOR: write, then
 read what was written; mdtest: create, stat, read, remove), records every launch's exit
@@ -33,6 +39,7 @@ import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
 import yaml
 from reframe.core.environments import Environment
+from reframe.core.exceptions import EnvironError, ReframeError
 from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
                                    variable)
 
@@ -40,6 +47,7 @@ from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure
 from reframe_checks.lib.parsers import (ior_problems, mdtest_problems, parse_ior_json,
                                         parse_mdtest, parse_mdtest_rank_details)
 from scratchbench import paths
+from scratchbench.errors import one_line
 
 SPACK_ENV = "spack_env"
 #: one line per tool launch, "<phase> <exit status>", written by the job script
@@ -76,56 +84,118 @@ def mpi_of_binary(path):
 def mpi_of_module(partition, environ, module):
     """(MPI family, evidence) of the ior a module provides in an environment, found by
     loading it in a shell as the job will (the partition's and environment's setup,
-    then the module) and running ``ldd`` on its ior."""
-    commands = list(partition.prepare_cmds) + rt.emit_loadenv_commands(
-        partition.local_env, environ, Environment(f"ior-{module}", modules=[module]))
-    script = "\n".join(commands + ['ior=$(command -v ior) || exit 7', 'ldd "$ior"'])
+    then the module) and running ``ldd`` on its ior.  A module that does not load or
+    gives no ior raises :class:`ToolUnavailableError` with the module system's words."""
+    try:
+        commands = list(partition.prepare_cmds) + rt.emit_loadenv_commands(
+            partition.local_env, environ, Environment(f"ior-{module}", modules=[module]))
+    except EnvironError as exc:
+        raise ToolUnavailableError(f"IOR: module {module} cannot be loaded "
+                                   f"({one_line(exc)[:400]})") from None
+    # ldd fails on a static binary or a script: that is no MPI found, not a bad module
+    script = "\n".join(commands + ['ior=$(command -v ior) || exit 7', 'ldd "$ior" || true'])
     try:
         result = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
                                 timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"loading module {module} failed: {exc}"
+        raise ToolUnavailableError(f"IOR: loading module {module} failed: {exc}") from None
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no message"])[-1]
         why = "gives no ior on PATH" if result.returncode == 7 else f"failed to load: {last}"
-        return None, f"module {module} {why}"
+        raise ToolUnavailableError(f"IOR: module {module} {why}")
     return _mpi_of_ldd(result.stdout)
 
 
-class SpackIncludeError(ValueError):
-    """A file the Spack environment includes is missing or cannot be carried along."""
+class ToolUnavailableError(ReframeError):
+    """The route to IOR/mdtest that the site config asks for gives no usable tool.
+
+    A ReFrame soft error, so the failure reads as one line with its cause (a
+    ValueError would make ReFrame append a source excerpt)."""
+
+
+class SpackEnvironmentError(ToolUnavailableError):
+    """The Spack environment file is malformed, or a file it includes is missing or
+    cannot be carried along."""
+
+
+#: Spack's own configuration variables ("Config file variables" in Spack's docs):
+#: paths using them are resolved by Spack, not here; ``$env`` is the environment's
+#: directory, so what follows it is a relative include
+_SPACK_VARIABLES = ("spack", "user", "tempdir", "user_cache_path", "architecture", "arch",
+                    "platform", "operating_system", "os", "target", "target_family", "date",
+                    "spack_short_version", "spack_instance_id")
+_SPACK_VARIABLE = re.compile(r"\$(\{)?(" + "|".join(_SPACK_VARIABLES) + r")(?(1)\}|\b)")
+_ENV_DIR_PREFIX = re.compile(r"^\$(env\b|\{env\})/")
+
+
+def _yaml_problem(exc):
+    """A YAML error in one line: where and what."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return where + " ".join(str(problem).split())
+
+
+def spack_includes(spack_yaml):
+    """The ``include:`` entries of a Spack environment file, checked for shape: the
+    top level a mapping with a ``spack:`` mapping, ``include`` a list."""
+    try:
+        with open(spack_yaml) as f:
+            data = yaml.safe_load(f)
+    except OSError as exc:
+        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: cannot read it "
+                                    f"({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: not valid YAML "
+                                    f"({_yaml_problem(exc)})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("spack"), dict):
+        found = ("an empty 'spack:'" if isinstance(data, dict) and "spack" in data and
+                 data["spack"] is None else f"a {type(data).__name__} at the top level"
+                 if not isinstance(data, dict) else "no 'spack:' mapping")
+        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: expected a mapping "
+                                    f"'spack:' holding specs (and include), found {found}")
+    includes = data["spack"].get("include") or []
+    if not isinstance(includes, list):
+        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: 'include' must be a "
+                                    f"list of paths, found {includes!r} (write it as "
+                                    f"'include: [{includes}]')")
+    return includes
 
 
 def stage_spack_environment(spack_yaml, env_dir):
     """Copy a Spack environment into env_dir: spack.yaml and every file it includes by
     a relative path (such as the site's spack-externals.yaml), at the same relative
     place, so the staged environment concretizes as the original would.  Absolute
-    includes are left where they are.  Returns the staged files, spack.yaml first.
+    includes, URLs, git includes and paths with Spack's own variables (``$spack``,
+    ``$user``, ...) are left for Spack to resolve.  Returns the staged files,
+    spack.yaml first.
 
     Spack resolves relative includes against the environment's directory and skips
     a missing optional one silently, so a copy of spack.yaml alone would quietly lose
     the site's externals and mirror; a missing required include is an error here.
     """
     source_dir = os.path.dirname(os.path.abspath(spack_yaml))
-    try:
-        with open(spack_yaml) as f:
-            includes = (yaml.safe_load(f) or {}).get("spack", {}).get("include") or []
-    except (OSError, yaml.YAMLError) as exc:
-        raise SpackIncludeError(f"Spack environment {spack_yaml}: {exc}") from None
+    includes = spack_includes(spack_yaml)
     os.makedirs(env_dir, exist_ok=True)
     shutil.copy(spack_yaml, os.path.join(env_dir, "spack.yaml"))
     staged = ["spack.yaml"]
     for entry in includes:
+        if isinstance(entry, dict) and "git" in entry:
+            continue   # fetched by Spack from the repository
         path = entry if isinstance(entry, str) else (entry or {}).get("path")
         optional = isinstance(entry, dict) and bool(entry.get("optional", False))
         if not isinstance(path, str) or not path:
-            raise SpackIncludeError(f"{spack_yaml}: include entry {entry!r} names no path")
+            raise SpackEnvironmentError(f"Spack environment {spack_yaml}: include entry "
+                                        f"{entry!r} names no path")
+        path = _ENV_DIR_PREFIX.sub("", path)
+        if "://" in path or _SPACK_VARIABLE.search(path):
+            continue   # a URL or a path only Spack can resolve
         expanded = os.path.expanduser(os.path.expandvars(path))
         source = os.path.normpath(os.path.join(source_dir, expanded))
         if not os.path.exists(source):
             if optional:
                 continue
-            raise SpackIncludeError(
+            raise SpackEnvironmentError(
                 f"{spack_yaml} includes {path}, which is not at {source}: put the site's "
                 "file there (for spack-externals.yaml, the compilers, MPI and mirror; "
                 "spack.yaml's comments show an example)")
@@ -133,8 +203,8 @@ def stage_spack_environment(spack_yaml, env_dir):
             continue
         relative = os.path.normpath(expanded)
         if relative.startswith(".."):
-            raise SpackIncludeError(f"{spack_yaml} includes {path}, outside the environment's "
-                                    "directory: give it as an absolute path")
+            raise SpackEnvironmentError(f"{spack_yaml} includes {path}, outside the "
+                                        "environment's directory: give it as an absolute path")
         target = os.path.join(env_dir, relative)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if os.path.isdir(source):
@@ -154,7 +224,8 @@ def environ_mpi(environ):
 
 
 class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
-    """Makes ior and mdtest available, or skips with the reason."""
+    """Makes ior and mdtest available: fails with the cause when the route the
+    environment asks for does not work, skips with the reason when it asked for none."""
 
     descr = "provide IOR and mdtest (Spack build, module or PATH)"
     build_locally = True
@@ -165,24 +236,31 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
     load_cmds = variable(list, value=[])
     modules_needed = variable(list, value=[])
     #: the Spack environment built for extras {'ior': 'spack'}; its relative includes
-    #: are staged with it (ReFrame's -S spack_env_file=PATH points at another one)
+    #: are staged with it (`scratchbench run --spack-env PATH`, which passes ReFrame's
+    #: -S spack_env_file=PATH, points at a site's own one)
     spack_env_file = variable(str, value=str(paths.SPACK_ENV_FILE))
     #: the files of the staged Spack environment (spack.yaml and its includes)
     spack_files = variable(list, value=[])
 
     @run_after("setup")
     def choose_source(self):
-        self.source = str(self.current_environ.extras.get("ior", "path"))
+        asked = self.current_environ.extras.get("ior")
+        self.source = str(asked or "path")
         env_mpi = environ_mpi(self.current_environ)
         env = self.current_environ.name
-        self.skip_because(env_mpi is None,
-                          f"IOR: environment {env} does not say which MPI it uses (set extras "
-                          "{'mpi': 'openmpi'} or a feature 'openmpi'/'mpich'), so no IOR build "
-                          "can be matched to it")
+        if self.source not in ("spack", "path") and not self.source.startswith("module:"):
+            raise ToolUnavailableError(
+                f"IOR: extras 'ior' of environment {env} is {asked!r}; expected 'spack', "
+                "'module:NAME' or 'path'")
+        self.unavailable(env_mpi is None,
+                         f"IOR: environment {env} does not say which MPI it uses (set extras "
+                         "{'mpi': 'openmpi'} or a feature 'openmpi'/'mpich'), so no IOR build "
+                         "can be matched to it")
         if self.source == "spack":
-            self.skip_because(shutil.which("spack") is None,
-                              "IOR: the environment asks for a Spack build but 'spack' is not on "
-                              "PATH")
+            self.unavailable(shutil.which("spack") is None,
+                             f"IOR: environment {env} asks for a Spack build (extras 'ior': "
+                             "'spack') but 'spack' is not on PATH: load Spack's setup-env.sh "
+                             "before `scratchbench run`")
             self.tool_mpi = env_mpi
             self.build_system = "Spack"
             self.build_system.environment = SPACK_ENV
@@ -197,18 +275,29 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
             self.modules = self.modules_needed
         else:
             missing = [t for t in ("ior", "mdtest") if shutil.which(t) is None]
-            self.skip_because(bool(missing),
-                              f"IOR/mdtest not available: {' and '.join(missing)} not on PATH, no "
-                              "module or Spack build configured for this environment (set "
-                              "extras {'ior': 'spack'} or {'ior': 'module:NAME'} in the site "
-                              "config; see spack.yaml)")
+            self.unavailable(bool(missing),
+                             f"IOR/mdtest not available: {' and '.join(missing)} not on PATH"
+                             + (f" (environment {env} asks for it with extras 'ior': 'path')"
+                                if asked else
+                                ", no module or Spack build configured for this environment "
+                                "(set extras {'ior': 'spack'} or {'ior': 'module:NAME'} in "
+                                "the site config; see spack.yaml)"))
             binary = shutil.which("ior")
             self.tool_mpi = self.built_with(binary, mpi_of_binary(binary), env_mpi)
             self.build_system = "CustomBuild"
             self.build_system.commands = ["command -v ior && command -v mdtest"]
 
+    def unavailable(self, condition, reason):
+        """The tool cannot be had this way: a failure with the reason when the
+        environment asked for this route (extras 'ior'), else a skip with it."""
+        if not condition:
+            return
+        if self.current_environ.extras.get("ior"):
+            raise ToolUnavailableError(reason)
+        self.skip_because(True, reason)
+
     def built_with(self, what, detected, env_mpi):
-        """The MPI family of the tool, or skip: unknown, or not the environment's.
+        """The MPI family of the tool, or unavailable: unknown, or not the environment's.
 
         ``extras['ior_mpi']`` states it for binaries ldd cannot read (static builds,
         wrapper scripts); it must not contradict what ldd finds.
@@ -217,16 +306,19 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
         declared = self.current_environ.extras.get("ior_mpi")
         env = self.current_environ.name
         if declared and family and declared != family:
-            self.skip_because(True, f"IOR: {what} is built with {_MPI_NAMES[family]} ({evidence}), but "
-                           f"extras 'ior_mpi' of environment {env} says {declared}")
+            self.unavailable(True, f"IOR: {what} is built with {_MPI_NAMES[family]} "
+                             f"({evidence}), but extras 'ior_mpi' of environment {env} says "
+                             f"{declared}")
         if declared and not family:
             family, evidence = str(declared), f"extras 'ior_mpi' of environment {env}"
-        self.skip_because(family is None,
-                          f"IOR: cannot tell which MPI {what} is built with ({evidence}); state "
-                          "it with extras {'ior_mpi': 'openmpi'} or use a dynamically linked build")
-        self.skip_because(family != env_mpi,
-                          f"IOR: {what} is built with {_MPI_NAMES.get(family, family)} ({evidence}), "
-                          f"environment {env} uses {_MPI_NAMES.get(env_mpi, env_mpi)}")
+        self.unavailable(family is None,
+                         f"IOR: cannot tell which MPI {what} is built with ({evidence}); state "
+                         "it with extras {'ior_mpi': 'openmpi'} or use a dynamically linked "
+                         "build")
+        self.unavailable(family != env_mpi,
+                         f"IOR: {what} is built with {_MPI_NAMES.get(family, family)} "
+                         f"({evidence}), environment {env} uses "
+                         f"{_MPI_NAMES.get(env_mpi, env_mpi)}")
         return family
 
     @run_before("compile")
