@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cluster.processes import process_alive, process_program
 from cluster.san import (DEFAULT_BRICK_SIZE, DEFAULT_SERVERS, GlusterSan, SanUnavailable,
                          validate_san_options)
 from scratchbench.errors import ClusterError
@@ -113,25 +114,6 @@ def node_name(index):
 
 def _progress(message):
     print(f"cluster: {message}", file=sys.stderr, flush=True)
-
-
-def process_alive(pid):
-    """True while PID runs; a zombie counts as gone (PID 1 here reaps late)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
-
-
-def process_program(pid):
-    """Basename of argv[0] of PID, or None."""
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return None
-    return os.path.basename(argv0.decode(errors="replace"))
 
 
 def find_program(name):

@@ -30,6 +30,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from cluster.processes import process_alive, process_program
 from scratchbench.errors import ClusterError
 
 GLUSTERD_PORT = 24007           # fixed: bricks fetch their volume file from this port
@@ -94,22 +95,6 @@ def validate_san_options(servers, brick_size, stripe_size):
         if stripe_size & (stripe_size - 1) or stripe_size < (1 << 20):
             raise ClusterError(f"--san-stripe-size {stripe_size}: expected a power of two of "
                                "at least 1 MiB (GlusterFS's shard block size)")
-
-
-def _alive(pid):
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _program(pid):
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return None
-    return os.path.basename(argv0.decode(errors="replace"))
 
 
 def _top_mount(path, mountinfo="/proc/self/mountinfo"):
@@ -489,14 +474,14 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
         problems = []
         daemons = {d["name"]: d for d in state.get("daemons", [])}
         glusterd = daemons.get("glusterd")
-        if not glusterd or not _alive(glusterd["pid"]):
+        if not glusterd or not process_alive(glusterd["pid"]):
             problems.append(f"the SAN's management daemon (glusterd) of {VOLUME} is down")
         status = {b["server"]: b for b in self.brick_status()}
         for i in range(1, int(san.get("servers", 0)) + 1):
             server = f"s{i}"
             brick = status.get(server)
             pid = self._brick_pid_from_file(server)
-            if (brick and not brick["online"]) or (not brick and not (pid and _alive(pid))):
+            if (brick and not brick["online"]) or (not brick and not (pid and process_alive(pid))):
                 problems.append(f"storage server {i} of {VOLUME} is down")
             disk = self.servers_dir / server
             try:
@@ -507,10 +492,10 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
             except OSError:
                 pass
         for name, daemon in daemons.items():
-            if name.startswith("slurmd-") and _alive(daemon["pid"]):
+            if name.startswith("slurmd-") and process_alive(daemon["pid"]):
                 node = name[len("slurmd-"):]
                 client = daemons.get(f"san-client-{node}")
-                if not client or not _alive(client["pid"]) or \
+                if not client or not process_alive(client["pid"]) or \
                         not self.node_mount_ok(daemon["pid"]):
                     problems.append(f"node {node}'s client of {VOLUME} is gone")
         return problems
@@ -531,12 +516,12 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
                 pid = int(pid_file.read_text().strip())
             except (OSError, ValueError):
                 continue
-            if _alive(pid) and _program(pid) == "glusterfsd":
+            if process_alive(pid) and process_program(pid) == "glusterfsd":
                 os.kill(pid, signal.SIGTERM)
                 deadline = time.monotonic() + 10
-                while _alive(pid) and time.monotonic() < deadline:
+                while process_alive(pid) and time.monotonic() < deadline:
                     time.sleep(0.1)
-                if _alive(pid):
+                if process_alive(pid):
                     os.kill(pid, signal.SIGKILL)
 
     def unmount_all(self):
