@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, ratio_interval, spread  # noqa: E402
+from pairs import goal_verdict, load_average, ratio_interval, spread  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 2**20
@@ -93,7 +93,8 @@ def main():
     points = [(bs, qd) for bs in sizes for qd in depths]
     size_of = {bs: (args.mib_small if bs < 65536 else args.mib_large) * MIB for bs in sizes}
     print(f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, fresh file, fsync at the end "
-          f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}")
+          f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
+          f"before: {load_average()}")
     samples = {p: {"kernel": [], "fio": []} for p in points}
     for r in range(args.rounds):
         for i, (bs, qd) in enumerate(points):
@@ -105,6 +106,7 @@ def main():
                 else:
                     samples[(bs, qd)]["fio"].append(fio_point(args.dir, bs, qd, size_of[bs]))
         print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"after: {load_average()}")
     print(f"{'point':<16} {'op':<5} {'kernel MiB/s min med max':>25} {'fio MiB/s min med max':>25}"
           f"   kernel/fio [95% bootstrap]   goal >= 0.95")
     for bs, qd in points:
