@@ -6,6 +6,9 @@ import os
 import random
 import statistics
 
+FIO_IOMEM_HELP = ("fio's --iomem (default malloc); mmaphuge puts fio's buffers on huge pages, "
+                  "as the kernel's are (needs hugetlb pages: sysctl vm.nr_hugepages)")
+
 
 def ratio_interval(pairs, resamples=10000, seed=1):
     """Geometric mean of a/b over the pairs (a, b) and its 95% percentile bootstrap
