@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "kernel.h"
@@ -32,12 +33,28 @@ int sbk_stopped(sbk_ctx *ctx)
     return 1;
 }
 
+/* I/O buffers from 64 KiB up sit on transparent huge pages where the system allows
+ * them (MADV_HUGEPAGE, THP "madvise" or "always").  A buffer of 4 KiB pages scattered
+ * in physical memory is one DMA segment per page, and a device that takes fewer
+ * segments per request than that (virtio-blk: 254) splits every O_DIRECT transfer of
+ * 1 MiB in two: measured at 0.7x fio's read bandwidth (issue 28).  The buffer is
+ * touched here, so the huge page is faulted in before any timer starts; where huge
+ * pages are refused it is a plain page-aligned buffer. */
+enum { HUGE_PAGE = 2 << 20, HUGE_FROM = 64 << 10 };
+
 void *sbk_alloc_aligned(size_t align, size_t bytes)
 {
     void *p = NULL;
     if (align < sizeof(void *))
         align = sizeof(void *);
-    return posix_memalign(&p, align, bytes ? bytes : align) == 0 ? p : NULL;
+    if (bytes < HUGE_FROM || align > HUGE_PAGE)
+        return posix_memalign(&p, align, bytes ? bytes : align) == 0 ? p : NULL;
+    size_t whole = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, HUGE_PAGE, whole) != 0)
+        return NULL;
+    madvise(p, whole, MADV_HUGEPAGE);
+    memset(p, 0, whole);
+    return p;
 }
 
 int sbk_code_for_errno(int err)

@@ -10,7 +10,9 @@ kernel runs `--no-verify`).  Rounds are interleaved, the order of the two tools
 alternating, so drift hits both alike; each round gives one pair per point and phase.
 Printed per point: each tool's min/median/max, the ratio kernel/fio as the geometric mean
 of the pairs' ratios with a 95% bootstrap interval over the pairs, and the goal (0.95x).
-Exits 0 whatever the figures are.
+The kernel's buffers of 64 KiB and more sit on huge pages; fio's are 4 KiB pages unless
+--fio-iomem mmaphuge (see kernel_vs_tools.py: a device taking fewer segments per request
+than a buffer has scattered pages splits each request).  Exits 0 whatever the figures are.
 
     .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
 """
@@ -24,7 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, ratio_interval, spread  # noqa: E402
+from pairs import (FIO_IOMEM_HELP, goal_verdict, load_average, ratio_interval,  # noqa: E402
+                   spread)
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 2**20
@@ -54,11 +57,12 @@ def kernel_point(kernel, directory, bs, qd, size):
     return {"write": w["bandwidth_Bps"] / MIB, "read": r["bandwidth_Bps"] / MIB}
 
 
-def fio_point(directory, bs, qd, size):
+def fio_point(directory, bs, qd, size, iomem="malloc"):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
         common = ["fio", "--name=dp", f"--filename={work / 'file'}", f"--bs={bs}",
                   f"--size={size}", f"--iodepth={qd}", "--ioengine=io_uring", "--direct=1",
+                  f"--iomem={iomem}",
                   "--fallocate=none", "--output-format=json"]
         out = {}
         for rw in ("write", "read"):
@@ -83,6 +87,7 @@ def main():
                         help="file size in MiB for blocks under 64 KiB (default 128)")
     parser.add_argument("--mib-large", type=int, default=1024,
                         help="file size in MiB for larger blocks (default 1024)")
+    parser.add_argument("--fio-iomem", default="malloc", help=FIO_IOMEM_HELP)
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
@@ -93,7 +98,8 @@ def main():
     points = [(bs, qd) for bs in sizes for qd in depths]
     size_of = {bs: (args.mib_small if bs < 65536 else args.mib_large) * MIB for bs in sizes}
     print(f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, fresh file, fsync at the end "
-          f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}")
+          f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
+          f"fio --iomem={args.fio_iomem}; before: {load_average()}")
     samples = {p: {"kernel": [], "fio": []} for p in points}
     for r in range(args.rounds):
         for i, (bs, qd) in enumerate(points):
@@ -103,8 +109,10 @@ def main():
                     samples[(bs, qd)]["kernel"].append(
                         kernel_point(kernel, args.dir, bs, qd, size_of[bs]))
                 else:
-                    samples[(bs, qd)]["fio"].append(fio_point(args.dir, bs, qd, size_of[bs]))
+                    samples[(bs, qd)]["fio"].append(fio_point(args.dir, bs, qd, size_of[bs],
+                                                                     args.fio_iomem))
         print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"after: {load_average()}")
     print(f"{'point':<16} {'op':<5} {'kernel MiB/s min med max':>25} {'fio MiB/s min med max':>25}"
           f"   kernel/fio [95% bootstrap]   goal >= 0.95")
     for bs, qd in points:

@@ -19,7 +19,8 @@ so the file and the page cache are in the same state before each pattern:
                                                                next start: it re-reads one
                                                                column, so no goal applies
   random-mix        2 ranks: 1 reads, 1 writes, at random      2 jobs, rw=randrw
-                    (throughput mode)                          rwmixread=50, a file each
+                    (throughput mode, --no-stonewall: each     rwmixread=50, a file each
+                    rank timed over its whole pass, as fio)
 
 Writes end with an fsync inside the timed region (kernel `--fsync inside`, fio
 `--end_fsync=1`); no preallocation (fio `--fallocate=none`); no access hints (fio
@@ -32,6 +33,13 @@ re-read and the writes from what the pattern before left.  The kernel verifies e
 word it reads (outside its timers; `--no-verify` turns that off); fio checks nothing.
 Throughput: the kernel's `throughput_Bps` (with 2 ranks, the sum of each rank's rate,
 IOzone's "children see"); fio's bytes / runtime, summed over its jobs.
+
+The kernel runs under `mpirun --bind-to none`, so the scheduler places it as it places
+fio: Open MPI binds one rank to core 0 by default, while this machine's virtio-blk
+completions interrupt core 1 only (/proc/irq/*/effective_affinity_list), and a depth-1
+4 KiB stream pinned away from its interrupt runs at half speed (fio itself pinned with
+taskset to core 0: 14-20 MiB/s, to core 1: 33-39 MiB/s); that was the 0.62-0.75x of
+issue 28, with the same system calls per record on both sides (strace -c).
 
 Rounds are interleaved, the order of the two tools alternating, so drift hits both
 alike; each round gives one pair per pattern.  Printed per pattern: each tool's
@@ -52,12 +60,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, ratio_interval, spread  # noqa: E402
+from pairs import goal_verdict, load_average, ratio_interval, spread  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 2**20
 OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+MPIRUN = ["mpirun.openmpi", "--bind-to", "none"]   # placed as fio is: see above
 STRIDE = 17
 # pattern -> (fio rw, drop the cache before it when buffered, goal applies, note)
 PATTERNS = {
@@ -95,9 +104,12 @@ def kernel_round(kernel, directory, record, size, direct, verify):
     common += ["--direct"] if direct else ["--fadvise"]
     common += [] if verify else ["--no-verify"]
     out = {}
-    report = json.loads(sh(["mpirun.openmpi", "-np", "1", kernel, "iozone", *common,
+    report = json.loads(sh([*MPIRUN, "-np", "1", kernel, "iozone", *common,
                             "--patterns", ",".join(PATTERNS)]))
-    mix = json.loads(sh(["mpirun.openmpi", "-np", "2", kernel, "iozone", *common,
+    # --no-stonewall: each rank timed over its whole pass, as fio times each job (the
+    # stonewall would stop timing the slower rank when the faster one finishes, before
+    # it has the device to itself, where fio's slower job still counts that time)
+    mix = json.loads(sh([*MPIRUN, "-np", "2", kernel, "iozone", *common, "--no-stonewall",
                          "--patterns", f"write,{MIX}"]))
     for rep, patterns in ((report, PATTERNS), (mix, [MIX])):
         if rep["exit_code"] != 0:
@@ -180,7 +192,8 @@ def main():
     print(f"directory {args.dir}; {size // MIB} MiB file, pread/pwrite, {cache}, fsync "
           f"inside the writes, kernel verification {'off' if args.no_verify else 'on'}, "
           f"fio access hints {'on' if args.fio_hints else 'off'}; "
-          f"{args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}")
+          f"{args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
+          f"kernel under {' '.join(MPIRUN)}; before: {load_average()}")
     samples = {r: {"kernel": [], "fio": []} for r in records}
     try:
         for n in range(args.rounds):
@@ -196,6 +209,7 @@ def main():
         shutil.rmtree(build)
     if args.json:
         Path(args.json).write_text(json.dumps({str(r): v for r, v in samples.items()}, indent=1))
+    print(f"after: {load_average()}")
     print(f"{'record':<7} {'pattern':<15} {'kernel MiB/s min med max':>25} "
           f"{'fio MiB/s min med max':>25}   kernel/fio [95% bootstrap]   goal >= 0.95")
     for record in records:

@@ -16,6 +16,12 @@ number of path components (asserted), the same ranks, phases create, open (mdtes
 read": open and close), stat, remove; no neighbour shift on either side.  Files per rank
 are chosen so phases last about a second or more (printed).
 
+MPI jobs run unbound (mpirun --bind-to none), as fio does.  The kernel's I/O buffers sit
+on transparent huge pages: fio's are 4 KiB pages, and when they are scattered in physical
+memory each 1 MiB request is split in two on a device taking fewer segments per request
+(virtio-blk: 254; count them with perf stat -e block:block_split), which makes fio's figure
+depend on the memory's state; --fio-iomem mmaphuge gives fio huge pages too.
+
 Rounds are interleaved (the tools' order rotates), so drift hits every tool alike; a round
 gives one pair kernel/tool per figure.  Printed: each tool's min/median/max, the ratio as
 the geometric mean of the pairs' ratios with its 95% bootstrap interval, and a check that
@@ -40,7 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks" / "lib"))
 from parsers import parse_ior_json, parse_mdtest  # noqa: E402
 
-from pairs import ratio_interval, spread  # noqa: E402
+from pairs import FIO_IOMEM_HELP, load_average, ratio_interval, spread  # noqa: E402
 
 MIB = 2**20
 OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -56,7 +62,9 @@ def sh(cmd):
 
 
 def mpirun(np):
-    return ["mpirun.openmpi", "--oversubscribe", "-np", str(np)]
+    # Unbound, as fio runs: Open MPI's default binding pins rank 0 to core 0, away from
+    # the core the disk interrupts (see iozone_vs_fio.py), which halves small requests.
+    return ["mpirun.openmpi", "--oversubscribe", "--bind-to", "none", "-np", str(np)]
 
 
 def drop_caches():
@@ -87,7 +95,7 @@ def kernel_stream(kernel, directory, np, mib):
         shutil.rmtree(work)
 
 
-def fio_stream(directory, np, mib):
+def fio_stream(directory, np, mib, iomem="malloc"):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
         result = {"bytes": {}}
@@ -96,7 +104,8 @@ def fio_stream(directory, np, mib):
             extra = ["--end_fsync=1"] if rw == "write" else []
             out = json.loads(sh(["fio", "--name=bench", f"--directory={work}", f"--rw={rw}",
                                  "--bs=1m", f"--size={mib}m", f"--numjobs={np}", "--direct=1",
-                                 "--ioengine=psync", "--fallocate=none", *extra,
+                                 "--ioengine=psync", "--fallocate=none", f"--iomem={iomem}",
+                                 *extra,
                                  "--group_reporting", "--output-format=json"]))
             job = out["jobs"][0][rw]
             result[rw] = job["bw_bytes"] / MIB
@@ -208,6 +217,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
+    parser.add_argument("--fio-iomem", default="malloc", help=FIO_IOMEM_HELP)
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
@@ -216,7 +226,9 @@ def main():
     path = args.ior_bin or os.environ.get("PATH")
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
     dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"
-    print(f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}")
+    print(f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}; "
+          f"fio --iomem={args.fio_iomem}; "
+          f"MPI jobs under {' '.join(mpirun('N'))}; before: {load_average()}")
     if not ior:
         print("IOR/mdtest not found (give --ior-bin DIR): their ratios are not measured")
     ranks = [int(n) for n in args.ranks.split(",")]
@@ -225,7 +237,7 @@ def main():
               "process; MiB/s min median max")
         for np in ranks:
             tools = {"kernel": lambda np=np: kernel_stream(kernel, args.dir, np, args.mib),
-                     "fio": lambda np=np: fio_stream(args.dir, np, args.mib)}
+                     "fio": lambda np=np: fio_stream(args.dir, np, args.mib, args.fio_iomem)}
             if ior:
                 tools["ior"] = lambda np=np: ior_stream(ior, args.dir, np, args.mib)
             samples = rounds(args.rounds, tools)
@@ -249,6 +261,7 @@ def main():
                            for p in PHASES} for t, runs in samples.items()}
             print(f"{np} rank(s) items: {same_work(samples, 'items')}; path components below "
                   f"--dir/-d: {comps}; median phase seconds: {seconds}")
+    print(f"after: {load_average()}")
     shutil.rmtree(build)
     return 0
 

@@ -2,8 +2,12 @@
 summarised as the geometric mean of their ratios with a bootstrap interval."""
 
 import math
+import os
 import random
 import statistics
+
+FIO_IOMEM_HELP = ("fio's --iomem (default malloc); mmaphuge puts fio's buffers on huge pages, "
+                  "as the kernel's are (needs hugetlb pages: sysctl vm.nr_hugepages)")
 
 
 def ratio_interval(pairs, resamples=10000, seed=1):
@@ -25,3 +29,10 @@ def spread(values, width=7):
 def goal_verdict(low, high, goal=0.95):
     """Whether the interval [low, high] of a ratio shows the goal met, missed, or neither."""
     return "met" if low >= goal else "not shown" if high >= goal else "missed"
+
+
+def load_average():
+    """The 1, 5 and 15 minute load averages as printed with every figure: timings on a
+    shared machine mean little without them."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
