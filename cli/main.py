@@ -87,6 +87,8 @@ def _format_san(san, spec):
         lines.append(f"  storage server {brick['server'][1:]}: "
                      f"{'online' if brick['online'] else 'DOWN'}, pid {brick['pid']}, port "
                      f"{brick['port']}, {brick['path']}")
+    for node, ok in sorted(san.get("node_mounts", {}).items()):
+        lines.append(f"  node {node}'s own client: {'mounted' if ok else 'GONE'} at {root}")
     for problem in san.get("problems", []):
         lines.append(f"  SAN problem: {problem}")
     return lines

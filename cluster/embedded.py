@@ -651,6 +651,9 @@ class EmbeddedCluster:
         if san.get("kind") == "glusterfs" and daemons:
             san["bricks"] = self.san.brick_status()
             san["problems"] = self.san.health(state)
+            san["node_mounts"] = {d["name"][len("slurmd-"):]: d["alive"] and
+                                  self.san.node_mount_ok(d["pid"])
+                                  for d in daemons if d["name"].startswith("slurmd-")}
         return {"up": responds, "dir": str(self.dir), "spec": state.get("spec"), "san": san,
                 "ports": state.get("ports", "pinned"), "munge_dir": state.get("munge_dir"),
                 "slurm_conf": str(self.slurm_conf), "daemons": daemons, "nodes": nodes,

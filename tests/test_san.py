@@ -51,6 +51,7 @@ def test_status_lists_the_servers_and_every_client(cluster):
     text = scratchbench("cluster", "status", env=home_env(cluster)).stdout
     assert "SAN: GlusterFS volume 'sanscratch'" in text
     assert "storage server 1: online" in text and "storage server 2: online" in text
+    assert "node n1's own client: mounted" in text and "node n2's own client: mounted" in text
     health = scratchbench("cluster", "health", env=home_env(cluster))
     assert health.returncode == 0 and health.stdout == "", health.stdout
 
