@@ -62,6 +62,7 @@ import yaml
 
 from reports import store
 from scratchbench import selfscale as ss
+from scratchbench import units
 from scratchbench.errors import ScratchbenchError
 
 KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
@@ -151,15 +152,16 @@ class Profile:
                                          ("written", self.bytes_written, self.writes)):
             if amount:
                 key = "read" if direction == "read" else "write"
-                parts.append(f"{ss.size_words(amount)} {direction} in {count:,} requests "
-                             f"(mean {ss.size_words(amount / max(count, 1))}, "
+                parts.append(f"{size_words(amount)} {direction} in "
+                             f"{count_words(count, 'request')} "
+                             f"(mean {size_words(amount / max(count, 1))}, "
                              f"{self.consecutive[key]:.0%} consecutive)")
-        parts.append(f"{ss.size_words(self.unique_bytes)} touched")
+        parts.append(f"{size_words(self.unique_bytes)} touched")
         parts.append(f"{self.files:,} file{'s' * (self.files != 1)} opened, "
                      f"{self.files_written:,} written")
         if self.opens or self.stats:
             parts.append(f"{self.opens:,} opens, {self.stats:,} stats")
-        legs = [f"{leg} {ss.size_words(s['bytes'])} in {count_words(s['files'], 'file')}"
+        legs = [f"{leg} {size_words(s['bytes'])} in {count_words(s['files'], 'file')}"
                 for leg, s in (self.staging or {}).items() if s["bytes"] or s["files"]]
         if legs:
             parts.append("stages " + ", ".join(legs))
@@ -474,6 +476,9 @@ def profile_from_description(path):
         text = path.read_text()
     except FileNotFoundError:
         raise AdvisorError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise AdvisorError(f"{path}: neither a Darshan log (no Darshan header) nor a "
+                           "workload description (not text); expected one of them") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise AdvisorError(f"{path}: unreadable ({getattr(exc, 'strerror', None) or exc})") \
             from None
@@ -487,23 +492,35 @@ def profile_from_description(path):
     return description_profile(data, f"description {path.name}")
 
 
+#: DARSHAN_MAGIC_NR, the 64-bit integer after a log's 8-byte version field, in either
+#: byte order (a log is written in its machine's)
+DARSHAN_MAGIC = (6567223).to_bytes(8, "little"), (6567223).to_bytes(8, "big")
+
+
 def is_darshan_log(path):
-    """A Darshan log starts with its format version ("3.41") in an 8-byte field; a
-    description is text."""
+    """A Darshan log starts with its format version ("3.41") in an 8-byte field and
+    Darshan's magic number after it, whatever the file is called; a description is
+    text."""
     try:
         with open(path, "rb") as f:
-            head = f.read(8)
+            head = f.read(16)
     except FileNotFoundError:
         raise AdvisorError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise AdvisorError(f"{path}: a directory; expected a Darshan log or a workload "
+                           "description (YAML)") from None
     except OSError as exc:
         raise AdvisorError(f"{path}: unreadable ({exc.strerror})") from None
-    return str(path).endswith(".darshan") or (head[:2] in (b"2.", b"3.") and b"\0" in head)
+    return str(path).endswith(".darshan") or head[8:16] in DARSHAN_MAGIC
 
 
 def load_profile(path, nodes=None, stage=False):
     """The profile of a Darshan log or a description, by what the file is."""
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)
+                              or nodes < 1):
+        raise AdvisorError(f"--nodes: expected an integer of at least 1, got {nodes!r}")
     if is_darshan_log(path):
-        profile = profile_from_darshan(path, nodes or 1, stage)
+        profile = profile_from_darshan(path, nodes if nodes is not None else 1, stage)
         profile.source = f"Darshan log {Path(path).name}"
         return profile
     if nodes is not None or stage:
@@ -707,13 +724,13 @@ def _beyond(profile, model):
                      f"curve's end is used)")
     lo, hi = ranges["unique_bytes"]
     if unique > hi * 1.001:
-        words.append(f"{ss.size_words(unique)} touched per node, beyond the "
-                     f"{ss.size_words(hi)} measured")
+        words.append(f"{size_words(unique)} touched per node, beyond the "
+                     f"{size_words(hi)} measured")
     lo, hi = ranges["size_mean"]
     out = [s for s in sizes if s < lo * 0.999 or s > hi * 1.001]
     if out:
-        words.append(f"requests of {', '.join(ss.size_words(s) for s in out)} outside the "
-                     f"{ss.size_words(lo)} to {ss.size_words(hi)} measured")
+        words.append(f"requests of {', '.join(size_words(s) for s in out)} outside the "
+                     f"{size_words(lo)} to {size_words(hi)} measured")
     return words
 
 
@@ -839,25 +856,25 @@ def predict_staging(profile, figures):
         rated = [(amount["files"], files), (first, burst), (amount["bytes"] - first, bandwidth)]
         rated = [(count, rate) for count, rate in rated if count]
         if first and amount["bytes"] > first:
-            notes.append(f"stage-{leg}: {ss.size_words(amount['bytes'] - first)} past the "
-                         f"{ss.size_words(first)} burst at the sustained bandwidth; how much "
+            notes.append(f"stage-{leg}: {size_words(amount['bytes'] - first)} past the "
+                         f"{size_words(first)} burst at the sustained bandwidth; how much "
                          "more a node's page cache absorbs varies with its free memory")
         largest = _rate(figures, "stage_largest_bytes")
         if largest and amount["bytes"] > largest.value:
-            notes.append(f"stage-{leg}: {ss.size_words(amount['bytes'])} is "
+            notes.append(f"stage-{leg}: {size_words(amount['bytes'])} is "
                          f"{amount['bytes'] / largest.value:,.1f}x the largest copy the "
-                         f"staging check timed ({ss.size_words(largest.value)}): its "
+                         f"staging check timed ({size_words(largest.value)}): its "
                          "sustained bandwidth is carried past what was measured")
         seconds += sum(count / rate.value for count, rate in rated)
         low += sum(count / rate.high for count, rate in rated)
         high += sum(count / rate.low for count, rate in rated)
         runs += [rate.runs for _, rate in rated]
         dates += [rate.date for _, rate in rated]
-        rests.append(f"{leg}: {ss.size_words(amount['bytes'])} in "
+        rests.append(f"{leg}: {size_words(amount['bytes'])} in "
                      f"{count_words(amount['files'], 'file')}: " + ", ".join(
                          f"{count_words(count, 'file')} at {rate.value:,.0f}/s"
                          if rate is files else
-                         f"{ss.size_words(count)} at {rate.value / MIB:,.0f} MiB/s"
+                         f"{size_words(count)} at {rate.value / MIB:,.0f} MiB/s"
                          + (" (a burst)" if rate is burst else "")
                          for count, rate in rated))
     spread = bool(runs) and min(runs) > 1
@@ -1021,19 +1038,13 @@ def page_data(conn, classes_path=CLASSES_FILE):
 
 # ---- words ----------------------------------------------------------------------------------
 def seconds_words(seconds):
-    """0.0042 -> '4.2 ms', 75 -> '1 min 15 s', 12.3 -> '12.3 s'."""
-    if seconds is None:
-        return "-"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} us" if seconds else "0 s"
-    if seconds < 1:
-        return f"{seconds * 1e3:.3g} ms"
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return " ".join([f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes)
-                    + [f"{secs} s"] * bool(secs)) or "0 s"
+    """0.0042 -> '4.2 ms', 75 -> '75 s', 12.3 -> '12.3 s' (scratchbench.units)."""
+    return "-" if seconds is None else units.quantity(seconds, "s")
+
+
+def size_words(n):
+    """1048576 -> '1 MiB', 1073741000 -> '1 GiB', never an exponent (scratchbench.units)."""
+    return units.quantity(n, "B")
 
 
 def date_words(ts):

@@ -546,3 +546,46 @@ def test_counts_are_said_in_the_singular_and_the_plural():
                                        "files_written": 1, "opens": 1,
                                        "stage_out": {"bytes": "4 MiB", "files": 1}}, "one")
     assert "stages out 4 MiB in 1 file" in job.words()
+
+
+# ---- bad inputs: one line, exit 2 (7 for no history), nothing created --------------------------
+@pytest.mark.parametrize("nodes", ["0", "-3"])
+def test_nodes_below_one_are_refused_before_the_store_is_read(tmp_path, nodes):
+    env = {"SCRATCHBENCH_HOME": str(tmp_path / "home")}
+    result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan", "--nodes", nodes, env=env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"scratchbench: error: --nodes: expected an integer of at " \
+                            f"least 1, got {nodes}\n"
+    assert not (tmp_path / "home").exists()
+
+
+def test_a_log_without_its_suffix_is_read_as_a_log_by_its_header(tmp_path):
+    renamed = tmp_path / "job_output"
+    renamed.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes())
+    assert advisor.load_profile(renamed).bytes_written == 48 * GIB
+    noise = tmp_path / "core"
+    noise.write_bytes(bytes([0xf8, 0x00, 0x91, 0xff]) * 64)
+    result = run_cli("advise", noise, env={"SCRATCHBENCH_HOME": str(tmp_path / "home")})
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "neither a Darshan log (no Darshan header) nor a workload description" in \
+        result.stderr and "codec" not in result.stderr
+    assert not (tmp_path / "home").exists()
+
+
+def test_a_history_that_does_not_exist_is_not_created(tmp_path):
+    store_path = tmp_path / "no" / "such" / "history.sqlite"
+    result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan",
+                     env={"SCRATCHBENCH_HISTORY": str(store_path)})
+    assert result.returncode == advisor.EXIT_NO_FIGURES and result.stderr.count("\n") == 1
+    assert "no such file" in result.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_numbers_are_words_without_exponents():
+    assert advisor.size_words(1023.9 * MIB) == "1,020 MiB"
+    assert advisor.size_words(1024 * MIB) == "1 GiB"
+    assert advisor.seconds_words(0.9996) == "1,000 ms"
+    job = advisor.description_profile({"processes": 1, "bytes": "1000 KiB",
+                                       "request_size": "1000 KiB"}, "one")
+    assert "1,000 KiB written in 1 request (mean 1,000 KiB" in job.words()
+    assert "e+" not in job.words()
