@@ -108,8 +108,12 @@ class Profile:
     writes: int = 0
     #: {"read": [[request bytes, bytes moved], ...], "write": [...]}: size classes
     size_classes: dict = field(default_factory=lambda: {"read": [], "write": []})
-    #: Darshan's histogram as it is: {"read": {bin: requests}, "write": {...}}
+    #: Darshan's histogram as it is (POSIX's): {"read": {bin: requests}, "write": {...}}
     histogram: dict = field(default_factory=dict)
+    #: a log's modules: {name: {"bytes_read", "bytes_written", "counted", "partial"}},
+    #: "counted" one of COUNTED (in this profile), LAYERED (in POSIX's counts beneath),
+    #: "not predicted" (traffic the suite does not model), "no data traffic"
+    modules: dict = field(default_factory=dict)
     #: share of requests that start where the previous one ended (the self-scaling
     #: model's seqFrac), per direction; and of those at a higher offset (Darshan's
     #: "sequential", gaps allowed)
@@ -222,7 +226,7 @@ def profile_from_darshan(path, nodes=1, stage=False):
             else {}
     except ValueError:
         answer = {}
-    if complaints:
+    if complaints and not answer.get("profile"):
         raise AdvisorError(f"{path}: truncated or damaged Darshan log: libdarshan-util could "
                            f"not read {' or '.join(complaints)}")
     if child.returncode != 0 or not answer:
@@ -231,6 +235,14 @@ def profile_from_darshan(path, nodes=1, stage=False):
     if answer.get("error"):
         raise AdvisorError(f"{path}: {answer['error']}")
     profile = Profile.from_dict(answer["profile"])
+    if complaints:
+        # a log cut short after the records it needs: say so, and what was still read
+        read = [f"{name} ({size_words(m['bytes_read'] + m['bytes_written'])})"
+                for name, m in profile.modules.items()
+                if m["counted"] == "counted" and not m.get("unread")]
+        profile.notes.insert(0, f"the log is cut short or damaged: libdarshan-util could not "
+                                f"read {' or '.join(complaints)}; the profile is what was "
+                                f"still read: {', '.join(read)}")
     return _spread_and_stage(profile, nodes, stage)
 
 
@@ -260,96 +272,213 @@ def _spread_and_stage(profile, nodes, stage):
     return profile
 
 
+#: the modules whose traffic a profile counts: what a job moved through the file system
+COUNTED = ("POSIX", "STDIO")
+#: modules layered on POSIX: their bytes are already in POSIX's counters beneath them
+LAYERED = ("MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+#: modules that record no data traffic of their own (layouts, traces of POSIX and MPI-IO)
+NO_TRAFFIC = ("LUSTRE", "DXT_POSIX", "DXT_MPIIO", "HEATMAP", "MDHIM", "APMPI", "APXC",
+              "BG/Q")
+#: names a reader knows a module by
+MODULE_WORDS = {"DFS": "DFS (DAOS)", "DAOS": "DAOS's object API"}
+
+
 def _read_darshan(path):
-    """Runs in the child: the profile of the log at path as a dict, or {"error": ...}."""
+    """Runs in the child: the profile of the log at path as a dict, or {"error": ...}.
+    The modules it could read are in the profile's ``modules``; libdarshan-util says on
+    stderr what it could not read (a log cut short), and the parent says it."""
     import warnings
     warnings.simplefilter("ignore")
     import darshan
 
     report = darshan.DarshanReport(path, read_all=False)
     modules = report.modules
-    if "POSIX" not in modules:
+    if not set(COUNTED) & set(modules):
         others = ", ".join(sorted(modules)) or "none"
-        return {"error": f"no POSIX module data: the log holds {others}; the advisor needs "
-                         "POSIX counters (Darshan records them for every file a job opens "
-                         "through POSIX, MPI-IO and HDF5 included)"}
-    report.mod_read_all_records("POSIX")
-    records = report.records["POSIX"]
-    if len(records) == 0:
-        if modules["POSIX"].get("len"):
-            return {"error": "truncated or damaged Darshan log: its POSIX module has "
-                             f"{modules['POSIX']['len']} bytes of records but none could "
-                             "be read"}
-        return {"error": "no POSIX records: the job opened no file through POSIX"}
-    frames = records.to_df()
+        return {"error": f"no POSIX or STDIO module data: the log holds {others}; the "
+                         "advisor needs the data traffic Darshan records through POSIX "
+                         "(MPI-IO and HDF5 included) or STDIO"}
+    frames, accounted = {}, {}
+    for name, info in modules.items():
+        entry = {"bytes_read": 0, "bytes_written": 0, "partial": bool(info.get("partial_flag")),
+                 "counted": "no data traffic" if name in NO_TRAFFIC else
+                 "in POSIX" if name in LAYERED else "counted" if name in COUNTED else
+                 "not predicted"}
+        accounted[name] = entry
+        if entry["counted"] not in ("counted", "not predicted"):
+            continue
+        try:
+            report.mod_read_all_records(name)
+            records = report.records[name]
+        except Exception:          # a module PyDarshan cannot read, or cut short
+            entry["unread"] = True
+            continue
+        if len(records) == 0:
+            entry["unread"] = bool(info.get("len"))
+            continue
+        frame = records.to_df()
+        counters = frame["counters"]
+        for direction, suffix in (("bytes_read", "_BYTES_READ"),
+                                  ("bytes_written", "_BYTES_WRITTEN")):
+            columns = [c for c in counters.columns if c.endswith(suffix)
+                       and "RANK" not in c and "VAR" not in c]
+            entry[direction] = int(counters[columns[0]].sum()) if columns else 0
+        if name in COUNTED:
+            frames[name] = (counters, frame["fcounters"])
+    if not frames:
+        unread = [n for n in COUNTED if accounted.get(n, {}).get("unread")]
+        if unread:
+            return {"error": f"truncated or damaged Darshan log: its {' and '.join(unread)} "
+                             "module records could not be read"}
+        return {"error": "no POSIX or STDIO records: the job opened no file through them"}
     job = report.metadata["job"]
-    return {"profile": profile_of_records(frames["counters"], frames["fcounters"],
-                                          int(job["nprocs"]), float(job.get("run_time") or 0),
-                                          bool(modules["POSIX"].get("partial_flag")))
-            .as_dict()}
+    profile = profile_of_modules(frames, int(job["nprocs"]), float(job.get("run_time") or 0))
+    profile.modules = accounted
+    profile.notes += module_notes(accounted)
+    return {"profile": profile.as_dict()}
 
 
-def profile_of_records(counters, fcounters, nprocs, run_time, partial=False, source=""):
-    """A profile from PyDarshan's POSIX data frames (one row per record: a file on one
-    rank, or rank -1 for a file shared by every rank)."""
-    def total(column):
-        return int(counters[column].sum())
+def module_notes(modules):
+    """One line per thing a reader must know about the log's modules: what was counted
+    through what, what is in POSIX already, what is not predicted, what is partial."""
+    notes = []
+    counted = [(n, m) for n, m in modules.items() if m["counted"] == "counted"
+               and m["bytes_read"] + m["bytes_written"]]
+    if len(counted) > 1:
+        notes.append("counted: " + ", ".join(
+            f"{size_words(m['bytes_read'] + m['bytes_written'])} through {n}"
+            for n, m in counted))
+    layered = [n for n, m in modules.items() if m["counted"] == "in POSIX"]
+    if layered:
+        notes.append(f"{', '.join(layered)} traffic is counted once, in POSIX's counters "
+                     "beneath it")
+    for name, m in modules.items():
+        volume = m["bytes_read"] + m["bytes_written"]
+        if m["counted"] == "not predicted" and volume:
+            how = " and ".join(w for w, b in (("read", m["bytes_read"]),
+                                               ("written", m["bytes_written"])) if b)
+            notes.append(f"{size_words(volume)} {how} through "
+                         f"{MODULE_WORDS.get(name, name)} is not predicted (the suite "
+                         "measures no such target)")
+        elif m["counted"] == "not predicted" and m.get("unread"):
+            notes.append(f"the {MODULE_WORDS.get(name, name)} module could not be read: "
+                         "its traffic, if any, is not predicted")
+        if m["partial"]:
+            notes.append(f"Darshan's {name} module ran out of record memory in this job: "
+                         "some of its files are not in the log, so its counts are short")
+    return notes
 
-    reads, writes = total("POSIX_READS"), total("POSIX_WRITES")
+
+def _without_prefix(frame, module):
+    """A module's frame with its prefix off the column names (POSIX_READS -> READS), so
+    POSIX and STDIO records add up column by column."""
+    return frame.rename(columns=lambda c: c[len(module) + 1:]
+                        if c.startswith(module + "_") else c)
+
+
+def profile_of_modules(frames, nprocs, run_time, source=""):
+    """A profile from PyDarshan's data frames of POSIX and STDIO ({module: (counters,
+    fcounters)}, one row per record: a file on one rank, or rank -1 for a file shared by
+    every rank).  Both are data the job moved through the file system; what only one
+    records (POSIX's request-size histogram, its consecutive counters, stats) comes
+    from it alone."""
+    import pandas
+
+    counters = pandas.concat([_without_prefix(c, m).assign(module=m)
+                              for m, (c, _) in frames.items()], ignore_index=True)
+    fcounters = pandas.concat([_without_prefix(f, m) for m, (_, f) in frames.items()],
+                              ignore_index=True)
+    counters = counters.fillna(0)
+    fcounters = fcounters.fillna(0)
+    posix = counters[counters["module"] == "POSIX"]
+    stdio = counters[counters["module"] == "STDIO"]
+
+    def total(column, rows=counters):
+        return int(rows[column].sum()) if column in rows else 0
+
+    reads, writes = total("READS"), total("WRITES")
     access = {}
     for k in range(1, 5):
-        for size, count in zip(counters[f"POSIX_ACCESS{k}_ACCESS"],
-                               counters[f"POSIX_ACCESS{k}_COUNT"]):
+        if f"ACCESS{k}_ACCESS" not in posix:
+            continue
+        for size, count in zip(posix[f"ACCESS{k}_ACCESS"], posix[f"ACCESS{k}_COUNT"]):
             if count > 0:
                 access[int(size)] = access.get(int(size), 0) + int(count)
-    histogram = {d: {name: total(f"POSIX_SIZE_{d.upper()}_{name}") for name, _, _ in
+    histogram = {d: {name: total(f"SIZE_{d.upper()}_{name}", posix) for name, _, _ in
                      DARSHAN_BINS} for d in ("read", "write")}
-    bytes_read, bytes_written = total("POSIX_BYTES_READ"), total("POSIX_BYTES_WRITTEN")
+    bytes_read, bytes_written = total("BYTES_READ"), total("BYTES_WRITTEN")
+    classes = {}
+    for d, requests, moved in (("read", "READS", "BYTES_READ"),
+                               ("write", "WRITES", "BYTES_WRITTEN")):
+        classes[d] = size_classes_of(histogram[d], access, total(moved, posix))
+        # STDIO records no sizes: each record's requests at their mean size
+        stdio_sizes, stdio_bins = {}, {}
+        for n, b in zip(stdio[requests], stdio[moved]):
+            if n > 0:
+                size = max(1, round(b / n))
+                stdio_sizes[size] = stdio_sizes.get(size, 0) + int(n)
+                name = next(name for name, low, high in DARSHAN_BINS
+                            if low <= size < high or name == "1G_PLUS")
+                stdio_bins[name] = stdio_bins.get(name, 0) + int(n)
+        merged = {}
+        for size, b in classes[d] + size_classes_of(stdio_bins, stdio_sizes,
+                                                    total(moved, stdio)):
+            merged[size] = merged.get(size, 0.0) + b
+        classes[d] = [[size, b] for size, b in sorted(merged.items())]
 
-    def share(column, count):
-        return total(column) / count if count else 1.0
+    def share(counted, requests):
+        """Of the requests, those counted consecutive (sequential), plus each record's
+        first request: Darshan compares a request with the one before it on the same
+        rank, so a rank's first access is never counted, and a job of one request per
+        rank would read as random.  A shared record (rank -1) has up to nprocs first
+        requests.  STDIO records no order: its requests count as consecutive but one
+        per seek."""
+        if not total(requests):
+            return 1.0
+        firsts = posix[requests].clip(upper=posix["rank"].map(
+            lambda r: 1 if r >= 0 else nprocs)) if len(posix) else posix[requests]
+        stdio_in_order = (stdio[requests] - stdio["SEEKS"] * stdio[requests] /
+                          (stdio["READS"] + stdio["WRITES"]).clip(lower=1)).clip(lower=0) \
+            if len(stdio) else stdio[requests]
+        in_order = total(counted, posix) + float(firsts.sum()) + float(stdio_in_order.sum())
+        return min(1.0, in_order / total(requests))
 
     # per file (a record id), over its ranks: the bytes it spans, whether it was written
-    per_file = counters.assign(span=1 + counters[["POSIX_MAX_BYTE_READ",
-                                                  "POSIX_MAX_BYTE_WRITTEN"]].max(axis=1),
-                               moved=counters["POSIX_BYTES_READ"] +
-                               counters["POSIX_BYTES_WRITTEN"])
+    per_file = counters.assign(span=1 + counters[["MAX_BYTE_READ",
+                                                  "MAX_BYTE_WRITTEN"]].max(axis=1),
+                               moved=counters["BYTES_READ"] + counters["BYTES_WRITTEN"])
     grouped = per_file.groupby("id").agg(span=("span", "max"), moved=("moved", "sum"),
-                                         written=("POSIX_BYTES_WRITTEN", "sum"),
-                                         read=("POSIX_BYTES_READ", "sum"))
+                                         written=("BYTES_WRITTEN", "sum"),
+                                         read=("BYTES_READ", "sum"))
     touched = grouped[grouped["moved"] > 0]
     read_only = grouped[(grouped["read"] > 0) & (grouped["written"] == 0)]
     written = grouped[grouped["written"] > 0]
     # Darshan's estimate of the job's I/O time: the slowest rank's time in files of its
-    # own, plus each shared file's slowest rank (darshan-util's agg_time_by_slowest)
-    times = fcounters.assign(io=fcounters["POSIX_F_READ_TIME"] +
-                             fcounters["POSIX_F_WRITE_TIME"] + fcounters["POSIX_F_META_TIME"])
+    # own, plus each shared file's slowest rank (darshan-util's agg_time_by_slowest),
+    # over POSIX and STDIO together
+    times = fcounters.assign(io=fcounters["F_READ_TIME"] + fcounters["F_WRITE_TIME"] +
+                             fcounters["F_META_TIME"])
     own = times[times["rank"] >= 0].groupby("rank")["io"].sum()
-    shared = times[times["rank"] < 0]["POSIX_F_SLOWEST_RANK_TIME"].sum()
-    notes = []
-    if partial:
-        notes.append("Darshan ran out of its record memory in this job: some files are not "
-                     "in the log, so the profile undercounts")
+    shared = times[times["rank"] < 0]["F_SLOWEST_RANK_TIME"].sum()
     return Profile(
         source=source, processes=int(nprocs), bytes_read=bytes_read,
         bytes_written=bytes_written, reads=reads, writes=writes,
-        size_classes={"read": size_classes_of(histogram["read"], access, bytes_read),
-                      "write": size_classes_of(histogram["write"], access, bytes_written)},
+        size_classes={"read": classes["read"], "write": classes["write"]},
         histogram=histogram,
-        consecutive={"read": share("POSIX_CONSEC_READS", reads),
-                     "write": share("POSIX_CONSEC_WRITES", writes)},
-        sequential={"read": share("POSIX_SEQ_READS", reads),
-                    "write": share("POSIX_SEQ_WRITES", writes)},
+        consecutive={"read": share("CONSEC_READS", "READS"),
+                     "write": share("CONSEC_WRITES", "WRITES")},
+        sequential={"read": share("SEQ_READS", "READS"),
+                    "write": share("SEQ_WRITES", "WRITES")},
         unique_bytes=int(touched["span"].sum()), files=int(len(grouped)),
-        files_written=int(len(written)), opens=total("POSIX_OPENS"),
-        stats=total("POSIX_STATS"),
+        files_written=int(len(written)), opens=total("OPENS"),
+        stats=total("STATS", posix),
         inputs={"bytes": int(read_only["span"].sum()), "files": int(len(read_only))},
         outputs={"bytes": int(written["span"].sum()), "files": int(len(written))},
         observed_io_s=float((own.max() if len(own) else 0.0) + shared),
-        observed={"read_s": float(fcounters["POSIX_F_READ_TIME"].sum()),
-                  "write_s": float(fcounters["POSIX_F_WRITE_TIME"].sum()),
-                  "meta_s": float(fcounters["POSIX_F_META_TIME"].sum())},
-        run_time_s=run_time or None, notes=notes)
+        observed={"read_s": float(fcounters["F_READ_TIME"].sum()),
+                  "write_s": float(fcounters["F_WRITE_TIME"].sum()),
+                  "meta_s": float(fcounters["F_META_TIME"].sum())},
+        run_time_s=run_time or None)
 
 
 # ---- workload descriptions -----------------------------------------------------------------
