@@ -5,7 +5,8 @@ request sizes (a histogram of size classes), the share of requests that continue
 previous one, the bytes it touches, files opened, written, stat'ed, processes, and, from
 a Darshan log, the I/O time the job itself saw.  A profile comes from
 
-* a **Darshan log** (:func:`profile_from_darshan`), read with PyDarshan (the wheel
+* a **Darshan log** (:func:`profile_from_darshan`; POSIX and STDIO traffic counted,
+  every other module named: see ``COUNTED``, ``LAYERED``), read with PyDarshan (the wheel
   bundles libdarshan-util) in a child process: the C library prints its complaints on
   stderr and, on a truncated log, can abort the process; the child keeps both away from
   the caller and they become one line naming what is missing;
