@@ -366,7 +366,9 @@ def build_parser():
     advise = sub.add_parser(
         "advise", help="how long a job's I/O would take on each scratch target",
         description="Predict a job's I/O time on every scratch target from the history "
-                    "store: data through each target's self-scaling model, metadata "
+                    "store: data through each target's self-scaling model (each class "
+                    "of requests the larger of its bytes' and its requests' time; a "
+                    "log's POSIX and STDIO traffic, other modules named), metadata "
                     "(creations, opens, stats), deletion and staging at the stored rates, "
                     "each with its interval over recent runs and the model's validation "
                     "error; then the target to use where the intervals allow naming one. "
@@ -377,10 +379,12 @@ def build_parser():
                     "it cannot use, 7 when the store has no figures of any target.",
         epilog=EPILOG)
     advise.add_argument("workload", metavar="LOG|YAML",
-                        help="a Darshan log (.darshan) or a workload description (YAML)")
+                        help="a Darshan log (known by its header, whatever its name) or a "
+                             "workload description (YAML)")
     advise.add_argument("--json", action="store_true", help="print the prediction as JSON")
     advise.add_argument("--nodes", type=int, default=None,
-                        help="a log's job ran on N nodes (a log does not say; default 1)")
+                        help="a log's job ran on N nodes, N at least 1 (a log does not say; "
+                             "default 1)")
     advise.add_argument("--stage", action="store_true",
                         help="a log's job stages: the files it only read are staged in, "
                              "the files it wrote are staged out")

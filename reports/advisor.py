@@ -818,15 +818,44 @@ def workload_of(profile, size, direction, model):
         "seq_frac": profile.consecutive[direction], "process_num": per_node})
 
 
-def data_seconds(profile, model):
+#: the roles of a stored request rate per direction (requests per second of the smallest
+#: requests measured, all ranks of one node together)
+REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
+
+
+def request_rate(profile, direction, model, stored=None):
+    """Requests per second per node of one direction: the stored rate (a figure with a
+    REQUEST_ROLES role) where there is one, else the model's at the smallest request
+    size it measured (its throughput there over that size)."""
+    if stored is not None:
+        return stored.value
+    smallest = _measured_range(model)["size_mean"][0]
+    return model.predict(workload_of(profile, smallest, direction, model)) / smallest
+
+
+def class_seconds(profile, model, direction, size, moved, stored=None):
+    """(seconds, by requests?) of one size class: the larger of its bytes over the
+    predicted throughput and its requests over the request rate.  Below the smallest
+    request size measured, the throughput curve is carried flat and would make a 1-byte
+    request cost as little as 1/4096 of a 4 KiB one; a request costs at least what one
+    of the smallest measured did (an upper bound: a smaller request is not dearer)."""
+    throughput = model.predict(workload_of(profile, size, direction, model))
+    by_bytes = moved / (throughput * profile.nodes)
+    requests = moved / max(size, 1)
+    by_requests = requests / (request_rate(profile, direction, model, stored) * profile.nodes)
+    return max(by_bytes, by_requests), by_requests > by_bytes
+
+
+def data_seconds(profile, model, stored_rates=None):
     """Seconds to move the profile's bytes with one model: each size class and
-    direction at its predicted throughput, the nodes adding up."""
+    direction at the larger of its bytes' and its requests' time, the nodes adding
+    up."""
     seconds = 0.0
     for direction in ("read", "write"):
         for size, moved in profile.size_classes.get(direction, []):
             if moved > 0:
-                throughput = model.predict(workload_of(profile, size, direction, model))
-                seconds += moved / (throughput * profile.nodes)
+                seconds += class_seconds(profile, model, direction, size, moved,
+                                         (stored_rates or {}).get(direction))[0]
     return seconds
 
 
@@ -871,7 +900,8 @@ def predict_data(profile, figures):
         return Part(seconds=0.0, rests_on="no data moved", runs=len(figures.models),
                     date=figures.models[0][0])
     date, model = figures.models[0]
-    values = [data_seconds(profile, m) for _, m in figures.models]
+    stored = {d: _rate(figures, role) for d, role in REQUEST_ROLES.items()}
+    values = [data_seconds(profile, m, stored) for _, m in figures.models]
     low, high = _interval(values)
     regime = "page cache" if model.regime_weight(workload_of(
         profile, MIB, "read", model)) <= 0.0 else (
@@ -883,6 +913,21 @@ def predict_data(profile, figures):
                 rests_on=f"self-scaling model ({regime}), {throughput / MIB:,.0f} MiB/s "
                          "predicted",
                 notes=_beyond(profile, model) + list(figures.model_notes))
+    for direction in ("read", "write"):
+        bound = [size for size, moved in profile.size_classes.get(direction, []) if moved
+                 and class_seconds(profile, model, direction, size, moved,
+                                   stored[direction])[1]]
+        if bound:
+            rate = point([request_rate(profile, direction, m, stored[direction])
+                          for _, m in figures.models])
+            source = (f"the stored {REQUEST_ROLES[direction].replace('_', ' ')}"
+                      if stored[direction] else
+                      f"the model's at its smallest requests measured ("
+                      f"{size_words(_measured_range(model)['size_mean'][0])})")
+            part.notes.append(
+                f"{direction} requests of {', '.join(size_words(b) for b in bound)}: timed "
+                f"by their number, {units.quantity(rate * profile.nodes, 'requests/s')} "
+                f"({source}), not their bytes")
     for role in ERROR_ROLES:
         error = figures.errors.get(role)
         part.extra[role] = error.value if error else None

@@ -43,6 +43,11 @@ ROLES = {
                             "bytes' time taken out",
     "stage_out_files_per_s": "files copied out of the scratch target per second, their "
                              "bytes' time taken out",
+    "read_requests_per_s": "read requests per second of the smallest requests measured, "
+                           "all ranks of one node together: what a request costs "
+                           "whatever its size",
+    "write_requests_per_s": "write requests per second of the smallest requests "
+                            "measured, all ranks of one node together",
     "model_error_median": "median relative error of a prediction model on workloads it "
                           "was not built from",
     "model_error_max": "largest relative error of a prediction model on workloads it was "

@@ -666,3 +666,51 @@ def test_numbers_are_words_without_exponents():
                                        "request_size": "1000 KiB"}, "one")
     assert "1,000 KiB written in 1 request (mean 1,000 KiB" in job.words()
     assert "e+" not in job.words()
+
+
+# ---- a cost per request ------------------------------------------------------------------------
+ONE_BYTE_READS = {"processes": 1, "bytes": 1_000_000, "read_fraction": 1.0,
+                  "request_size": 1, "footprint": "1 MiB", "files": 1}
+
+
+def test_a_million_one_byte_reads_cost_a_request_each(known_history, tmp_path):
+    """The known model's smallest measured requests (4 KiB, read, consecutive, on fastfs)
+    run at 1000 MiB/s x 0.1 x 1.25 x 2 = 250 MiB/s, 64,000 requests/s: a million 1-byte
+    reads take 15.6 s, not the 3.8 ms of their bytes at that throughput."""
+    _, db = known_history
+    path = tmp_path / "bytes.yaml"
+    path.write_text(yaml.safe_dump(ONE_BYTE_READS))
+    result = run_cli("advise", path, "--json", env={"SCRATCHBENCH_HISTORY": str(db)})
+    assert result.returncode == 0, result.stderr
+    fastfs = json.loads(result.stdout)["targets"][0]
+    data = fastfs["parts"]["data"]
+    assert data["seconds"] == pytest.approx(1e6 / (250 * MIB / (4 * KIB)), rel=1e-6)
+    assert data["seconds"] > 1.0
+    assert "read requests of 1 B: timed by their number, 64,000 requests/s (the model's " \
+           "at its smallest requests measured (4 KiB)), not their bytes" in data["notes"]
+    # requests as large as the smallest measured are timed by their bytes as before
+    kib = advisor.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
+                                           request_size="4 KiB"), "4k")
+    figures = advisor.load_figures(db_path=db)["fastfs"]
+    assert advisor.predict_data(kib, figures).seconds == pytest.approx(
+        4096 * 1000 / (250 * MIB), rel=1e-6)
+
+
+def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
+    runs = tmp_path / "runs"
+    cases = [selfscale_case("fastfs", known_model(), 0.08, 0.2),
+             make_case("RequestCheck", {"scratch_target": "fastfs"}, "builtin", "fastfs",
+                       {"r": (500_000, "ops/s", [])},
+                       declarations={"r": declared("1-byte reads", "ops/s",
+                                                   "read_requests_per_s")})]
+    (runs / "night0").mkdir(parents=True)
+    (runs / "night0" / "report.json").write_text(json.dumps(make_report("night0", START,
+                                                                        cases)))
+    db = tmp_path / "history.sqlite"
+    conn = store.connect(db)
+    assert store.ingest_all(conn, runs)[0] == 1
+    conn.close()
+    profile = advisor.description_profile(ONE_BYTE_READS, "bytes")
+    data = advisor.predict_data(profile, advisor.load_figures(db_path=db)["fastfs"])
+    assert data.seconds == pytest.approx(2.0, rel=1e-6)
+    assert any("500,000 requests/s (the stored read requests per s)" in n for n in data.notes)
