@@ -165,7 +165,8 @@ class Profile:
         parts.append(f"{self.files:,} file{'s' * (self.files != 1)} opened, "
                      f"{self.files_written:,} written")
         if self.opens or self.stats:
-            parts.append(f"{self.opens:,} opens, {self.stats:,} stats")
+            parts.append(f"{count_words(self.opens, 'open')}, "
+                         f"{count_words(self.stats, 'stat')}")
         legs = [f"{leg} {size_words(s['bytes'])} in {count_words(s['files'], 'file')}"
                 for leg, s in (self.staging or {}).items() if s["bytes"] or s["files"]]
         if legs:
@@ -910,8 +911,8 @@ def predict_data(profile, figures):
     seconds = point(values)
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
     part = Part(seconds=seconds, low=low, high=high, runs=len(values), date=date,
-                rests_on=f"self-scaling model ({regime}), {throughput / MIB:,.0f} MiB/s "
-                         "predicted",
+                rests_on=f"self-scaling model ({regime}), "
+                         f"{units.quantity(throughput, 'B/s')} predicted",
                 notes=_beyond(profile, model) + list(figures.model_notes))
     for direction in ("read", "write"):
         bound = [size for size, moved in profile.size_classes.get(direction, []) if moved
@@ -959,7 +960,7 @@ def _counted(parts, what):
         high += count / rate.low
         runs.append(rate.runs)
         dates.append(rate.date)
-        rests.append(f"{count_words(count, *words)} at {rate.value:,.0f}/s")
+        rests.append(f"{count_words(count, *words)} at {units.number(rate.value)}/s")
     spread = bool(runs) and min(runs) > 1
     return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
                 runs=min(runs) if runs else 0, date=max(dates) if dates else None,
@@ -1037,8 +1038,8 @@ def predict_staging(profile, figures):
         largest = _rate(figures, "stage_largest_bytes")
         if largest and amount["bytes"] > largest.value:
             notes.append(f"stage-{leg}: {size_words(amount['bytes'])} is "
-                         f"{amount['bytes'] / largest.value:,.1f}x the largest copy the "
-                         f"staging check timed ({size_words(largest.value)}): its "
+                         f"{amount['bytes'] / largest.value:,.1f}x the largest copy "
+                         f"the staging check timed ({size_words(largest.value)}): its "
                          "sustained bandwidth is carried past what was measured")
         seconds += sum(count / rate.value for count, rate in rated)
         low += sum(count / rate.high for count, rate in rated)
@@ -1047,9 +1048,9 @@ def predict_staging(profile, figures):
         dates += [rate.date for _, rate in rated]
         rests.append(f"{leg}: {size_words(amount['bytes'])} in "
                      f"{count_words(amount['files'], 'file')}: " + ", ".join(
-                         f"{count_words(count, 'file')} at {rate.value:,.0f}/s"
+                         f"{count_words(count, 'file')} at {units.number(rate.value)}/s"
                          if rate is files else
-                         f"{size_words(count)} at {rate.value / MIB:,.0f} MiB/s"
+                         f"{size_words(count)} at {units.quantity(rate.value, 'B/s')}"
                          + (" (a burst)" if rate is burst else "")
                          for count, rate in rated))
     spread = bool(runs) and min(runs) > 1
@@ -1214,7 +1215,9 @@ def page_data(conn, classes_path=CLASSES_FILE):
 # ---- words ----------------------------------------------------------------------------------
 def seconds_words(seconds):
     """0.0042 -> '4.2 ms', 75 -> '75 s', 12.3 -> '12.3 s' (scratchbench.units)."""
-    return "-" if seconds is None else units.quantity(seconds, "s")
+    if seconds is None:
+        return "-"
+    return units.quantity(seconds, "s") if seconds else "0 s"
 
 
 def size_words(n):
