@@ -237,14 +237,17 @@ def profile_from_darshan(path, nodes=1, stage=False):
     if answer.get("error"):
         raise AdvisorError(f"{path}: {answer['error']}")
     profile = Profile.from_dict(answer["profile"])
-    if complaints:
+    cut = answer.get("cut")
+    if complaints or cut:
         # a log cut short after the records it needs: say so, and what was still read
         read = [f"{name} ({size_words(m['bytes_read'] + m['bytes_written'])})"
                 for name, m in profile.modules.items()
                 if m["counted"] == "counted" and not m.get("unread")]
-        profile.notes.insert(0, f"the log is cut short or damaged: libdarshan-util could not "
-                                f"read {' or '.join(complaints)}; the profile is what was "
-                                f"still read: {', '.join(read)}")
+        lost = (f"its header says {cut['expected']:,} bytes, the file has {cut['size']:,}: "
+                f"the {', '.join(cut['modules']) or 'file name'} records are missing"
+                if cut else f"libdarshan-util could not read {' or '.join(complaints)}")
+        profile.notes.insert(0, f"the log is cut short or damaged: {lost}; the profile is "
+                                f"what was still read: {', '.join(read)}")
     return _spread_and_stage(profile, nodes, stage)
 
 
@@ -337,7 +340,38 @@ def _read_darshan(path):
     profile = profile_of_modules(frames, int(job["nprocs"]), float(job.get("run_time") or 0))
     profile.modules = accounted
     profile.notes += module_notes(accounted)
-    return {"profile": profile.as_dict()}
+    return {"profile": profile.as_dict(), "cut": cut_short(path, modules)}
+
+
+def cut_short(path, modules):
+    """{"size", "expected", "modules"} when the log's header maps records past the end
+    of the file (a log cut short: libdarshan-util complains only of the modules it is
+    asked to read), else None.  The header (darshan-log-format.h): version[8], magic
+    (int64), compression (uint8), partial flag (uint32), the name table's and each
+    module's (offset, length) as uint64 pairs from byte 24, one after the other in the
+    file; a module's is known by its length (PyDarshan's ``len``)."""
+    import struct
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(24 + 16 * 65)
+    order = "<" if head[8:16] == DARSHAN_MAGIC[0] else ">"
+    regions = []
+    for at in range(24, len(head) - 15, 16):
+        off, length = struct.unpack_from(order + "QQ", head, at)
+        # the name table and the modules follow each other without gaps; the module
+        # table's length differs between versions (16 or 64 modules): it ends where an
+        # entry does not start where the one before it ended
+        if regions and length and off != max(o + n for o, n in regions):
+            break
+        regions.append((off, length))
+    expected = max((off + length for off, length in regions if length), default=0)
+    if expected <= size:
+        return None
+    missing = [name for name, info in modules.items()
+               if any(length == info.get("len") and off + length > size
+                      for off, length in regions[1:])]
+    return {"size": size, "expected": expected, "modules": missing}
 
 
 def module_notes(modules):

@@ -132,14 +132,29 @@ def test_a_log_of_stdio_traffic_alone_is_predicted_from_it(known_history):
     assert data["parts"]["data"]["seconds"] > 0
 
 
-def test_a_log_cut_short_after_its_posix_records_says_so_and_what_was_read(tmp_path):
-    log = tmp_path / "cut.darshan"
-    log.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes()[:9500])
-    profile = advisor.load_profile(log)
-    assert profile.bytes_written == 48 * GIB
-    assert profile.notes[0] == ("the log is cut short or damaged: libdarshan-util could not "
-                                "read the STDIO module's records; the profile is what was "
-                                "still read: POSIX (48 GiB)")
+@pytest.mark.parametrize("log, keep, missing, read", [
+    (TEST_INPUT / "sample-goodost.darshan", 9500, "LUSTRE, STDIO", "POSIX (48 GiB)"),
+    (TEST_INPUT / "sample-goodost.darshan", 10700, "STDIO", "POSIX (48 GiB)"),
+    # cut in its DXT traces, which the advisor does not read: the header says so
+    (EXAMPLES / "ior_hdf5_example.darshan", 3500, "DXT_MPIIO",
+     "POSIX (8.01 MiB), STDIO (2.36 KiB)")])
+def test_a_log_cut_short_after_its_data_says_so_and_what_was_read(tmp_path, log, keep,
+                                                                   missing, read):
+    cut = tmp_path / "cut.darshan"
+    whole = log.read_bytes()
+    cut.write_bytes(whole[:keep])
+    profile = advisor.load_profile(cut)
+    assert profile.notes[0] == (f"the log is cut short or damaged: its header says "
+                                f"{len(whole):,} bytes, the file has {keep:,}: the {missing} "
+                                f"records are missing; the profile is what was still read: "
+                                f"{read}")
+    assert profile.modules["POSIX"]["bytes_written"] == \
+        advisor.load_profile(log).modules["POSIX"]["bytes_written"]
+
+
+def test_no_shipped_log_is_said_to_be_cut_short():
+    for log in WITH_POSIX + [TEST_INPUT / "noposix.darshan"]:
+        assert not any("cut short" in n for n in advisor.load_profile(log).notes), log
 
 
 def test_layered_modules_are_counted_once_and_named():
