@@ -393,12 +393,11 @@ class GlusterSan:
         # An existing volume keeps its servers, disks and options: record what is
         volume = self.describe()
         if volume["servers"] != spec.san_servers or volume["stripe_size"] != spec.san_stripe_size:
-            progress(f"note: the SAN in {self.root} has {volume['servers']} storage servers "
-                     f"and {size_words(volume['stripe_size']) if volume['stripe_size'] else 'no'}"
-                     f" shards ({spec.san_servers} and "
-                     f"{size_words(spec.san_stripe_size) if spec.san_stripe_size else 'no'} asked"
-                     f" for); change it with `scratchbench cluster san`, or remove {self.root} "
-                     "with the cluster down to make it anew")
+            progress(f"note: the SAN in {self.root} has {volume['servers']} storage servers, "
+                     f"{stripe_words(volume['stripe_size'])} ({spec.san_servers} servers, "
+                     f"{stripe_words(spec.san_stripe_size)} asked for); change it with "
+                     f"`scratchbench cluster san`, or remove {self.root} with the cluster down "
+                     "to make it anew")
         san.update(servers=volume["servers"], stripe_size=volume["stripe_size"],
                    options=volume["options"])
         san["brick_size"] = (self.servers_dir / "s1.xfs").stat().st_size
