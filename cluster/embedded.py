@@ -509,8 +509,10 @@ class EmbeddedCluster:
         a plain directory, said in one line and recorded (the site config and the pages
         describe the target from this record)."""
         san = GlusterSan(self.dir, spec.san_root)
+        changes = (state.get("san") or {}).get("changes", [])   # kept for when it is back
         if not spec.san_servers:
-            state["san"] = {"kind": "directory", "reason": "--san-servers 0 asked for no SAN"}
+            state["san"] = {"kind": "directory", "reason": "--san-servers 0 asked for no SAN",
+                            "changes": changes}
         else:
             try:
                 state["san"] = san.start(
@@ -519,7 +521,7 @@ class EmbeddedCluster:
             except SanUnavailable as exc:
                 _progress(f"the GlusterFS SAN cannot start: {exc}; per-job directories "
                           f"(MYSANSCRATCH) fall back to a plain directory, {spec.san_root}")
-                state["san"] = {"kind": "directory", "reason": str(exc)}
+                state["san"] = {"kind": "directory", "reason": str(exc), "changes": changes}
         self._write_state(state)
 
     def describe_san(self):
