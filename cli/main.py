@@ -26,6 +26,10 @@ def _cluster(args):
     from cluster.san import DEFAULT_BRICK_SIZE, parse_size
 
     cluster = EmbeddedCluster(paths.cluster_dir())
+    if args.action != "san" and (args.servers is not None or args.stripe_size is not None
+                                 or args.set):
+        raise ClusterError(f"cluster {args.action}: --servers, --stripe-size and --set "
+                           "change a running SAN: use them with `cluster san`")
     if args.action == "up":
         spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
                            base_port=args.base_port, san_root=args.scratch_root or "",

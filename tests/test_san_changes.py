@@ -127,6 +127,10 @@ def test_options_and_stripe_size_are_set_recorded_and_described(home):
     assert "files sharded in 8 MiB blocks" in describe.stdout
     assert "performance.write-behind=off" in describe.stdout
 
+    same = sb(home, "san", "--servers", "2", "--stripe-size", "8m")
+    assert same.stdout.strip() == "the volume sanscratch already is so: nothing changed"
+    assert state(home)["san"]["changes"] == san["changes"]
+
     # an option set to the value it has: done, recorded (a no-op change is a change too)
     again = sb(home, "san", "--set", "performance.write-behind=off")
     assert again.stdout.strip() == "volume option performance.write-behind: off -> off"
@@ -163,6 +167,14 @@ def test_bad_input_is_refused_in_one_line_and_changes_nothing(home, args, error)
     assert error in said.stderr
     assert volume(home) == before
     assert state(home)["san"].get("changes", []) == changes
+
+
+def test_change_options_belong_to_cluster_san(home):
+    said = sb(home, "up", "--servers", "3")
+    assert said.returncode != 0 and said.stderr.strip() == (
+        "scratchbench: error: cluster up: --servers, --stripe-size and --set change a running "
+        "SAN: use them with `cluster san`")
+    assert volume(home)["servers"] == 2
 
 
 def test_a_change_while_a_run_holds_the_lock_is_refused(home):
