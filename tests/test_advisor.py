@@ -50,19 +50,21 @@ def pydarshan_reports(path):
     warnings.simplefilter("ignore")
     from darshan.backend.cffi_backend import accumulate_records
     darshan.enable_experimental()
-    report = darshan.DarshanReport(str(path), read_all=True)
-    frames = report.records["POSIX"].to_df()
-    metrics = accumulate_records(frames, "POSIX", report.metadata["job"]["nprocs"]) \
-        .derived_metrics
-    return report, metrics, report.agg_ioops(mode="dict")["POSIX"]
+    # Closed here, not by the garbage collector: a report's __del__ that runs while cffi
+    # parses a type for the next one takes cffi's lock twice, and the test hangs.
+    with darshan.DarshanReport(str(path), read_all=True) as report:
+        frames = report.records["POSIX"].to_df()
+        nprocs = report.metadata["job"]["nprocs"]
+        metrics = accumulate_records(frames, "POSIX", nprocs).derived_metrics
+        return nprocs, metrics, report.agg_ioops(mode="dict")["POSIX"]
 
 
 @pytest.mark.parametrize("path", WITH_POSIX, ids=lambda p: p.name[:30])
 def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
     profile = advisor.load_profile(path)
-    report, metrics, ioops = pydarshan_reports(path)
+    nprocs, metrics, ioops = pydarshan_reports(path)
     totals = metrics.category_counters[0]
-    assert profile.processes == report.metadata["job"]["nprocs"]
+    assert profile.processes == nprocs
     assert profile.bytes_read == totals.total_read_volume_bytes
     assert profile.bytes_written == totals.total_write_volume_bytes
     assert profile.bytes_read + profile.bytes_written == metrics.total_bytes
