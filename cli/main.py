@@ -15,7 +15,7 @@ import sqlite3
 import sys
 
 from scratchbench import __version__, paths
-from scratchbench.errors import ConfigError, ScratchbenchError
+from scratchbench.errors import ClusterError, ConfigError, ScratchbenchError
 
 EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
           f"default {paths.REPO_ROOT / 'var'}.")
@@ -26,6 +26,10 @@ def _cluster(args):
     from cluster.san import DEFAULT_BRICK_SIZE, parse_size
 
     cluster = EmbeddedCluster(paths.cluster_dir())
+    if args.action != "san" and (args.servers is not None or args.stripe_size is not None
+                                 or args.set):
+        raise ClusterError(f"cluster {args.action}: --servers, --stripe-size and --set "
+                           "change a running SAN: use them with `cluster san`")
     if args.action == "up":
         spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
                            base_port=args.base_port, san_root=args.scratch_root or "",
@@ -37,6 +41,8 @@ def _cluster(args):
     elif args.action == "down":
         cluster.down()
         return 0
+    elif args.action == "san":
+        return _change_san(cluster, args)
     elif args.action == "health":
         problems = cluster.problems()
         for problem in problems:
@@ -49,6 +55,47 @@ def _cluster(args):
     else:
         print(_format_status(status))
     return 0 if status["up"] or args.action == "status" else 3
+
+
+def _change_san(cluster, args):
+    """`cluster san`: change the running volume (refused while a run holds the local
+    site's run lock: its figures would mix two configurations), or describe it."""
+    from cli.housekeeping import RunLock
+    from cluster.san import parse_size
+    from scratchbench.sites import resolve_site_config
+
+    settings = []
+    for item in args.set or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ClusterError(f"--set {item}: expected KEY=VALUE, e.g. "
+                               "performance.write-behind=off")
+        settings.append((key.strip(), value.strip()))
+    stripe = None if args.stripe_size is None else parse_size(args.stripe_size)
+    if args.servers is None and stripe is None and not settings:
+        volume = cluster.describe_san()
+        print(json.dumps(volume, indent=2) if args.json else "\n".join(_format_volume(volume)))
+        return 0
+    lock = RunLock(resolve_site_config("local")).acquire("cluster san (a change of the SAN)")
+    try:
+        for line in cluster.change_san(servers=args.servers, stripe_size=stripe,
+                                       settings=settings):
+            print(line)
+    finally:
+        lock.release()
+    return 0
+
+
+def _format_volume(volume):
+    from cluster.san import stripe_words
+
+    lines = [f"volume {volume['volume']}: {volume['servers']} storage servers, "
+             f"{stripe_words(volume['stripe_size'])}"]
+    lines += [f"  brick {brick}" for brick in volume["bricks"]]
+    lines += [f"  option {key} = {value}" for key, value in sorted(volume["options"].items())]
+    lines += [f"  {c['date']} {c['change']}: {c['before']} -> {c['after']}"
+              for c in volume["changes"]]
+    return lines
 
 
 def _format_status(status):
@@ -70,15 +117,14 @@ def _format_status(status):
 
 
 def _format_san(san, spec):
-    from cluster.san import size_words
+    from cluster.san import size_words, stripe_words
 
     root = spec.get("san_root")
     if san.get("kind") != "glusterfs":
         reason = f" ({san['reason']})" if san.get("reason") else ""
         return [f"  per-job scratch (MYSANSCRATCH) under {root}: a plain directory of this "
                 f"machine, not a SAN{reason}"]
-    stripe = (f"shards of {size_words(san['stripe_size'])}" if san.get("stripe_size")
-              else "no sharding")
+    stripe = stripe_words(san.get("stripe_size"))
     lines = [f"  SAN: GlusterFS volume '{san.get('volume')}' on {san.get('address')}, "
              f"{san.get('servers')} storage servers of {size_words(san.get('brick_size', 0))}, "
              f"{stripe}; mounted at {root} on this machine and on every node (its own client)",
@@ -89,6 +135,11 @@ def _format_san(san, spec):
                      f"{brick['port']}, {brick['path']}")
     for node, ok in sorted(san.get("node_mounts", {}).items()):
         lines.append(f"  node {node}'s own client: {'mounted' if ok else 'GONE'} at {root}")
+    for key, value in sorted((san.get("options") or {}).items()):
+        lines.append(f"  SAN option {key} = {value}")
+    for change in (san.get("changes") or [])[-3:]:
+        lines.append(f"  SAN changed {change['date']}: {change['change']}: {change['before']} "
+                     f"-> {change['after']}")
     for problem in san.get("problems", []):
         lines.append(f"  SAN problem: {problem}")
     return lines
@@ -219,11 +270,15 @@ def build_parser():
                     "prolog/epilog that makes and removes a per-job MYSANSCRATCH directory "
                     "on the SAN.",
         epilog=EPILOG)
-    cluster.add_argument("action", choices=["up", "down", "status", "health"],
+    cluster.add_argument("action", choices=["up", "down", "status", "health", "san"],
                          help="up: start (a no-op when running; repairs what of the SAN is "
                               "gone); down: stop the daemons it started; status: daemons, "
                               "node states, the SAN's servers; health: what is wrong, one "
-                              "line each (nothing and exit 0 when healthy, exit 1 otherwise)")
+                              "line each (nothing and exit 0 when healthy, exit 1 otherwise); "
+                              "san: change the running SAN as an admin would (--servers, "
+                              "--stripe-size, --set; refused while a run holds the lock), "
+                              "each change recorded with its date; without those, describe "
+                              "the volume (servers, bricks, shard block size, options)")
     cluster.add_argument("--nodes", type=int, default=2, help="slurmd nodes (default 2)")
     cluster.add_argument("--cpus-per-node", type=int, default=2,
                          help="CPUs each node advertises (default 2)")
@@ -244,8 +299,18 @@ def build_parser():
                               "IOzone file past the node's memory)")
     cluster.add_argument("--san-stripe-size", default="0", metavar="SIZE",
                          help="shard files across the servers in blocks of SIZE, the seeds' "
-                              "stripe (a power of two, 1m and up; default 0: files stay whole "
+                              "stripe (a power of two, 4m and up; default 0: files stay whole "
                               "on one server)")
+    cluster.add_argument("--servers", type=int, metavar="N",
+                         help="san: storage servers the volume should have: new ones get a "
+                              "disk of their own, then the files are rebalanced; removed ones "
+                              "(the last first) have their files moved to the others first")
+    cluster.add_argument("--stripe-size", metavar="SIZE",
+                         help="san: shard files in blocks of SIZE (a power of two, 4m and "
+                              "up; 0 turns sharding off, refused while sharded files exist)")
+    cluster.add_argument("--set", action="append", metavar="KEY=VALUE",
+                         help="san: set a volume option, e.g. performance.write-behind=off "
+                              "(repeatable)")
     cluster.add_argument("--json", action="store_true", help="print the status as JSON")
     cluster.set_defaults(func=_cluster)
 

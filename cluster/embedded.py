@@ -25,11 +25,13 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from cluster.processes import process_alive, process_program
-from cluster.san import (DEFAULT_BRICK_SIZE, DEFAULT_SERVERS, GlusterSan, SanUnavailable,
-                         validate_san_options)
+from cluster.san import (DEFAULT_BRICK_SIZE, DEFAULT_SERVERS, MAX_SERVERS, GlusterSan,
+                         SanUnavailable, stripe_words, validate_san_options,
+                         validate_stripe_size)
 from scratchbench.errors import ClusterError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -285,7 +287,9 @@ class EmbeddedCluster:
                       f"{spec.base_port}.. ({ports}; logs in {self.log})")
             self._prepare_directories(spec)
             state = {"spec": asdict(spec), "ports": ports, "munge_dir": str(self.munge_dir),
-                     "daemons": [], "started": time.time()}
+                     "daemons": [], "started": time.time(),
+                     # the SAN's dated changes outlive a restart, as its data does
+                     "san": {"changes": ((state or {}).get("san") or {}).get("changes", [])}}
             self._write_state(state)
             try:
                 self._start_munged(state)
@@ -505,8 +509,10 @@ class EmbeddedCluster:
         a plain directory, said in one line and recorded (the site config and the pages
         describe the target from this record)."""
         san = GlusterSan(self.dir, spec.san_root)
+        changes = (state.get("san") or {}).get("changes", [])   # kept for when it is back
         if not spec.san_servers:
-            state["san"] = {"kind": "directory", "reason": "--san-servers 0 asked for no SAN"}
+            state["san"] = {"kind": "directory", "reason": "--san-servers 0 asked for no SAN",
+                            "changes": changes}
         else:
             try:
                 state["san"] = san.start(
@@ -515,8 +521,77 @@ class EmbeddedCluster:
             except SanUnavailable as exc:
                 _progress(f"the GlusterFS SAN cannot start: {exc}; per-job directories "
                           f"(MYSANSCRATCH) fall back to a plain directory, {spec.san_root}")
-                state["san"] = {"kind": "directory", "reason": str(exc)}
+                state["san"] = {"kind": "directory", "reason": str(exc), "changes": changes}
         self._write_state(state)
+
+    def describe_san(self):
+        """The running volume as GlusterFS has it (servers, bricks, shard block size, options)
+        and its dated changes: what a run stores as the SAN's configuration."""
+        state = self.read_state() or {}
+        san_state = state.get("san") or {}
+        if not any(d["name"] == "glusterd" for d in self.running_daemons()) or \
+                san_state.get("kind") != "glusterfs":
+            raise ClusterError(f"the embedded cluster in {self.dir} has no running GlusterFS "
+                               "SAN: start it with `scratchbench cluster up`")
+        return dict(self.san.describe(), volume=san_state.get("volume"),
+                    changes=san_state.get("changes", []))
+
+    def change_san(self, servers=None, stripe_size=None, settings=()):
+        """Change the running volume as an admin would (`cluster san`): options
+        (settings: [(key, value)]), the shard block size, the number of storage servers.
+        Everything is checked before anything changes; each change is recorded, dated, in
+        state['san']['changes'] and the new configuration in state['san'].  Returns what
+        was done, a line each."""
+        state = self.read_state() or {}
+        san_state = state.get("san") or {}
+        before = self.describe_san()     # (refuses when there is no running SAN)
+        san = self.san
+        if servers is not None and not 1 <= servers <= MAX_SERVERS:
+            raise ClusterError(f"--servers {servers}: expected 1 to {MAX_SERVERS} storage "
+                               f"servers (the volume has {before['servers']}; a volume "
+                               "keeps at least one)")
+        if stripe_size is not None:
+            validate_stripe_size(stripe_size, "--stripe-size")
+            if not stripe_size and before["stripe_size"] and san.sharded_files():
+                san.set_stripe_size(0)          # refuses, naming the sharded files
+        for key, _ in settings:
+            san.option_value(key)               # refuses an option GlusterFS does not have
+        said, changes = [], []
+
+        def record(what, was, now):
+            changes.append({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                            "change": what, "before": was, "after": now})
+            said.append(f"{what}: {was} -> {now}")
+
+        try:
+            for key, value in settings:
+                was = san.option_value(key)
+                now = san.set_option(key, value)
+                record(f"volume option {key}", was, now)
+            if stripe_size is not None and stripe_size != before["stripe_size"]:
+                san.set_stripe_size(stripe_size)
+                record("shard block size", stripe_words(before["stripe_size"]),
+                       stripe_words(stripe_size))
+            if servers is not None and servers != before["servers"]:
+                if servers > before["servers"]:
+                    san.add_servers(san_state["address"], servers, san_state["brick_size"],
+                                    _progress)
+                else:
+                    san.remove_servers(san_state["address"], servers, _progress)
+                record("storage servers", before["servers"], servers)
+        finally:
+            # what did change is recorded even when a later change failed
+            after = san.describe()
+            san_state.update(servers=after["servers"], stripe_size=after["stripe_size"],
+                             options=after["options"])
+            san_state["changes"] = san_state.get("changes", []) + changes
+            state["san"] = san_state
+            # a restart (`cluster up`) builds the volume it now has
+            state["spec"].update(san_servers=after["servers"], san_stripe_size=after["stripe_size"])
+            self._write_state(state)
+        if not changes:
+            said.append(f"the volume {san_state.get('volume')} already is so: nothing changed")
+        return said
 
     def _repair_san(self, state):
         """`up` on a running cluster: start again what of the SAN is gone (glusterd, a

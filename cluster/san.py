@@ -55,6 +55,7 @@ def default_brick_size():
 
 DEFAULT_BRICK_SIZE = default_brick_size()
 MIN_BRICK_SIZE = 512 << 20      # XFS wants 300 MiB at the least; keep room for logs
+MIN_STRIPE_SIZE = 4 << 20       # GlusterFS refuses shard blocks under 4 MiB
 SAN_PROGRAMS = ("glusterd", "glusterfs", "glusterfsd", "gluster", "mkfs.xfs", "unshare",
                 "nsenter", "mountpoint")
 
@@ -84,6 +85,17 @@ def size_words(size):
     return f"{size} B"
 
 
+def stripe_words(stripe_size):
+    return f"shards of {size_words(stripe_size)}" if stripe_size else "no sharding"
+
+
+def validate_stripe_size(stripe_size, option="--san-stripe-size"):
+    if stripe_size and (stripe_size & (stripe_size - 1) or stripe_size < MIN_STRIPE_SIZE):
+        raise ClusterError(f"{option} {stripe_size}: expected a power of two of at least "
+                           f"{size_words(MIN_STRIPE_SIZE)} (GlusterFS's shard block size), or 0 "
+                           "for no sharding")
+
+
 def validate_san_options(servers, brick_size, stripe_size):
     if not 1 <= int(servers) <= MAX_SERVERS:
         raise ClusterError(f"--san-servers {servers}: expected 1 to {MAX_SERVERS} storage "
@@ -91,10 +103,11 @@ def validate_san_options(servers, brick_size, stripe_size):
     if brick_size < MIN_BRICK_SIZE:
         raise ClusterError(f"--san-brick-size {size_words(brick_size)}: expected at least "
                            f"{size_words(MIN_BRICK_SIZE)} per server")
-    if stripe_size:
-        if stripe_size & (stripe_size - 1) or stripe_size < (1 << 20):
-            raise ClusterError(f"--san-stripe-size {stripe_size}: expected a power of two of "
-                               "at least 1 MiB (GlusterFS's shard block size)")
+    validate_stripe_size(stripe_size)
+
+
+def _numbers(first, last):
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def _top_mount(path, mountinfo="/proc/self/mountinfo"):
@@ -185,6 +198,152 @@ class GlusterSan:
                            "port": node.findtext("port")})
         return sorted(bricks, key=lambda b: int(b["server"][1:]))
 
+    # ---- what the volume is, from glusterd -----------------------------------------------
+    def describe(self):
+        """{servers, bricks, stripe_size, options} from `gluster volume info --xml`: the
+        volume's storage servers, brick paths, shard block size (0: no sharding) and the
+        options set on it (name: value as GlusterFS reports it)."""
+        result = self.gluster("volume", "info", VOLUME, "--xml", timeout=30)
+        try:
+            volume = ET.fromstring(result.stdout).find("./volInfo/volumes/volume")
+        except ET.ParseError as exc:
+            raise ClusterError(f"gluster volume info {VOLUME} --xml: unreadable ({exc})") from None
+        if volume is None:
+            raise ClusterError(f"gluster volume info {VOLUME} --xml: no volume in the answer")
+        bricks = [b.findtext("name") for b in volume.iter("brick")]
+        options = {o.findtext("name"): o.findtext("value") for o in volume.iter("option")}
+        stripe = 0
+        if options.get("features.shard") == "on":
+            stripe = parse_size(options.get("features.shard-block-size") or "64MB")
+        return {"servers": len(bricks), "bricks": bricks, "stripe_size": stripe,
+                "options": options}
+
+    def option_value(self, key):
+        """What GlusterFS reports for a volume option; ClusterError naming the option when
+        GlusterFS has no such option."""
+        result = self.gluster("volume", "get", VOLUME, key, "--xml", check=False, timeout=30)
+        try:
+            value = ET.fromstring(result.stdout).findtext("./volGetopts/Opt/Value")
+        except ET.ParseError:
+            value = None
+        if result.returncode != 0 or value is None:
+            raise ClusterError(f"--set {key}: GlusterFS has no volume option {key!r} "
+                               "(`gluster volume set help` lists them)")
+        return value
+
+    # ---- changes, as an admin makes them ---------------------------------------------
+    def set_option(self, key, value):
+        """`gluster volume set`; returns the value GlusterFS reports afterwards."""
+        result = self.gluster("volume", "set", VOLUME, key, value, check=False)
+        if result.returncode != 0:
+            said = (result.stderr.strip() or result.stdout.strip()).splitlines()
+            raise ClusterError(f"--set {key}={value}: GlusterFS refused it: "
+                               f"{said[0].removeprefix('volume set: failed: ') if said else '?'}")
+        return self.option_value(key)
+
+    def sharded_files(self):
+        """How many shard pieces the servers hold (files written while sharding was on)."""
+        return sum(1 for disk in sorted(self.servers_dir.glob("s*/brick/.shard"))
+                   for entry in disk.iterdir() if entry.name != ".remove_me")
+
+    def set_stripe_size(self, stripe_size):
+        """Sharding on with that block size (the block size first: GlusterFS checks it
+        against its 4 MiB minimum when sharding goes on), or off for 0."""
+        validate_stripe_size(stripe_size, "--stripe-size")
+        if stripe_size:
+            self.gluster("volume", "set", VOLUME, "features.shard-block-size",
+                         f"{stripe_size >> 20}MB")
+            self.gluster("volume", "set", VOLUME, "features.shard", "on")
+        else:
+            # GlusterFS would turn it off, and every sharded file would lose all but
+            # its first block
+            pieces = self.sharded_files()
+            if pieces:
+                raise ClusterError(f"--stripe-size 0: the volume holds {pieces} shard pieces "
+                                   "of sharded files, which would be lost without sharding; "
+                                   "remove those files first")
+            self.gluster("volume", "set", VOLUME, "features.shard", "off")
+
+    def brick_name(self, address, i):
+        return f"{address}:{self.servers_dir / f's{i}' / 'brick'}"
+
+    def add_servers(self, address, count, brick_size, progress):
+        """Storage servers up to `count`: each a new disk, `add-brick`, then a rebalance
+        that spreads the files over them (waited for)."""
+        have = self.describe()["servers"]
+        self._mount_server_disks(range(have + 1, count + 1), brick_size, progress)
+        added = [self.brick_name(address, i) for i in range(have + 1, count + 1)]
+        self.gluster("volume", "add-brick", VOLUME, *added, "force")
+        self._wait_bricks_online(count)
+        progress(f"added storage server(s) {_numbers(have + 1, count)}; rebalancing the "
+                 "files over all servers")
+        self.gluster("volume", "rebalance", VOLUME, "start")
+        self._wait_migration(["volume", "rebalance", VOLUME, "status", "--xml"],
+                             "volRebalance", "rebalance", progress)
+
+    def remove_servers(self, address, count, progress):
+        """Storage servers down to `count`, the last ones first: `remove-brick start`
+        migrates their files to the others, and only once that completed without a
+        failure is it committed; their disks are unmounted and kept."""
+        have = self.describe()["servers"]
+        removed = [self.brick_name(address, i) for i in range(count + 1, have + 1)]
+        self.gluster("volume", "remove-brick", VOLUME, *removed, "start")
+        progress(f"moving the files of storage server(s) {_numbers(count + 1, have)} to the "
+                 "others")
+        try:
+            self._wait_migration(["volume", "remove-brick", VOLUME, *removed, "status", "--xml"],
+                                 "volRemoveBrick", "migration", progress)
+        except ClusterError:
+            self.gluster("volume", "remove-brick", VOLUME, *removed, "stop", check=False)
+            raise
+        self.gluster("volume", "remove-brick", VOLUME, *removed, "commit")
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        for i in range(count + 1, have + 1):
+            disk, image = self.servers_dir / f"s{i}", self.servers_dir / f"s{i}.xfs"
+            self._stop_brick(f"s{i}")
+            if _mounted(disk) == "xfs":
+                subprocess.run(["umount", str(disk)], capture_output=True)
+            # kept (what the migration left is there), out of the way of a new server i
+            image.rename(self.servers_dir / f"s{i}.removed-{stamp}.xfs")
+
+    def _wait_migration(self, status_args, element, what, progress, timeout=3600):
+        """Poll a rebalance or remove-brick until it completed; ClusterError when it failed
+        or a file could not be moved."""
+        deadline, said = time.monotonic() + timeout, 0.0
+        while time.monotonic() < deadline:
+            result = self.gluster(*status_args, check=False, timeout=60)
+            try:
+                aggregate = ET.fromstring(result.stdout).find(f"./{element}/aggregate")
+            except ET.ParseError:
+                aggregate = None
+            if aggregate is not None:
+                status = aggregate.findtext("statusStr") or "?"
+                files, failures = aggregate.findtext("files"), aggregate.findtext("failures")
+                if status == "completed":
+                    if failures not in (None, "0"):
+                        raise ClusterError(f"{what}: {failures} files could not be moved; "
+                                           f"log: {self.log}")
+                    progress(f"{what} completed: {files} files moved")
+                    return
+                if status in ("failed", "stopped"):
+                    raise ClusterError(f"{what} {status}; log: {self.log}")
+                if time.monotonic() - said > 5:
+                    progress(f"{what}: {status}, {files} files moved so far")
+                    said = time.monotonic()
+            time.sleep(1)
+        raise ClusterError(f"{what} did not complete within {timeout} s; log: {self.log}")
+
+    def _wait_bricks_online(self, count, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.brick_status()
+            if len(status) == count and all(b["online"] for b in status):
+                return
+            time.sleep(0.5)
+        down = [b["server"] for b in self.brick_status() if not b["online"]]
+        raise ClusterError(f"storage server(s) {', '.join(down) or '?'} of the SAN did not "
+                           f"come up within {timeout} s; logs in {self.log / 'bricks'}")
+
     # ---- what this machine must offer ---------------------------------------------------
     @staticmethod
     def unavailable_reason():
@@ -218,7 +377,9 @@ class GlusterSan:
         san.update(servers=spec.san_servers, brick_size=spec.san_brick_size,
                    stripe_size=spec.san_stripe_size, volume=VOLUME, kind="glusterfs",
                    mount_point=str(self.mount_point))
-        self._mount_server_disks(spec, progress)
+        # an existing volume keeps the servers it has (changed by `cluster san` or not)
+        servers = self._registered_servers() or spec.san_servers
+        self._mount_server_disks(range(1, servers + 1), spec.san_brick_size, progress)
         self._write_glusterd_vol(san["address"], spec.base_port)
         progress(f"starting glusterd on {san['address']}:{GLUSTERD_PORT} "
                  f"(state in {self.workdir}, logs in {self.log})")
@@ -229,12 +390,16 @@ class GlusterSan:
             "volume", "list", check=False, timeout=10).returncode == 0,
             30, "glusterd", proc, log=self.log / "glusterd.log")
         self._ensure_volume(spec, san, progress)
-        # An existing volume keeps its servers and disks: record what is, not what was asked
-        if len(san["bricks"]) != spec.san_servers:
-            progress(f"note: the SAN in {self.root} has {len(san['bricks'])} storage servers "
-                     f"({spec.san_servers} asked for); remove {self.root} with the cluster "
-                     "down to make it anew")
-        san["servers"] = len(san["bricks"])
+        # An existing volume keeps its servers, disks and options: record what is
+        volume = self.describe()
+        if volume["servers"] != spec.san_servers or volume["stripe_size"] != spec.san_stripe_size:
+            progress(f"note: the SAN in {self.root} has {volume['servers']} storage servers, "
+                     f"{stripe_words(volume['stripe_size'])} ({spec.san_servers} servers, "
+                     f"{stripe_words(spec.san_stripe_size)} asked for); change it with "
+                     f"`scratchbench cluster san`, or remove {self.root} with the cluster down "
+                     "to make it anew")
+        san.update(servers=volume["servers"], stripe_size=volume["stripe_size"],
+                   options=volume["options"])
         san["brick_size"] = (self.servers_dir / "s1.xfs").stat().st_size
         self.mount_login_client(san, spawn, progress)
         return san
@@ -258,24 +423,32 @@ class GlusterSan:
         record.write_text(address + "\n")
         return address
 
-    def _mount_server_disks(self, spec, progress):
+    def _registered_servers(self):
+        """How many bricks glusterd's record of the volume lists (0: no volume yet)."""
+        info = self.workdir / "vols" / VOLUME / "info"
+        if not info.is_file():
+            return 0
+        return sum(1 for line in info.read_text().splitlines() if line.startswith("brick-"))
+
+    def _mount_server_disks(self, numbers, brick_size, progress):
+        """The disks of storage servers `numbers` (1-based), made where missing."""
         room = shutil.disk_usage(self.servers_dir).free
-        needed = spec.san_servers * spec.san_brick_size
+        needed = len(numbers) * brick_size
         if room < needed:
             progress(f"note: the storage servers' disks (sparse images) may grow to "
                      f"{size_words(needed)} but {self.servers_dir} has {room >> 30} GiB free: "
                      "a job that fills them past that fails with I/O errors, not 'no space'")
-        for i in range(1, spec.san_servers + 1):
+        for i in numbers:
             image = self.servers_dir / f"s{i}.xfs"
             disk = self.servers_dir / f"s{i}"
             disk.mkdir(exist_ok=True)
             if _mounted(disk) == "xfs":
                 continue
             if not image.exists():
-                progress(f"making storage server {i}'s disk: a {size_words(spec.san_brick_size)} "
+                progress(f"making storage server {i}'s disk: a {size_words(brick_size)} "
                          f"XFS image {image}")
                 with open(image, "wb") as f:
-                    f.truncate(spec.san_brick_size)
+                    f.truncate(brick_size)
                 made = subprocess.run(["mkfs.xfs", "-q", "-f", "-i", "size=512", str(image)],
                                       capture_output=True, text=True)
                 if made.returncode != 0:
@@ -310,17 +483,14 @@ end-volume
 
     def _ensure_volume(self, spec, san, progress):
         address = san["address"]
-        bricks = [f"{address}:{self.servers_dir / f's{i}' / 'brick'}"
-                  for i in range(1, spec.san_servers + 1)]
+        bricks = [self.brick_name(address, i) for i in range(1, spec.san_servers + 1)]
         if not self.volume_exists():
             progress(f"creating the GlusterFS volume '{VOLUME}' over {spec.san_servers} "
                      "storage servers")
             self.gluster("volume", "create", VOLUME, "transport", "tcp", *bricks, "force")
             # What a job's `ls -l` and `stat` see must be what the servers hold.
             if spec.san_stripe_size:
-                self.gluster("volume", "set", VOLUME, "features.shard", "on")
-                self.gluster("volume", "set", VOLUME, "features.shard-block-size",
-                             f"{spec.san_stripe_size >> 20}MB")
+                self.set_stripe_size(spec.san_stripe_size)
         info = self.gluster("volume", "info", VOLUME).stdout
         if "Status: Started" not in info:
             self.gluster("volume", "start", VOLUME)
@@ -513,16 +683,24 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
         """The brick processes glusterd started (they outlive glusterd): by PID file."""
         for pid_file in (self.run / "gluster" / "vols" / VOLUME).glob("*.pid"):
             try:
-                pid = int(pid_file.read_text().strip())
+                self._stop_glusterfsd(int(pid_file.read_text().strip()))
             except (OSError, ValueError):
                 continue
-            if process_alive(pid) and process_program(pid) == "glusterfsd":
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + 10
-                while process_alive(pid) and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                if process_alive(pid):
-                    os.kill(pid, signal.SIGKILL)
+
+    def _stop_brick(self, server):
+        pid = self._brick_pid_from_file(server)
+        if pid:
+            self._stop_glusterfsd(pid)
+
+    @staticmethod
+    def _stop_glusterfsd(pid):
+        if process_alive(pid) and process_program(pid) == "glusterfsd":
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while process_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if process_alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
     def unmount_all(self):
         """This machine's client mount and the servers' disks, exactly those."""

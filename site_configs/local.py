@@ -47,6 +47,12 @@ def _sanscratch(state):
     if san.get("kind") == "glusterfs":
         stripe = (f"files sharded in {san['stripe_size'] >> 20} MiB blocks"
                   if san.get("stripe_size") else "each file whole on one server")
+        # the options an admin changed (`scratchbench cluster san --set`), as they are now
+        changed = sorted({c["change"].removeprefix("volume option ")
+                          for c in san.get("changes", []) if c["change"].startswith("volume option ")})
+        options = san.get("options") or {}
+        if changed:
+            stripe += "; options set: " + ", ".join(f"{k}={options.get(k, '?')}" for k in changed)
         return ScratchTarget(
             name="sanscratch", path="$MYSANSCRATCH", kind="san", partitions=["batch"],
             per_job=True, cleanup="scheduler", health_command=HEALTH_COMMAND,

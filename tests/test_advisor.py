@@ -51,11 +51,14 @@ def pydarshan_reports(path):
     warnings.simplefilter("ignore")
     from darshan.backend.cffi_backend import accumulate_records
     darshan.enable_experimental()
-    report = darshan.DarshanReport(str(path), read_all=True)
-    metrics = {m: accumulate_records(report.records[m].to_df(), m,
-                                     report.metadata["job"]["nprocs"]).derived_metrics
-               for m in ("POSIX", "STDIO") if m in report.records and len(report.records[m])}
-    return report, metrics, report.agg_ioops(mode="dict")
+    # Closed here, not by the garbage collector: a report's __del__ that runs while cffi
+    # parses a type for the next one takes cffi's lock twice, and the test hangs.
+    with darshan.DarshanReport(str(path), read_all=True) as report:
+        nprocs = report.metadata["job"]["nprocs"]
+        metrics = {m: accumulate_records(report.records[m].to_df(), m, nprocs).derived_metrics
+                   for m in ("POSIX", "STDIO")
+                   if m in report.records and len(report.records[m])}
+        return nprocs, metrics, report.agg_ioops(mode="dict")
 
 
 @pytest.mark.parametrize("path", WITH_POSIX + [TEST_INPUT / "noposix.darshan"],
@@ -64,12 +67,12 @@ def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
     """POSIX and STDIO together: each byte, request and open the job made through
     either; the histogram and stats are POSIX's (STDIO records neither)."""
     profile = advisor.load_profile(path)
-    report, metrics, ioops = pydarshan_reports(path)
+    nprocs, metrics, ioops = pydarshan_reports(path)
 
     def both(field, category=0):
         return sum(getattr(m.category_counters[category], field) for m in metrics.values())
 
-    assert profile.processes == report.metadata["job"]["nprocs"]
+    assert profile.processes == nprocs
     assert profile.bytes_read == both("total_read_volume_bytes")
     assert profile.bytes_written == both("total_write_volume_bytes")
     assert profile.bytes_read + profile.bytes_written == sum(m.total_bytes
@@ -190,7 +193,7 @@ def test_one_request_per_rank_is_not_random():
     """sample-dxt-simple.darshan: 16 processes, 2 writes in all, each a rank's first on
     its file; Darshan's consecutive counter skips first accesses, so it says 0."""
     profile = advisor.load_profile(TEST_INPUT / "sample-dxt-simple.darshan")
-    report, _, ioops = pydarshan_reports(TEST_INPUT / "sample-dxt-simple.darshan")
+    _, _, ioops = pydarshan_reports(TEST_INPUT / "sample-dxt-simple.darshan")
     assert ioops["POSIX"]["POSIX_WRITES"] == 2 and ioops["POSIX"]["POSIX_CONSEC_WRITES"] == 0
     assert profile.consecutive["write"] == 1.0 and profile.sequential["write"] == 1.0
     # and a job that seeks about on one rank stays as random as Darshan says
