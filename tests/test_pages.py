@@ -301,6 +301,9 @@ def test_morning_page_names_each_change(made_up_site):
                      banner, re.S).group(1)
     fs = (made_up_site["out"] / "fs-fastfs.html").read_text()
     assert f'id="{link.split("#")[1]}"' in fs, "the link leads to the figure's chart"
+    for other in re.findall(r'<a href="(fs-[^"#]+\.html)#(f-[0-9a-f]{12})">chart</a>', banner):
+        page = (made_up_site["out"] / other[0]).read_text()
+        assert f'id="{other[1]}"' in page, f"{other}: every change's link lands on its chart"
     assert re.search(r'<tr data-headline="Stage a data set into scratch" class="regressed">',
                      index)
     stage = headline_row(index, "Stage a data set into scratch")
@@ -752,7 +755,7 @@ def assert_banner_link_opens_its_chart(home):
     draws the chart on the reader's screen."""
     with served_page(home) as (page, root):
         page.goto(f"{root}/pages/index.html")
-        page.locator(".banner a", has_text="chart").last.click()
+        page.locator(".banner li", has_text="Stage a data set").locator("a").click()
         anchor = page.evaluate("location.hash").lstrip("#")
         assert anchor.startswith("f-"), page.url
         figure = page.locator(f"figure:has(#{anchor})")
