@@ -651,7 +651,15 @@ def browse(home, shots, unfolded=(), pages="pages"):
                     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
                     page.evaluate(SCROLL)
                 if page.locator("[data-plot]").count():
-                    page.wait_for_function(RENDERED, arg=name not in full, timeout=120000)
+                    try:
+                        page.wait_for_function(RENDERED, arg=name not in full, timeout=120000)
+                    except Exception as exc:   # say which page did not finish drawing
+                        waiting = page.evaluate(
+                            "() => [...document.querySelectorAll('[data-plot]')].filter("
+                            "el => !el.closest('details:not([open])') && "
+                            "el.dataset.rendered !== '1').length")
+                        raise AssertionError(f"{name}: {waiting} plot(s) not drawn: "
+                                             f"{exc}") from None
                 alive = page.evaluate(ALIVE_CONTEXTS)
                 if alive > MOST_CONTEXTS:
                     problems.append(f"{name}: {alive} WebGL contexts alive after every plot "
