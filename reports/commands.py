@@ -244,14 +244,18 @@ def notify_all(targets, result, path):
 
 
 def _notification(result, path):
-    bad = [f for f in result["figures"] if f.get("notify") or f["verdict"] == "failed"]
-    text = (f"scratchbench nightly run {result['run_id']}: {result['regressions']} new "
-            f"regression(s), {result['recovered']} recovered, {result['failed']} failed "
-            "check(s)")
+    bad = [f for f in naming.changes(result["figures"])
+           if f.get("notify") or f["verdict"] == "failed"]
+    # The news in words, one line each, newest first (as the banner says it).
+    text = "\n".join([f"scratchbench nightly run {result['run_id']}: {result['regressions']} "
+                      f"new regression(s), {result['recovered']} recovered, "
+                      f"{result['failed']} failed check(s)"] +
+                     [naming.change_sentence(f) for f in bad])
     return {"text": text, "run_id": result["run_id"], "verdict_file": str(path),
             "regressions": result["regressions"], "recovered": result["recovered"],
             "failed": result["failed"],
-            "figures": [{"name": f["name"], "verdict": f["verdict"], "detail": f["detail"]}
+            "figures": [{"name": f["name"], "verdict": f["verdict"], "detail": f["detail"],
+                         "words": naming.change_sentence(f), "chart": f.get("chart")}
                         for f in bad]}
 
 

@@ -866,7 +866,7 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
         folded[(tag, check)][(variant, partition, tuple(sorted({s.workload_words for s in ss})))]\
             .append(plots.add(spec, label=label, unit=unit, notes=notes, headline=headline,
                               verdicts=[(e, v) for e, v in judged if v],
-                              anchors=[naming.figure_anchor(s.key, s.metric) for s in ss]))
+                              anchors=_anchors(ss)))
     sections = [{"tag": tag, "check": check, "words": naming.tag_words(tag),
                  "variants": [{"variant": v, "partition": p, "workload": "; ".join(w),
                                "plots": sorted(ps, key=lambda p: (not p["headline"], p["label"]))}
@@ -875,6 +875,11 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
     return {"headlines": headlines, "charts": charts, "scaling": scaling,
             "sections": sections, "partitions": sorted({s.partition for s in mine}),
             "kind": next((s.kind for s in mine if s.kind), None)}
+
+
+def _anchors(series):
+    """The ids a verdict's link to these figures' chart lands on (naming.figure_anchor)."""
+    return [naming.figure_anchor(s.key, s.metric) for s in series]
 
 
 def _chart_sections(mine, plots):
@@ -898,7 +903,7 @@ def _chart_sections(mine, plots):
             lines = defaultdict(dict)
             for s in current:
                 lines[s.chart.get("line") or s.label][s.chart["x"][1]] = s.points[-1][1]
-            out.append(dict(caption, kind=kind, line=None,
+            out.append(dict(caption, kind=kind, line=None, anchors=_anchors(ss),
                             plots=[plots.add(lines_plot(x_name, lines, unit))]))
         else:
             y_name = current[0].chart["y"][0]
@@ -910,6 +915,8 @@ def _chart_sections(mine, plots):
             for line, cells in sorted(surfaces.items()):
                 surface, heat = surface_plots(x_name, y_name, cells, unit, ticks, marks)
                 out.append(dict(caption, kind=kind, line=line,
+                                anchors=_anchors(s for s in ss if (
+                                    s.chart.get("line") or s.label) == line),
                                 thresholds=threshold_words(marks, cells, ticks),
                                 plots=[plots.add(surface, surface=True),
                                        plots.add(heat)]))

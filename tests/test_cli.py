@@ -71,6 +71,7 @@ def test_run_refuses_to_start_when_told(sb_home, tmp_path):
     (["verdict", "nightly", "--run", "nosuchrun"], 1, "--run nosuchrun: no such run"),
 ])
 def test_history_commands_bad_input(tmp_path, args, code, message):
+    _history_with_runs(tmp_path)   # a store to read (a missing one is exit 7: test_reports)
     result = scratchbench(*args, env={"SCRATCHBENCH_HOME": str(tmp_path)})
     assert result.returncode == code, result.stderr
     assert message in one_line(result)

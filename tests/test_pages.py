@@ -8,6 +8,7 @@ rendered, the console must stay free of errors, and every link must lead somewhe
 Screenshots of each page kind go to var/test-artifacts/ for review.
 """
 
+import contextlib
 import html
 import json
 import re
@@ -300,6 +301,9 @@ def test_morning_page_names_each_change(made_up_site):
                      banner, re.S).group(1)
     fs = (made_up_site["out"] / "fs-fastfs.html").read_text()
     assert f'id="{link.split("#")[1]}"' in fs, "the link leads to the figure's chart"
+    for other in re.findall(r'<a href="(fs-[^"#]+\.html)#(f-[0-9a-f]{12})">chart</a>', banner):
+        page = (made_up_site["out"] / other[0]).read_text()
+        assert f'id="{other[1]}"' in page, f"{other}: every change's link lands on its chart"
     assert re.search(r'<tr data-headline="Stage a data set into scratch" class="regressed">',
                      index)
     stage = headline_row(index, "Stage a data set into scratch")
@@ -344,7 +348,9 @@ def test_advice_agrees_with_the_index(made_up_site):
     assert re.search(r"Bandwidth \(made up\): write bandwidth is (9|10|11)\.?\d*x higher with "
                      r"file per process, POSIX", advice), advice
     # Where the spread does not support a claim, the advice does not make one.
-    assert "Create empty files" not in advice.split("No clear difference")[0]
+    # (that it varies a lot from run to run at CV 15% is no claim of a winner)
+    assert not re.search(r"(Best file system here for|For) Create empty files",
+                         advice.split("No clear difference")[0]), advice
     assert re.search(r"No clear difference .* for: Create empty files", advice)
     assert re.search(r"Not enough data yet .* Delete files .*\(3 more runs needed\)", advice)
     slow = text_of((made_up_site["out"] / "fs-slowfs.html").read_text())
@@ -433,8 +439,8 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     fs_pages = len(list(out.glob("fs-*.html")))
     across = len(list(out.glob("across-*.html")))
     # index, compare, runs, advisor, the file-system pages and the charts across them
-    # (a surface per pattern and the queue-depth lines); no run page
-    assert across == len(PATTERNS) + 1 and first == again + RUNS and again == 4 + fs_pages + across
+    # (a surface per pattern, the queue-depth lines and the placements); no run page
+    assert across == len(PATTERNS) + 2 and first == again + RUNS and again == 4 + fs_pages + across
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
@@ -645,7 +651,15 @@ def browse(home, shots, unfolded=(), pages="pages"):
                     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
                     page.evaluate(SCROLL)
                 if page.locator("[data-plot]").count():
-                    page.wait_for_function(RENDERED, arg=name not in full, timeout=120000)
+                    try:
+                        page.wait_for_function(RENDERED, arg=name not in full, timeout=120000)
+                    except Exception as exc:   # say which page did not finish drawing
+                        waiting = page.evaluate(
+                            "() => [...document.querySelectorAll('[data-plot]')].filter("
+                            "el => !el.closest('details:not([open])') && "
+                            "el.dataset.rendered !== '1').length")
+                        raise AssertionError(f"{name}: {waiting} plot(s) not drawn: "
+                                             f"{exc}") from None
                 alive = page.evaluate(ALIVE_CONTEXTS)
                 if alive > MOST_CONTEXTS:
                     problems.append(f"{name}: {alive} WebGL contexts alive after every plot "
@@ -665,35 +679,39 @@ def browse(home, shots, unfolded=(), pages="pages"):
     return problems, links
 
 
-def test_a_chart_of_names_draws_its_points_in_chromium(made_up_site):
-    """'Bandwidth by placement of readers' has names on its x axis: every point is
-    drawn (on a numeric axis Plotly drew none), on the across page and the fs page."""
+@contextlib.contextmanager
+def served_page(home):
+    """A Chromium page and the root URL of home served over HTTP."""
     from playwright.sync_api import sync_playwright
 
-    server, root = serve(made_up_site["home"])
+    server, root = serve(home)
     try:
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
-            page = browser.new_page(viewport={"width": 1300, "height": 900})
-            page.goto(f"{root}/pages/across-Bandwidth-by-placement-of-readers.html")
-            page.wait_for_function(RENDERED, arg=False, timeout=60000)
-            drawn = page.evaluate(
-                "() => [...document.querySelectorAll('[data-plot]')].map(el => "
-                "[el.querySelectorAll('.scatterlayer .point').length, "
-                "[...el.querySelectorAll('.xtick text')].map(t => t.textContent)])")
-            # 2 file systems x 2 operations x 2 placements
-            assert drawn and sum(points for points, _ in drawn) == 8, drawn
-            assert all(ticks == ["local", "one-to-many"] for _, ticks in drawn), drawn
+            yield browser.new_page(viewport={"width": 1300, "height": 900}), root
             browser.close()
     finally:
         server.shutdown()
 
 
+def test_a_chart_of_names_draws_its_points_in_chromium(made_up_site):
+    """'Bandwidth by placement of readers' has names on its x axis: every point is
+    drawn (on a numeric axis Plotly drew none), on the across page and the fs page."""
+    with served_page(made_up_site["home"]) as (page, root):
+        page.goto(f"{root}/pages/across-Bandwidth-by-placement-of-readers.html")
+        page.wait_for_function(RENDERED, arg=False, timeout=60000)
+        drawn = page.evaluate(
+            "() => [...document.querySelectorAll('[data-plot]')].map(el => "
+            "[el.querySelectorAll('.scatterlayer .point').length, "
+            "[...el.querySelectorAll('.xtick text')].map(t => t.textContent)])")
+        # 2 file systems x 2 operations x 2 placements
+        assert drawn and sum(points for points, _ in drawn) == 8, drawn
+        assert all(ticks == ["local", "one-to-many"] for _, ticks in drawn), drawn
+
+
 def test_a_single_run_is_its_value_over_its_date_in_chromium(tmp_path):
     """One run so far: its headline is drawn over its date, one tick, not a dot on an
     axis of minutes."""
-    from playwright.sync_api import sync_playwright
-
     db = tmp_path / "h.sqlite"
     conn = store.connect(db)
     cases = [make_case("SynthDelete", {"scratch_target": "fastfs"}, "gnu", "fastfs",
@@ -704,84 +722,59 @@ def test_a_single_run_is_its_value_over_its_date_in_chromium(tmp_path):
     store.ingest_report(conn, make_report("only", START, cases, tag="nightly"))
     conn.close()
     pages.build(tmp_path / "pages", db_path=db)
-    server, root = serve(tmp_path)
-    try:
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            page = browser.new_page(viewport={"width": 1300, "height": 900})
-            page.goto(f"{root}/pages/fs-fastfs.html")
-            page.wait_for_function(RENDERED, arg=True, timeout=60000)
-            ticks = page.evaluate("() => [...document.querySelector('.grid [data-plot]')"
-                                  ".querySelectorAll('.xtick text')].map(t => t.textContent)")
-            assert ticks == [f"{pages.when(START)} UTC"], ticks
-            points = page.evaluate("() => document.querySelector('.grid [data-plot]')"
-                                   ".querySelectorAll('.scatterlayer .point').length")
-            assert points == 2, "the run and its latest-value mark"
-            browser.close()
-    finally:
-        server.shutdown()
+    with served_page(tmp_path) as (page, root):
+        page.goto(f"{root}/pages/fs-fastfs.html")
+        page.wait_for_function(RENDERED, arg=True, timeout=60000)
+        ticks = page.evaluate("() => [...document.querySelector('.grid [data-plot]')"
+                              ".querySelectorAll('.xtick text')].map(t => t.textContent)")
+        assert ticks == [f"{pages.when(START)} UTC"], ticks
+        points = page.evaluate("() => document.querySelector('.grid [data-plot]')"
+                               ".querySelectorAll('.scatterlayer .point').length")
+        assert points == 2, "the run and its latest-value mark"
 
 
 def test_surface_value_axis_has_no_zero_and_room_above_in_chromium(made_up_site):
     """The 3-D value axis: no '0' tick on the corner where the size labels meet, and its
     top tick below the top of the axis (at the very top its label was cut)."""
-    from playwright.sync_api import sync_playwright
-
     spec, _ = pages.surface_plots("file size", "record size",
                                   {(1, 1): 4000.0, (2, 1): 8000.0}, "MiB/s")
     zaxis = spec["layout"]["scene"]["zaxis"]
     assert zaxis["tickvals"] == [2000, 4000, 6000, 8000] and zaxis["range"][1] > 8000
     assert zaxis["ticktext"][-1] == "8,000"
-    server, root = serve(made_up_site["home"])
-    try:
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            page = browser.new_page(viewport={"width": 1300, "height": 900})
-            page.goto(f"{root}/pages/fs-fastfs.html")
-            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-            page.locator("[data-webgl]").first.scroll_into_view_if_needed()
-            page.wait_for_function(
-                "() => { const el = document.querySelector('[data-webgl]'); return "
-                "el.dataset.rendered === '1' && el._fullLayout; }", timeout=120000)
-            axes = page.evaluate(
-                "() => [...document.querySelectorAll('[data-webgl]')].filter(el => "
-                "el._fullLayout).map(el => { const z = el._fullLayout.scene.zaxis; return "
-                "[z.type, z.tickvals || [], z.range]; })")
-            linear = [a for a in axes if a[0] == "linear"]
-            assert linear, axes
-            for _, ticks, (bottom, top) in linear:
-                assert ticks and 0 not in ticks and max(ticks) < top, (ticks, top)
-            browser.close()
-    finally:
-        server.shutdown()
+    with served_page(made_up_site["home"]) as (page, root):
+        page.goto(f"{root}/pages/fs-fastfs.html")
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        page.locator("[data-webgl]").first.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "() => { const el = document.querySelector('[data-webgl]'); return "
+            "el.dataset.rendered === '1' && el._fullLayout; }", timeout=120000)
+        axes = page.evaluate(
+            "() => [...document.querySelectorAll('[data-webgl]')].filter(el => "
+            "el._fullLayout).map(el => { const z = el._fullLayout.scene.zaxis; return "
+            "[z.type, z.tickvals || [], z.range]; })")
+        linear = [a for a in axes if a[0] == "linear"]
+        assert linear, axes
+        for _, ticks, (bottom, top) in linear:
+            assert ticks and 0 not in ticks and max(ticks) < top, (ticks, top)
 
 
 def assert_banner_link_opens_its_chart(home):
     """Following the banner's link to a regression's chart opens its folded section and
     draws the chart on the reader's screen."""
-    from playwright.sync_api import sync_playwright
-
-    server, root = serve(home)
-    try:
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            page = browser.new_page(viewport={"width": 1300, "height": 900})
-            page.goto(f"{root}/pages/index.html")
-            page.locator(".banner a", has_text="chart").last.click()
-            anchor = page.evaluate("location.hash").lstrip("#")
-            assert anchor.startswith("f-"), page.url
-            figure = page.locator(f"figure:has(#{anchor})")
-            page.wait_for_function(
-                "(id) => { const el = document.getElementById(id).closest('figure')"
-                ".querySelector('[data-plot]'); const box = el.getBoundingClientRect(); "
-                "return el.closest('details').open && el.dataset.rendered === '1' && "
-                "box.top < window.innerHeight && box.bottom > 0; }", arg=anchor,
-                timeout=60000)
-            assert "Time to stage in" in figure.inner_text()
-            assert "regression" in figure.inner_text()
-            browser.close()
-    finally:
-        server.shutdown()
+    with served_page(home) as (page, root):
+        page.goto(f"{root}/pages/index.html")
+        page.locator(".banner li", has_text="Stage a data set").locator("a").click()
+        anchor = page.evaluate("location.hash").lstrip("#")
+        assert anchor.startswith("f-"), page.url
+        figure = page.locator(f"figure:has(#{anchor})")
+        page.wait_for_function(
+            "(id) => { const el = document.getElementById(id).closest('figure')"
+            ".querySelector('[data-plot]'); const box = el.getBoundingClientRect(); "
+            "return el.closest('details').open && el.dataset.rendered === '1' && "
+            "box.top < window.innerHeight && box.bottom > 0; }", arg=anchor,
+            timeout=60000)
+        assert "Time to stage in" in figure.inner_text()
+        assert "regression" in figure.inner_text()
 
 
 def test_made_up_pages_render_in_chromium(made_up_site):

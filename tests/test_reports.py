@@ -311,6 +311,9 @@ def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path,
     assert payload["run_id"] == "run021" and payload["regressions"] == 1
     assert payload["figures"][0]["verdict"] == "regression"
     assert "write bw" in payload["figures"][0]["name"]
+    assert payload["figures"][0]["words"].startswith("Regression (new): write bw")
+    assert payload["text"].splitlines()[1] == payload["figures"][0]["words"], \
+        "the chat message names the change in words"
     assert json.loads(flag.read_text())["run_id"] == "run021"
     assert [n["ok"] for n in result["notified"]] == [True, True]
 
