@@ -662,6 +662,8 @@ class EmbeddedCluster:
     def _start_slurmds(self, state, spec):
         san = GlusterSan(self.dir, spec.san_root)
         on_san = (state.get("san") or {}).get("kind") == "glusterfs"
+        if on_san:
+            san.share_mounts_with_nodes(_progress)
         for i in range(spec.nodes):
             name = node_name(i)
             where = " with its own SAN client" if on_san else ""

@@ -537,6 +537,23 @@ end-volume
                    "the SAN's client on this machine", proc)
         os.chmod(self.mount_point, 0o755)
 
+    @staticmethod
+    def share_mounts_with_nodes(progress):
+        """Mounts made on this machine after the nodes started (a site's new scratch file
+        system, a test's small tmpfs) reach the nodes only if / is a shared mount, as
+        systemd makes it at boot; where / is private (no systemd), make it shared."""
+        root = next((line.split(" - ")[0].split()[6:] for line in
+                     Path("/proc/self/mountinfo").read_text().splitlines()
+                     if line.split()[4] == "/"), [])
+        if any(field.startswith("shared:") for field in root):
+            return
+        progress("making / a shared mount (mount --make-rshared /, as systemd does at "
+                 "boot), so that mounts made here later reach the embedded nodes")
+        done = subprocess.run(["mount", "--make-rshared", "/"], capture_output=True, text=True)
+        if done.returncode != 0:
+            progress(f"could not ({done.stderr.strip()[:160]}): mounts made on this "
+                     "machine after `cluster up` will not reach the nodes")
+
     def node_launcher(self, san, node, slurmd_argv):
         """argv that starts a node inside a mount namespace of its own: the node's own
         client is mounted there first, then the node's slurmd replaces the shell (its PID
