@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scratchbench import paths, units
 from scratchbench.errors import ConfigError, ScratchbenchError
-from reports import naming, pages, store, verdicts
+from reports import naming, pages, store, suite, verdicts
 
 
 def progress(message):
@@ -171,14 +171,27 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                           unit=rows[-1]["unit"] or ""))
         names.append(naming.figure_name(rows[-1]))
         latest_rows.append(rows[-1])
+    # The suite layer decides what is notified and the exit code: figures that move
+    # together (a check on one target, system and environment) are one group, the
+    # run's common shift is removed, and one budget covers the whole suite.
+    groups = [_group_words(row) for row in latest_rows]
+    suite_verdict = suite.judge(histories, groups,
+                                sorted(started, key=lambda r: (started[r], r)))
     figures = [dict(verdicts.as_dict(v), name=name,
                     nights_needed=max(0, verdicts.MIN_HISTORY - v.history)
                     if v.verdict == "insufficient-history" else 0)
                for v, name in zip(verdicts.nightly_many(histories), names)]
-    for entry, row in zip(figures, latest_rows):
+    alert_of = {(m["series"], m["metric"]): a for a in suite_verdict.alerts
+                for m in a.members}
+    for entry, row, group in zip(figures, latest_rows, groups):
         entry["detail"] = _dated(entry["detail"], started)
         if entry["verdict"] in naming.CHANGE_WORDS:
             _describe_change(entry, row, started)
+        entry["group"] = group
+        alert = alert_of.get((entry["series"], entry["metric"]))
+        # Notified: a figure that a new alert names, with a change of its own.
+        entry["notify"] = bool(alert and alert.news and alert.direction == "regression"
+                               and entry["verdict"] in naming.CHANGE_WORDS)
     figures += undeclared
     failed = _failed_cases(conn, run_id)
     judged_on = conn.execute("SELECT started FROM runs WHERE run_id = ?",
@@ -205,18 +218,53 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
         "nights_needed": max([f.get("nights_needed", 0) for f in figures], default=0),
         "failed": len(failed),
+        "suite": _suite_entry(suite_verdict, started),
+        "alerts": sum(a.news for a in suite_verdict.regressions),
+        "ongoing_alerts": sum(not a.news for a in suite_verdict.regressions),
         "figures": figures + failed,
     }
     path = Path(out) if out else verdict_dir() / f"nightly-{run_id}.json"
     _write_json(path, result)
-    # A regression keeps the night red while it lasts; notifiers hear only what is news
-    # (a new regression, a recovery) and every failed check.
-    code = 1 if result["regressions"] or result["ongoing_regressions"] else 4 if failed else 0
-    if failed or any(f.get("notify") for f in figures):
+    # A suite alert of a regression keeps the night red while it lasts; notifiers hear
+    # only what is news (a new alert, with every figure it affects) and every failed
+    # check.  Per-figure verdicts stay in the file and on the pages.
+    code = 1 if suite_verdict.regressions else 4 if failed else 0
+    if failed or suite_verdict.notify:
         result["notified"] = notify_all(notify, result, path)
         if result["notified"]:
             _write_json(path, result)
     return code, result, path
+
+
+def _group_words(row):
+    """A suite group in words: a check on one target, system and environment."""
+    return (f"{naming.check_words(row)} on {row['scratch_target'] or 'unspecified'} "
+            f"[{row['environ'] or 'no environment'}] ({row['system']}:{row['partition']}"
+            + (f", {row['workload']}" if row["workload"] else "") + ")")
+
+
+def _suite_entry(verdict, started):
+    """The suite layer's part of the verdict file: its method, budget and alerts."""
+    return {"method": suite.METHOD, "false_notifications": suite.FALSE_NOTIFICATIONS,
+            "alpha": suite.SUITE_ALPHA, "tests": verdict.tests, "groups": verdict.groups,
+            "group_threshold": verdict.group_threshold,
+            "figure_threshold": verdict.figure_threshold,
+            "run_effect": verdict.run_effect,
+            "alerts": [dict(verdicts.as_dict(a), since=units.date(started[a.change_run])
+                            if a.change_run in started else a.change_run)
+                       for a in verdict.alerts]}
+
+
+def alert_sentence(alert):
+    """A suite alert in words: the group, new or ongoing, since when, how much, and how
+    many of its figures moved."""
+    kind = "Regression" if alert["direction"] == "regression" else "Improvement"
+    much = units.percent(alert["relative_change"]) \
+        if alert["relative_change"] is not None and math.isfinite(alert["relative_change"]) \
+        else "n/a"
+    return (f"{kind} alert ({'new' if alert['news'] else 'ongoing'}): {alert['group']}, "
+            f"since {alert['since']}: median {much} over {len(alert['members'])} figure(s) "
+            f"(z {alert['z']:+.1f} beyond {alert['threshold']:.1f})")
 
 
 def notify_all(targets, result, path):
@@ -246,14 +294,18 @@ def notify_all(targets, result, path):
 def _notification(result, path):
     bad = [f for f in naming.changes(result["figures"])
            if f.get("notify") or f["verdict"] == "failed"]
-    # The news in words, one line each, newest first (as the banner says it).
-    text = "\n".join([f"scratchbench nightly run {result['run_id']}: {result['regressions']} "
-                      f"new regression(s), {result['recovered']} recovered, "
+    alerts = [a for a in result.get("suite", {}).get("alerts", [])
+              if a["news"] and a["direction"] == "regression"]
+    # The news in words, one line each, newest first (as the banner says it); then the
+    # suite alerts, each once with how many figures it covers.
+    text = "\n".join([f"scratchbench nightly run {result['run_id']}: {result['alerts']} "
+                      f"new alert(s), {result['regressions']} figure(s) newly regressed, "
                       f"{result['failed']} failed check(s)"] +
-                     [naming.change_sentence(f) for f in bad])
+                     [naming.change_sentence(f) for f in bad] +
+                     [alert_sentence(a) for a in alerts])
     return {"text": text, "run_id": result["run_id"], "verdict_file": str(path),
-            "regressions": result["regressions"], "recovered": result["recovered"],
-            "failed": result["failed"],
+            "alerts": alerts, "regressions": result["regressions"],
+            "recovered": result["recovered"], "failed": result["failed"],
             "figures": [{"name": f["name"], "verdict": f["verdict"], "detail": f["detail"],
                          "words": naming.change_sentence(f), "chart": f.get("chart")}
                         for f in bad]}
@@ -271,6 +323,8 @@ def _post(url, payload):
 def format_nightly(result, path):
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
+    for alert in result.get("suite", {}).get("alerts", []):
+        lines.append(f"  {alert_sentence(alert)}")
     for f in naming.changes(result["figures"]):
         lines.append(f"  {naming.change_sentence(f)}")
         if f.get("chart"):

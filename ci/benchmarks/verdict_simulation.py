@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from reports import verdicts
+from reports import suite, verdicts
 
 REGRESSION = ("regression", "ongoing-regression")
 
@@ -196,6 +196,124 @@ def _cv_for(drop, k, alpha):
     return math.sqrt(math.expm1(sigma * sigma))
 
 
+# ---- the suite layer --------------------------------------------------------------------
+SUITE_MODELS = (
+    # name, variance shares (figure alone, the whole run, the group's job), AR(1) phi
+    ("independent per figure", (1.0, 0.0, 0.0), 0.0),
+    ("shared run-to-run", (0.4, 0.4, 0.2), 0.0),
+)
+
+
+def suite_noise(rng, figures, nights, group_of, cv, shares, phi=0.0):
+    """Log-scale noise (figures x nights) with total CV `cv`: a part of each figure's
+    own (AR(1) with phi), a part common to the whole run, a part common to a group's
+    job that night."""
+    sigma = math.sqrt(math.log1p(cv * cv))
+    own, run, job = (math.sqrt(s) * sigma for s in shares)
+    e = rng.standard_normal((figures, nights))
+    if phi:
+        c = math.sqrt(1 - phi * phi)
+        for t in range(1, nights):
+            e[:, t] = phi * e[:, t - 1] + c * e[:, t]
+    x = own * e + run * rng.standard_normal(nights)[None, :]
+    if job:
+        x += job * rng.standard_normal((int(group_of.max()) + 1, nights))[group_of]
+    return x
+
+
+def poisson_interval(events, exposure):
+    """Rate with its exact 95% interval (Garwood), events per unit of exposure."""
+    low = stats.chi2.ppf(0.025, 2 * events) / 2 if events else 0.0
+    high = stats.chi2.ppf(0.975, 2 * events + 2) / 2
+    return events / exposure, low / exposure, high / exposure
+
+
+def _suite_nights(x, group_of, first, last, history=verdicts.WINDOW):
+    """The fired alerts of each night first..last-1 (column = night), and their news."""
+    logs = np.ones(len(x), dtype=bool)
+    fired_by_night, news_by_night = [], []
+    for e in range(first, last):
+        fired, _ = suite.night(x[:, max(0, e + 1 - history):e + 1], logs, group_of)
+        news_by_night.append(suite.news(fired, fired_by_night[-suite.LOOK_BACK:]))
+        fired_by_night.append(fired)
+    return fired_by_night, news_by_night
+
+
+def suite_layer(rng, weeks, figures=10000, group_size=8, cv=0.15, replicates=2):
+    print("## The suite layer: false notifications a week, and detection\n")
+    groups = figures // group_size
+    group_of = np.repeat(np.arange(groups), group_size)[:figures]
+    warm = 60
+    print(f"{figures:,} figures a night in {groups:,} groups of {group_size} (a check's "
+          f"figures on one target and environment), CV {cv:.0%} (log-normal), {warm} nights "
+          f"of history before the first night judged, then {weeks} weeks judged night by "
+          "night with `reports.suite` (suite budget "
+          f"{suite.SUITE_ALPHA} a night).  A false notification: a new regression alert on "
+          "a suite where nothing changed (95% interval: exact Poisson).  Shared "
+          "run-to-run: 40% of the variance is the figure's own, 40% common to the whole "
+          "run, 20% common to the group's job that night.\n")
+    rows = []
+    for name, shares, phi in SUITE_MODELS + (("AR(1) phi 0.8 per figure", (1.0, 0.0, 0.0),
+                                              0.8),):
+        nights = 7 * weeks
+        x = suite_noise(rng, figures, warm + nights, group_of, cv, shares, phi)
+        _, news = _suite_nights(x, group_of, warm, warm + nights)
+        false = sum(1 for night in news for (key, d), new in night.items()
+                    if new and d == "regression")
+        improvements = sum(1 for night in news for (key, d), new in night.items()
+                           if new and d == "improvement")
+        rate, low, high = poisson_interval(false, weeks)
+        rows.append([name, f"{nights} nights", f"{false}",
+                     f"{rate:.2f} [{low:.2f}, {high:.2f}]", f"{improvements / weeks:.2f}"])
+    table(["noise", "judged", "false notifications", "a week [95%]",
+           "false improvements a week"], rows)
+
+    print("### Detection of a 20% drop at CV 15%\n")
+    changed = max(groups // 25, 10)
+    print(f"In each of {replicates} suites per noise model, {changed} groups drop 20% "
+          f"together, {changed} single figures (in other groups) drop 20% alone, and "
+          f"{changed} groups drop 20% 20 nights after a 20% improvement; the share "
+          "notified (a regression alert of the figure's group) by night k of the new "
+          "level, with its 95% interval.  The bound: the most powerful single-figure test "
+          "at 1% (reports/VERDICTS.md): 60.4% within 3 nights.\n")
+    rows = []
+    for name, shares, phi in SUITE_MODELS:
+        hits = {kind: np.zeros(6) for kind in ("group", "single", "after improvement")}
+        totals = dict.fromkeys(hits, 0)
+        for _ in range(replicates):
+            x = suite_noise(rng, figures, warm + 5, group_of, cv, shares, phi)
+            order = rng.permutation(groups)
+            whole, single, improved = order[:changed], order[changed:2 * changed], \
+                order[2 * changed:3 * changed]
+            rows_whole = np.flatnonzero(np.isin(group_of, whole))
+            rows_single = np.array([np.flatnonzero(group_of == g)[0] for g in single])
+            rows_improved = np.flatnonzero(np.isin(group_of, improved))
+            drop = math.log(0.8)
+            x[rows_whole, warm:] += drop
+            x[rows_single, warm:] += drop
+            x[rows_improved, warm - 20:] -= drop
+            x[rows_improved, warm:] += drop
+            fired, _ = _suite_nights(x, group_of, warm, warm + 5)
+            for kind, gs in (("group", whole), ("single", single),
+                             ("after improvement", improved)):
+                first = np.full(len(gs), 99)
+                for k, night in enumerate(fired, start=1):
+                    hit = np.array([(int(g), "regression") in night for g in gs])
+                    first = np.where(hit & (first == 99), k, first)
+                for k in range(1, 6):
+                    hits[kind][k] += np.sum(first <= k)
+                totals[kind] += len(gs)
+        for kind in hits:
+            total = totals[kind]
+            row = [name, kind]
+            for k in (2, 3, 5):
+                row.append(pct(hits[kind][k] / total, binomial_ci(hits[kind][k], total)))
+            row.append(f"{hits[kind][3] / total / 0.604:.0%}")
+            rows.append(row)
+    table(["noise", "what dropped", "by night 2", "by night 3", "by night 5",
+           "night 3 / bound 60.4%"], rows)
+
+
 def cases(rng, count):
     print("## The cases of issue 11\n")
     rows = []
@@ -311,6 +429,9 @@ def main():
                         help="simulated series per cell (default 4000)")
     parser.add_argument("--quick", action="store_true", help="500 series per cell")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--weeks", type=int, default=3,
+                        help="weeks of nights judged by the suite layer per noise model "
+                             "(default 3)")
     parser.add_argument("--only", default="bound,false-alarms,power,cases,acceptance,timing")
     parser.add_argument("--calibrate", type=int, metavar="REPLICATES",
                         help="recompute the critical values with this many series per "
@@ -329,7 +450,8 @@ def main():
              "power": lambda: power(rng, max(count // 2, 200)),
              "cases": lambda: cases(rng, max(count // 4, 200)),
              "acceptance": lambda: acceptance(rng, max(count // 4, 200)),
-             "timing": lambda: timing(rng)}
+             "timing": lambda: timing(rng),
+             "suite": lambda: suite_layer(rng, args.weeks)}
     for name in args.only.split(","):
         if name not in parts:
             sys.exit(f"--only {name}: expected some of {', '.join(parts)}")
