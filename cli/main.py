@@ -386,19 +386,25 @@ def build_parser():
     vsub.required = True
     nightly = vsub.add_parser(
         "nightly", help="the latest run against its history",
-        description="For each figure of the latest run, look for a change point in its "
-                    "history (E-divisive, permutation test at 1%: at most 1% of figures "
-                    "flagged per night when nothing changed). A check of the run that "
-                    "failed is a verdict of its own, with its cause. Exit 1 on a confirmed "
-                    "regression, 4 when checks failed (and nothing regressed), 7 when the "
+        description="For each figure of the latest run, look for a change of level in its "
+                    "history (at most 1%% of unchanged figures get a regression verdict per "
+                    "night). Then the suite layer decides what is notified: each run's "
+                    "common shift is removed (and tested itself), figures are grouped by "
+                    "check, target, system and environment, and every group, figure and the "
+                    "run effect share one budget of 0.1 false notifications a night for the "
+                    "whole suite (about 0.7 a week); an alert is notified once, with every "
+                    "figure it affects. A check of the run that failed is a verdict of its "
+                    "own, with its cause. Exit 1 while a suite alert of a regression lasts "
+                    "(new or ongoing), 4 when checks failed (and no alert), 7 when the "
                     "history store does not exist or holds no run (nothing is judged, "
-                    "nothing created), 0 otherwise; a verdict file is written for every "
-                    "judged run.")
+                    "nothing created), 0 otherwise; a verdict file (per-figure verdicts and "
+                    "the suite's alerts) is written for every judged run.")
     nightly.add_argument("--run", help="judge this run instead of the latest")
     nightly.add_argument("--tag", help="the latest run with this tag (e.g. nightly)")
     nightly.add_argument("--out", help="verdict file (default results/verdicts/nightly-RUN.json)")
     nightly.add_argument("--notify", metavar="COMMAND_OR_URL", action="append", default=[],
-                         help="told about a regression or a failed check: a shell command "
+                         help="told about a new suite alert (a regression, with every figure "
+                              "it affects) or a failed check: a shell command "
                               "($SCRATCHBENCH_VERDICT names the verdict file) or an http(s) "
                               "URL that receives a JSON POST (a chat or ticket webhook); "
                               "repeatable; a notifier that fails is reported and changes "

@@ -150,6 +150,11 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
                                           out=tmp_path / "v.json",
                                           notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
     assert code == 1 and result["regressions"] == 1
+    # The suite layer decides the notification: one alert for the check on fsA.
+    assert result["alerts"] == 1 and result["ongoing_alerts"] == 0
+    alert = result["suite"]["alerts"][0]
+    assert alert["group"].startswith("KernelIOTest on fsA [gnu]") and alert["news"]
+    assert [m["metric"] for m in alert["members"]] == ["write_bw"]
     assert json.loads(flag.read_text())["run_id"] == "run021"
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
@@ -163,6 +168,7 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
                                       notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
     assert later["run_id"] == "run023" and code == 1
     assert later["regressions"] == 0 and later["ongoing_regressions"] == 1
+    assert later["alerts"] == 0 and later["ongoing_alerts"] == 1
     assert not flag.exists(), "an ongoing regression is not notified again"
 
 
@@ -309,6 +315,9 @@ def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path,
     where, kind, payload = received[0]
     assert where == "/hook" and kind == "application/json"
     assert payload["run_id"] == "run021" and payload["regressions"] == 1
+    assert [a["group"].split(" (")[0] for a in payload["alerts"]] == \
+        ["KernelIOTest on fsA [gnu]"]
+    assert "Regression alert (new): KernelIOTest on fsA [gnu]" in payload["text"]
     assert payload["figures"][0]["verdict"] == "regression"
     assert "write bw" in payload["figures"][0]["name"]
     assert payload["figures"][0]["words"].startswith("Regression (new): write bw")
