@@ -26,7 +26,7 @@ from conftest import REPO, reachable_tmpdir, scratchbench
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
 
-CHECKS = ["--name", "KernelIOTest.*fpp-posix"]
+CHECKS = ["--name", "KernelIOTest.*fpp-posix", "--environ", "gnu-openmpi"]
 # IOTest, 2 ranks x 16 MiB in 1 MiB writes, 3 repetitions: seconds a run.
 SMALL_IOTEST = {"nr": 131072, "nc": 16, "niter": 1, "reps": 3, "nodes": 1,
                 "tasks_per_node": "cores", "cache": "fadvise", "time_limit": "5m"}
