@@ -71,7 +71,7 @@ def _change_san(cluster, args):
             raise ClusterError(f"--set {item}: expected KEY=VALUE, e.g. "
                                "performance.write-behind=off")
         settings.append((key.strip(), value.strip()))
-    stripe = None if args.stripe_size is None else parse_size(args.stripe_size)
+    stripe = None if args.stripe_size is None else parse_size(args.stripe_size, "--stripe-size")
     if args.servers is None and stripe is None and not settings:
         volume = cluster.describe_san()
         print(json.dumps(volume, indent=2) if args.json else "\n".join(_format_volume(volume)))
