@@ -71,7 +71,7 @@ def _change_san(cluster, args):
             raise ClusterError(f"--set {item}: expected KEY=VALUE, e.g. "
                                "performance.write-behind=off")
         settings.append((key.strip(), value.strip()))
-    stripe = None if args.stripe_size is None else parse_size(args.stripe_size)
+    stripe = None if args.stripe_size is None else parse_size(args.stripe_size, "--stripe-size")
     if args.servers is None and stripe is None and not settings:
         volume = cluster.describe_san()
         print(json.dumps(volume, indent=2) if args.json else "\n".join(_format_volume(volume)))
@@ -151,6 +151,7 @@ def _run(args):
 
     code, summary = run_suite(args.tag, site=args.site, partition=args.partition,
                               target=args.target, names=args.name or (), note=args.note or "",
+                              environ=args.environ,
                               start_cluster=not args.no_start, local=args.local,
                               spack_env=args.spack_env,
                               extra_args=["--exec-policy=serial"] if args.serial else ())
@@ -329,6 +330,9 @@ def build_parser():
     run.add_argument("--target", help="only this scratch target")
     run.add_argument("--name", action="append", metavar="PATTERN",
                      help="only checks whose name matches (ReFrame -n); repeatable")
+    run.add_argument("--environ", metavar="NAME",
+                     help="only this programming environment of the site (ReFrame -p), "
+                          "e.g. gnu-openmpi")
     run.add_argument("--note", help="free text kept with the run, e.g. a change ticket")
     run.add_argument("--serial", action="store_true",
                      help="one check at a time (ReFrame's serial execution policy): no two "
@@ -412,11 +416,20 @@ def build_parser():
     nightly.set_defaults(func=_verdict)
     accept = vsub.add_parser(
         "acceptance", help="runs before a change against runs after it",
-        description="Per figure: median change, bootstrap 95%% confidence interval, "
-                    "Mann-Whitney U test; better, worse or no significant change. Runs are "
-                    "selected by key:value items joined with commas: tag:, note: "
-                    "(substring), since:/until: (dates), run: (ids joined with |). Exit 1 "
-                    "when a figure is worse, 3 when too few samples decide nothing.")
+        description="Per figure: each run is the median of its repetitions (the run is "
+                    "the unit, repetitions are not independent samples); the runs before "
+                    "and after are compared with Welch's t-test (on logarithms for "
+                    "positive figures): the change, its 95%% confidence interval, Hedges' g "
+                    "and p. better or worse only when p < 5%% and the change is at least "
+                    "10%% (a smaller one, even if significant, is no change an admin acts "
+                    "on); otherwise no significant change, with the change these runs "
+                    "could resolve and how many more runs a side would resolve 10%%. Runs "
+                    "are selected by key:value items joined with commas: tag:, note: "
+                    "(substring), since:/until: (dates), run: (ids joined with |). Exit 0 "
+                    "when no figure is worse, 1 when a figure is worse, 3 when too few runs "
+                    "(fewer than 2 a side) decide nothing, 2 on a selection that matches "
+                    "no run, 7 when the history store does not exist. reports/VERDICTS.md "
+                    "has the method.")
     accept.add_argument("--before", required=True, metavar="SELECTION",
                         help="e.g. note:before-upgrade or tag:acceptance,until:2026-11-20")
     accept.add_argument("--after", required=True, metavar="SELECTION")

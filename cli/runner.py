@@ -75,6 +75,19 @@ def choose_system(config, site_path, partition, name=None):
     return system["name"]
 
 
+def environ_option(config, site_path, system, environ):
+    """ReFrame's -p for one programming environment the chosen partitions declare."""
+    name, _, partition = system.partition(":")
+    chosen = next(s for s in config["systems"] if s["name"] == name)["partitions"]
+    declared = sorted({e for p in chosen if partition in ("", p["name"])
+                       for e in p.get("environs", ())})
+    if environ not in declared:
+        raise ConfigError(f"--environ {environ}: site config {site_path} declares no such "
+                          f"programming environment on {system} (it has: "
+                          f"{', '.join(declared)})")
+    return ["-p", f"^{environ}$"]
+
+
 def check_targets(config, site_path, system, target):
     targets = scratch_targets(config, system.split(":")[0])
     declared = sorted({name for per_part in targets.values() for name in per_part})
@@ -130,7 +143,7 @@ def spack_env_option(path):
 
 def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
               start_cluster=True, extra_args=(), stream=None, local=False, spack_env=None,
-              checks_tag=None):
+              checks_tag=None, environ=None):
     """Run one tag of the suite; returns (exit code, summary dict).  ``checks_tag``
     selects other checks than the tag's (check-site's), with the tag's workloads; their
     runs go to results/<checks_tag>-checks/, outside the suite's history."""
@@ -142,6 +155,8 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
     config = load_site_config(site_path)
     system = choose_system(config, site_path, partition)
     check_targets(config, site_path, system, target)
+    if environ:
+        extra_args = list(extra_args) + environ_option(config, site_path, system, environ)
     # The embedded cluster's system (site_configs/local.py and copies of it).
     site_is_local = system.split(":")[0] == EMBEDDED_SYSTEM
     slurm_conf, fallback = None, None

@@ -65,8 +65,8 @@ class SanUnavailable(ClusterError):
     per-job directories fall back to a plain directory, and say so."""
 
 
-def parse_size(text):
-    """'8g', '512m', '4096' -> bytes (binary multiples)."""
+def parse_size(text, option=None):
+    """'8g', '512m', '4096' -> bytes (binary multiples); errors name ``option``."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
     raw = str(text).strip().lower().rstrip("ib").rstrip("b")
     try:
@@ -74,7 +74,8 @@ def parse_size(text):
             return int(float(raw[:-1]) * units[raw[-1]])
         return int(raw)
     except ValueError:
-        raise ClusterError(f"size {text!r}: expected a number of bytes with an optional "
+        named = f"{option} {text}" if option else f"size {text!r}"
+        raise ClusterError(f"{named}: expected a number of bytes with an optional "
                            "k, m, g or t suffix") from None
 
 
@@ -388,7 +389,8 @@ class GlusterSan:
                                   "-p", str(self.run / "glusterd.pid")])
         self._wait(lambda: self.socket.exists() and self.gluster(
             "volume", "list", check=False, timeout=10).returncode == 0,
-            30, "glusterd", proc, log=self.log / "glusterd.log")
+            # 30 s was too short on a 2-core machine at load 25 (CI and 8 engineers)
+            90, "glusterd", proc, log=self.log / "glusterd.log")
         self._ensure_volume(spec, san, progress)
         # An existing volume keeps its servers, disks and options: record what is
         volume = self.describe()

@@ -417,8 +417,8 @@ def acceptance(before, after, out=None, db=None):
                                 series=series, metric=metric, unit=b[key]["unit"] or "")
         figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
     if not figures:
-        raise ScratchbenchError("the runs before and after share no figure: select runs of "
-                                "the same checks and tag")
+        raise ConfigError("the runs before and after share no figure: select runs of "
+                          "the same checks and tag")
     result = {"kind": "acceptance", "before": {"selection": before, "runs": before_ids},
               "after": {"selection": after, "runs": after_ids},
               "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -71,6 +71,10 @@ CRITICAL_REFERENCE = (4.87, 5.36, 5.46, 5.39, 4.97, 4.66, 4.39, 4.03, 3.85, 3.68
 # ---- acceptance ------------------------------------------------------------------------
 ACCEPTANCE_ALPHA = 0.05
 ACCEPTANCE_POWER = 0.8
+# An acceptance verdict is about a change an admin acts on: a smaller one, even when
+# significant, is "no significant change" (a trace log written by the same cores made a
+# node-local figure 6.5% slower once while the SAN's writes lost 50-75%).
+ACCEPTANCE_MIN_EFFECT = 0.10
 MIN_RUNS = 2            # a side needs 2 runs to measure its run-to-run spread
 
 # Labels, in order of precedence.
@@ -99,7 +103,9 @@ NIGHTLY_FALSE_ALARMS = (f"at most {ALPHA:.0%} of unchanged figures get a regress
                         "per night, with independent or correlated (AR(1) phi <= 0.5) nights")
 ACCEPTANCE_METHOD = ("each run summarised by the median of its repetitions; Welch's t-test "
                      f"on the runs (logarithms for positive figures), alpha "
-                     f"{ACCEPTANCE_ALPHA:.0%}, {1 - ACCEPTANCE_ALPHA:.0%} CI of the change")
+                     f"{ACCEPTANCE_ALPHA:.0%}, {1 - ACCEPTANCE_ALPHA:.0%} CI of the change; "
+                     f"better or worse only when significant and a change of at least "
+                     f"{ACCEPTANCE_MIN_EFFECT:.0%}")
 
 
 # ---- small closed forms ----------------------------------------------------------------
@@ -909,12 +915,15 @@ class AcceptanceVerdict:
 
 
 def acceptance(before_runs, after_runs, better, *, series="", metric="", unit="",
-               alpha=ACCEPTANCE_ALPHA, min_effect=MIN_EFFECT):
+               alpha=ACCEPTANCE_ALPHA, min_effect=ACCEPTANCE_MIN_EFFECT):
     """Before/after verdict of one figure from its runs.
 
     before_runs, after_runs: one list of repetitions per run (a run without
     repetitions is a list of one value).  Each run counts once, summarised by its
-    median; repetitions never count as independent samples.
+    median; repetitions never count as independent samples.  Better or worse needs
+    both p < alpha and a relative change of at least min_effect (the practical
+    minimum); a figure whose median before is 0 has no relative change and is decided
+    on significance alone.
     """
     _check_better(better)
     before_runs, after_runs = list(before_runs), list(after_runs)
@@ -984,8 +993,10 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
         v.effect_size = diff / pooled * j if pooled > 0 else None
     v.ci_low, v.ci_high = relative(low), relative(high)
     significant = v.p_value < alpha
+    too_small = (significant and v.relative_change is not None
+                 and abs(v.relative_change) < min_effect)
     direction = 1 if better == "higher" else -1
-    if significant:
+    if significant and not too_small:
         v.verdict = "better" if diff * direction > 0 else "worse"
     else:
         v.verdict = "no significant change"
@@ -998,6 +1009,9 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
     v.detail = (f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
                 f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
                 f"{interval}, Welch p={v.p_value:.3g})")
+    if too_small:
+        v.detail += (f"; significant, but smaller than the {min_effect:.0%} an acceptance "
+                     "counts as a change")
     if pooled > 0:
         # Runs a side to resolve min_effect with the power asked, at this spread.
         step = math.log1p(min_effect) if log else min_effect * abs(base)

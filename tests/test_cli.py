@@ -41,6 +41,8 @@ def one_line(result):
      "system 'embedded' has no partition 'gpu' (it has: batch)"),
     (["run", "--target", "lustre", "--no-start"],
      "--target lustre: site config"),
+    (["run", "--environ", "gnu-intelmpi", "--no-start"],
+     "--environ gnu-intelmpi: site config"),
     (["run", "--spack-env", "/no/such/spack.yaml", "--no-start"],
      "--spack-env /no/such/spack.yaml: no such file (expected a Spack environment file"),
 ])

@@ -153,6 +153,7 @@ def test_options_and_stripe_size_are_set_recorded_and_described(home):
     (["--set", "performance.write-behind"], "--set performance.write-behind: expected KEY=VALUE"),
     (["--stripe-size", "3m"], "--stripe-size 3145728: expected a power of two of at least 4 MiB"),
     (["--stripe-size", "1m"], "--stripe-size 1048576: expected a power of two of at least 4 MiB"),
+    (["--stripe-size", "abc"], "--stripe-size abc: expected a number of bytes"),
     (["--servers", "0"], "--servers 0: expected 1 to 16 storage servers"),
     # checked before anything changes: the valid option is not set either
     (["--set", "performance.write-behind=on", "--servers", "0"], "--servers 0: expected"),

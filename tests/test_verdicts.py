@@ -272,17 +272,34 @@ def runs(rng, count, reps, level, run_cv=0.15, rep_cv=0.05):
 def test_acceptance_labels():
     rng = np.random.default_rng(11)
     before = runs(rng, 6, 3, 1000, run_cv=0.03)
-    worse = verdicts.acceptance(before, runs(rng, 6, 3, 900, run_cv=0.03), "higher")
+    worse = verdicts.acceptance(before, runs(rng, 6, 3, 800, run_cv=0.03), "higher")
     assert worse.verdict == "worse" and worse.ci_high < 0 and worse.p_value < 0.05
     assert worse.effect_size < -1 and worse.runs_needed_after == 0
     assert worse.runs_before == 6 and worse.repetitions_before == 18
-    better = verdicts.acceptance(before, runs(rng, 6, 3, 1100, run_cv=0.03), "higher")
+    better = verdicts.acceptance(before, runs(rng, 6, 3, 1200, run_cv=0.03), "higher")
     assert better.verdict == "better"
-    slower = verdicts.acceptance(before, runs(rng, 6, 3, 1100, run_cv=0.03), "lower")
+    slower = verdicts.acceptance(before, runs(rng, 6, 3, 1200, run_cv=0.03), "lower")
     assert slower.verdict == "worse"
     same = verdicts.acceptance(before, runs(rng, 6, 3, 1000, run_cv=0.03), "higher")
     assert same.verdict == "no significant change"
-    assert same.ci_low < 0 < same.ci_high and "would resolve 5%" in same.detail
+    assert same.ci_low < 0 < same.ci_high and "would resolve 10%" in same.detail
+
+
+def test_acceptance_needs_a_practical_minimum_change():
+    """Significant is not enough: a 5% change measured with little spread is no change
+    an admin acts on (ACCEPTANCE_MIN_EFFECT, 10%); 15% is."""
+    before = [[1000.0], [1002.0], [998.0], [1001.0]]
+    small = verdicts.acceptance(before, [[950.0], [952.0], [948.0], [951.0]], "higher")
+    assert small.p_value < 0.001 and small.ci_high < 0
+    assert small.verdict == "no significant change"
+    assert "significant, but smaller than the 10% an acceptance counts" in small.detail
+    large = verdicts.acceptance(before, [[850.0], [852.0], [848.0], [851.0]], "higher")
+    assert large.verdict == "worse" and large.relative_change == pytest.approx(-0.15, abs=1e-3)
+    assert "smaller than" not in large.detail
+    # the minimum is the caller's to choose
+    strict = verdicts.acceptance(before, [[950.0], [952.0], [948.0], [951.0]], "higher",
+                                 min_effect=0.02)
+    assert strict.verdict == "worse"
 
 
 def test_acceptance_counts_runs_not_repetitions():
