@@ -26,15 +26,20 @@ Choices, and why:
   here (plotly's Python figure objects validate every property: too slow at scale).
 * Jinja2 renders with autoescaping, so notes and names cannot inject markup; plot JSON
   goes through ``tojson``, which escapes ``<``, ``>``, ``&`` and quotes.
-* Plots render when they scroll into view or their folded section opens.
+* Plots render when they scroll into view or their folded section opens, and a page
+  opens with at most a screenful of them (``SCREENFUL`` headline plots; the rest one
+  click away), with plotly's 2-D bundle unless 3-D surfaces are on its first screen
+  (``Plots.bundle``): a file system's page held 195 plots and a 4.8 MB bundle.
 * Cost does not grow with the store: the pages read the latest ``HISTORY_RUNS`` runs of
   each tag (histories and box plots show those), and a run's page, which never changes
   once its run is stored, is skipped on a rebuild when the manifest says it was built
   from the same run with the same templates.
 
 Statistics, and why:
-* A figure of a file system in a run is the median over the environments and
-  partitions that measured it in that run (one number per run, as the index shows).
+* A figure of a file system in a run is the median over the partitions that measured
+  it in that run, in one programming environment, the same on every file system
+  (``lead_environment``: MPI libraries differ by several times on metadata rates, so a
+  median across them would be neither's number).
 * Spread = the range (lowest to highest) over the last ``RECENT_RUNS`` runs.
 * A file system is named best only when its worst recent value beats the runner-up's
   best (the ranges do not overlap) with at least ``MIN_RUNS_TO_RANK`` runs on each side:
@@ -79,6 +84,9 @@ QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. bes
 QUARTILE_WORDS = ["worst quarter", "below median", "above median", "best quarter"]
 LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
                 "#17becf", "#7f7f7f", "#bcbd22", "#d62728"]
+#: Plotly's (d3's) way of writing a number as units.number does: three significant
+#: digits, thousands separators, no exponent ("18,400", not "1.836e+4")
+HOVER_NUMBER = ",.3~r"
 #: plots open before the reader asks for more (a screenful: the rest are in a fold)
 SCREENFUL = 4
 #: plotly.js bundles: the full one (3-D surfaces), shipped by the plotly package, and the
@@ -565,12 +573,12 @@ def history_plot(lines, unit, higher):
                      "text": [r for _, _, r in points], "name": name,
                      "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
                      "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
-                                      f"<br>%{{y:.4g}} {unit}"
+                                      f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
                                       "<br>run %{text}<extra></extra>"})
         data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
                      "showlegend": False, "name": f"{name}, latest",
                      "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
-                     "hovertemplate": f"{name}, latest: %{{y:.4g}} {unit}<extra></extra>"})
+                     "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
         if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
             data.append(dict(_box(earlier), type="box", name=name, x=[name], xaxis="x2",
                              showlegend=False, marker={"color": colour}, hoverinfo="y"))
@@ -578,7 +586,7 @@ def history_plot(lines, unit, higher):
                          "xaxis": "x2", "showlegend": False, "name": f"{name}, latest",
                          "marker": {"size": 12, "color": marker, "symbol": "diamond",
                                     "line": {"color": "#222", "width": 1}},
-                         "hovertemplate": f"latest: %{{y:.4g}} {unit}<extra></extra>"})
+                         "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
     top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480)
                           if len(lines) > 1 else 0)
     layout = {"height": 220 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 35},
@@ -618,7 +626,7 @@ def lines_plot(x_name, lines, unit, error_bars=None):
         trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
                  "x": xs, "y": [points[x] for x in xs],
                  "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
-                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>"}
+                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"}
         if error_bars and name in error_bars:
             spread = error_bars[name]
             trace["error_y"] = {"type": "data", "symmetric": False,
@@ -781,7 +789,7 @@ def bars_plot(categories, traces, unit, highlight=None, width=480):
                      "marker": {"color": colours},
                      "error_y": {"type": "data", "symmetric": False, "array": hi,
                                  "arrayminus": lo, "thickness": 1.2, "color": "#222"},
-                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:.4g}} {unit}"
+                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:{HOVER_NUMBER}}} {unit}"
                                       "<extra></extra>"})
     positive = [v for v in values if v and v > 0]
     log = bool(positive) and len(positive) == len(values) and \
@@ -1337,7 +1345,8 @@ def _code_digest():
     """Changes whenever the page code or a template changes: every page is rebuilt then."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
     for path in sorted((Path(__file__).parent / "templates").iterdir()):
-        digest.update(path.name.encode() + path.read_bytes())
+        if path.name != PLOTLY_CARTESIAN:    # 1.5 MB that no run page loads
+            digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

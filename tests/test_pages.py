@@ -762,7 +762,9 @@ def served_page(home):
     try:
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
-            yield browser.new_page(viewport={"width": 1300, "height": 900}), root
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.set_default_timeout(120000)     # a loaded machine, as in browse()
+            yield page, root
             browser.close()
     finally:
         server.shutdown()
