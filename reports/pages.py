@@ -1187,7 +1187,8 @@ def across_pages(series):
                           "kind": sorted({r["kind"] for r in rows}),
                           "checks": sorted({r["check"] for r in rows}),
                           "targets": sorted({t for r in rows for t in r["targets"]}),
-                          "groups": rows, "bundle": plots.bundle})
+                          # its 3-D surfaces are folded (across.html)
+                          "groups": rows, "bundle": PLOTLY_CARTESIAN})
     return pages_out
 
 

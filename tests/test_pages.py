@@ -502,8 +502,8 @@ def test_long_bar_names_and_many_legend_entries_add_room_not_take_it():
 def test_pages_load_the_2d_plotly_bundle_unless_3d_is_on_the_first_screen(made_up_site):
     """The cartesian bundle (a third of the full one) where 2-D plots suffice, of the
     same plotly.js version as the full bundle; the full one on a page whose first
-    screen has 3-D surfaces (a folded surface loads it when opened: the browser test
-    draws them)."""
+    screen has 3-D surfaces.  The pages fold their surfaces (a folded surface loads the
+    full bundle when opened: the browser test draws them)."""
     full = (pages.Path(pages.resources.files("plotly")) / "package_data" /
             pages.PLOTLY_FULL).read_text()[:200]
     cartesian = (REPO / "reports" / "templates" / pages.PLOTLY_CARTESIAN).read_text()[:200]
@@ -511,9 +511,13 @@ def test_pages_load_the_2d_plotly_bundle_unless_3d_is_on_the_first_screen(made_u
     assert f"plotly.js (cartesian - minified) v{version}" in cartesian
     assert "Licensed under the MIT license" in cartesian
     out = made_up_site["out"]
-    for name in ("fs-fastfs.html", "compare.html", "across-Read-bandwidth-against-queue-depth.html"):
+    for name in ("fs-fastfs.html", "compare.html", "across-Re-read-throughput.html",
+                 "across-Read-bandwidth-against-queue-depth.html"):
         assert 'src="assets/plotly-cartesian.min.js"' in (out / name).read_text(), name
-    assert 'src="assets/plotly.min.js"' in (out / "across-Re-read-throughput.html").read_text()
+    # a page whose first screen has a surface: the full bundle
+    plots = pages.Plots()
+    plots.add({}, surface=True)
+    assert plots.bundle == pages.PLOTLY_FULL
     assert (out / "assets" / pages.PLOTLY_CARTESIAN).stat().st_size < \
         (out / "assets" / pages.PLOTLY_FULL).stat().st_size / 2
 
