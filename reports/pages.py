@@ -26,15 +26,20 @@ Choices, and why:
   here (plotly's Python figure objects validate every property: too slow at scale).
 * Jinja2 renders with autoescaping, so notes and names cannot inject markup; plot JSON
   goes through ``tojson``, which escapes ``<``, ``>``, ``&`` and quotes.
-* Plots render when they scroll into view or their folded section opens.
+* Plots render when they scroll into view or their folded section opens, and a page
+  opens with at most a screenful of them (``SCREENFUL`` headline plots; the rest one
+  click away), with plotly's 2-D bundle unless 3-D surfaces are on its first screen
+  (``Plots.bundle``): a file system's page held 195 plots and a 4.8 MB bundle.
 * Cost does not grow with the store: the pages read the latest ``HISTORY_RUNS`` runs of
   each tag (histories and box plots show those), and a run's page, which never changes
   once its run is stored, is skipped on a rebuild when the manifest says it was built
   from the same run with the same templates.
 
 Statistics, and why:
-* A figure of a file system in a run is the median over the environments and
-  partitions that measured it in that run (one number per run, as the index shows).
+* A figure of a file system in a run is the median over the partitions that measured
+  it in that run, in one programming environment, the same on every file system
+  (``lead_environment``: MPI libraries differ by several times on metadata rates, so a
+  median across them would be neither's number).
 * Spread = the range (lowest to highest) over the last ``RECENT_RUNS`` runs.
 * A file system is named best only when its worst recent value beats the runner-up's
   best (the ranges do not overlap) with at least ``MIN_RUNS_TO_RANK`` runs on each side:
@@ -79,6 +84,14 @@ QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. bes
 QUARTILE_WORDS = ["worst quarter", "below median", "above median", "best quarter"]
 LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
                 "#17becf", "#7f7f7f", "#bcbd22", "#d62728"]
+#: Plotly's (d3's) way of writing a number as units.number does: three significant
+#: digits, thousands separators, no exponent ("18,400", not "1.836e+4")
+HOVER_NUMBER = ",.3~r"
+#: plots open before the reader asks for more (a screenful: the rest are in a fold)
+SCREENFUL = 4
+#: plotly.js bundles: the full one (3-D surfaces), shipped by the plotly package, and the
+#: cartesian one (2-D plots only), vendored in templates/ at the same version
+PLOTLY_FULL, PLOTLY_CARTESIAN = "plotly.min.js", "plotly-cartesian.min.js"
 MANIFEST = ".scratchbench-pages.json"   # what each run page was built from
 CACHE = ".scratchbench-cache"           # compiled templates
 
@@ -560,12 +573,12 @@ def history_plot(lines, unit, higher):
                      "text": [r for _, _, r in points], "name": name,
                      "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
                      "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
-                                      f"<br>%{{y:.4g}} {unit}"
+                                      f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
                                       "<br>run %{text}<extra></extra>"})
         data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
                      "showlegend": False, "name": f"{name}, latest",
                      "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
-                     "hovertemplate": f"{name}, latest: %{{y:.4g}} {unit}<extra></extra>"})
+                     "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
         if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
             data.append(dict(_box(earlier), type="box", name=name, x=[name], xaxis="x2",
                              showlegend=False, marker={"color": colour}, hoverinfo="y"))
@@ -573,10 +586,12 @@ def history_plot(lines, unit, higher):
                          "xaxis": "x2", "showlegend": False, "name": f"{name}, latest",
                          "marker": {"size": 12, "color": marker, "symbol": "diamond",
                                     "line": {"color": "#222", "width": 1}},
-                         "hovertemplate": f"latest: %{{y:.4g}} {unit}<extra></extra>"})
-    layout = {"height": 250, "margin": {"l": 60, "r": 10, "t": 30, "b": 35},
+                         "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
+    top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480)
+                          if len(lines) > 1 else 0)
+    layout = {"height": 220 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 35},
               "showlegend": len(lines) > 1,
-              "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
+              "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom",
                          "font": {"size": 11}},
               "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "category",
                         "title": {"text": "the only run so far", "font": {"size": 11}}}
@@ -611,7 +626,7 @@ def lines_plot(x_name, lines, unit, error_bars=None):
         trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
                  "x": xs, "y": [points[x] for x in xs],
                  "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
-                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>"}
+                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"}
         if error_bars and name in error_bars:
             spread = error_bars[name]
             trace["error_y"] = {"type": "data", "symmetric": False,
@@ -627,10 +642,12 @@ def lines_plot(x_name, lines, unit, error_bars=None):
         xaxis["categoryarray"] = [str(x) for x in ticks]
     elif kind == "log" or len(ticks) <= 12:
         xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
+    # the legend's rows add to the height: they never squeeze the plot
+    top = 30 + LINE_PX * (_legend_rows([d["name"] for d in data], 480) if len(data) > 1 else 0)
     return {"data": data, "layout": {
-        "height": 280, "margin": {"l": 60, "r": 10, "t": 30, "b": 45},
+        "height": 250 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 45},
         "showlegend": len(data) > 1,
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
         "xaxis": xaxis, "yaxis": {"title": {"text": unit}, "rangemode": "tozero"}}}
 
 
@@ -752,9 +769,10 @@ def _category_position(values, value):
     return float(len(values) - 1)
 
 
-def bars_plot(categories, traces, unit, highlight=None):
+def bars_plot(categories, traces, unit, highlight=None, width=480):
     """Bars of the recent median with the recent range as error bars.
-    traces: [(name, {category: Standing})]; a log axis when values differ by orders."""
+    traces: [(name, {category: Standing})]; a log axis when values differ by orders;
+    width: the narrowest the plot is drawn (labels and legend are laid out for it)."""
     data, values = [], []
     for i, (name, by_category) in enumerate(traces):
         ys, lo, hi, colours = [], [], [], []
@@ -771,11 +789,20 @@ def bars_plot(categories, traces, unit, highlight=None):
                      "marker": {"color": colours},
                      "error_y": {"type": "data", "symmetric": False, "array": hi,
                                  "arrayminus": lo, "thickness": 1.2, "color": "#222"},
-                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:.4g}} {unit}"
+                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:{HOVER_NUMBER}}} {unit}"
                                       "<extra></extra>"})
     positive = [v for v in values if v and v > 0]
     log = bool(positive) and len(positive) == len(values) and \
         max(positive) / min(positive) > LOG_SCALE_RATIO
+    # Long names of variants wrapped to the width of their bar group, and the room for
+    # them and for the legend's rows added to the plot's height, not taken from it
+    # (labels drawn over each other and a plot squeezed to 70 px, before).
+    per_group = max(12, int(width / max(1, len(categories)) / CHAR_PX))
+    ticktext = [_wrap(str(c), per_group) for c in categories]
+    label_lines = max((t.count("<br>") + 1 for t in ticktext), default=1)
+    legend_rows = _legend_rows([str(name) for name, _ in traces], width) \
+        if len(traces) > 1 else 0
+    top, bottom = 30 + LINE_PX * legend_rows, 25 + LINE_PX * label_lines
     yaxis = {"title": {"text": unit + (" (log scale)" if log else "")},
              "type": "log" if log else "linear"}
     if log:
@@ -783,22 +810,62 @@ def bars_plot(categories, traces, unit, highlight=None):
     if not log:
         yaxis["rangemode"] = "tozero"
     return {"data": data, "layout": {
-        "barmode": "group", "height": 300, "margin": {"l": 70, "r": 10, "t": 30, "b": 40},
+        "barmode": "group", "height": 230 + top + bottom,
+        "margin": {"l": 70, "r": 10, "t": top, "b": bottom},
         "showlegend": len(traces) > 1,
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
-        "yaxis": yaxis, "xaxis": {"automargin": True, "type": "category"}}}, log
+        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
+        "yaxis": yaxis, "xaxis": {"type": "category", "tickvals": list(categories),
+                                  "ticktext": ticktext, "tickangle": 0}}}, log
+
+
+#: what a plot's text takes: a character of 12 px text, and a line of it
+CHAR_PX, LINE_PX = 7, 18
+
+
+def _wrap(text, width):
+    """Text in lines of at most ``width`` characters (words kept whole), for a tick label."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join(lines + [line])
+
+
+def _legend_rows(names, width):
+    """Rows a horizontal legend of these names takes in ``width`` pixels."""
+    rows, used = 1, 0
+    for name in names:
+        need = 40 + CHAR_PX * len(name)     # the symbol, the gap and the name
+        if used and used + need > width:
+            rows, used = rows + 1, 0
+        used += need
+    return rows
 
 
 # ---- pages -----------------------------------------------------------------------------------
 class Plots:
-    """Numbers the plots of one page."""
+    """Numbers the plots of one page, and says which plotly bundle its first screen
+    needs: the cartesian one (a third of the full one's size) unless a 3-D surface is
+    among the first ``SCREENFUL`` plots (folded surfaces load the full bundle when they
+    are opened: pages.js)."""
 
     def __init__(self, prefix="p"):
-        self.prefix, self.count = prefix, 0
+        self.prefix, self.count, self.first_3d = prefix, 0, None
 
     def add(self, spec, **info):
         self.count += 1
+        if info.get("surface") and self.first_3d is None:
+            self.first_3d = self.count
         return dict(info, id=f"{self.prefix}{self.count}", spec=spec)
+
+    @property
+    def bundle(self):
+        """The plotly bundle the page loads with it."""
+        return PLOTLY_FULL if self.first_3d is not None and self.first_3d <= SCREENFUL \
+            else PLOTLY_CARTESIAN
 
 
 def headline_table(headline_rankings, targets):
@@ -975,7 +1042,7 @@ def compare_page(all_rankings, plots):
         targets = sorted({t for r in by_variant.values() for t in r.standings})
         traces = [(t, {v: by_variant[v].standings.get(t) for v in variants
                        if t in by_variant[v].standings}) for t in targets]
-        spec, log = bars_plot(variants, traces, unit)
+        spec, log = bars_plot(variants, traces, unit, width=1100)
         sections[(tag, check)].append(plots.add(
             spec, label=label, unit=unit, better=better, log=log, targets=targets,
             table=[(v, [by_variant[v].standings.get(t) for t in targets],
@@ -991,9 +1058,10 @@ def compare_charts(series, plots):
     groups = defaultdict(list)
     for s in series.values():
         if s.chart and s.chart["kind"] == "lines":
-            groups[(s.tag, s.check, s.variant, s.environ, s.chart["title"], s.unit)].append(s)
+            groups[(s.tag, s.check, s.variant, s.environ, s.chart["title"], s.unit,
+                    s.workload_words)].append(s)
     out = []
-    for (tag, check, variant, environ, title, unit), ss in sorted(groups.items()):
+    for (tag, check, variant, environ, title, unit, sizes), ss in sorted(groups.items()):
         targets = sorted({s.target for s in ss})
         if len(targets) < 2:
             continue
@@ -1007,7 +1075,7 @@ def compare_charts(series, plots):
                         s.points[-1][1]
         out.append(plots.add(lines_plot(ss[0].chart["x"][0], lines, unit), title=title,
                              check=check, variant=variant, environ=environ, unit=unit,
-                             words=naming.tag_words(tag)))
+                             words=naming.tag_words(tag) + (f", {sizes}" if sizes else "")))
     return out
 
 
@@ -1059,8 +1127,8 @@ def across_page_name(title):
 
 def _latest_cells(series):
     """A file system's latest run of one chart: {line: {x or (x, y): value}}, each value
-    the median over the environments and partitions that measured it in that run (as
-    the index takes a run's value), with that run's time and series."""
+    the median over the partitions that measured it in that run (the caller gives the
+    series of one environment: see lead_environment), with that run's time and series."""
     newest = max(s.points[-1][0] for s in series)
     current = [s for s in series if s.points[-1][0] == newest]
     values = defaultdict(lambda: defaultdict(list))
@@ -1085,12 +1153,20 @@ def across_pages(series):
         plots = Plots("a")
         groups = defaultdict(lambda: defaultdict(list))
         for s in members:
-            groups[(s.tag, s.check, s.variant, s.chart["kind"], s.unit)][s.target].append(s)
+            # lines of different work (2 directories against 1) are not drawn as one
+            # comparison; a surface's cells are each a (file size, record size), the
+            # work on its axes, so surfaces of different size ranges still compare
+            sizes = s.workload_words if s.chart["kind"] == "lines" else ""
+            groups[(s.tag, s.check, s.variant, s.chart["kind"], s.unit, sizes)][
+                s.target].append(s)
         rows = []
-        for (tag, check, variant, kind, unit), by_target in sorted(
+        for (tag, check, variant, kind, unit, _), by_target in sorted(
                 groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
             targets = sorted(by_target)
-            latest = {t: _latest_cells(by_target[t]) for t in targets}
+            # one environment on every file system, never a median across them
+            environ = lead_environment(by_target)
+            latest = {t: _latest_cells(in_environment(by_target[t], environ))
+                      for t in targets}
             row = {"tag": tag, "words": naming.tag_words(tag), "check": check,
                    "variant": variant, "kind": kind, "unit": unit, "targets": targets,
                    "workload": "; ".join(sorted({s.workload_words for t in targets
@@ -1111,7 +1187,8 @@ def across_pages(series):
                           "kind": sorted({r["kind"] for r in rows}),
                           "checks": sorted({r["check"] for r in rows}),
                           "targets": sorted({t for r in rows for t in r["targets"]}),
-                          "groups": rows})
+                          # its 3-D surfaces are folded (across.html)
+                          "groups": rows, "bundle": PLOTLY_CARTESIAN})
     return pages_out
 
 
@@ -1269,7 +1346,8 @@ def _code_digest():
     """Changes whenever the page code or a template changes: every page is rebuilt then."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
     for path in sorted((Path(__file__).parent / "templates").iterdir()):
-        digest.update(path.name.encode() + path.read_bytes())
+        if path.name != PLOTLY_CARTESIAN:    # 1.5 MB that no run page loads
+            digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -1308,7 +1386,7 @@ def _build(conn, out, nightly_verdicts, title):
     common = {"title": title, "generated": when(time.time()), "run_count": len(runs),
               "targets": targets, "fs_pages": fs_pages, "run_page": _run_page_name,
               "min_runs": MIN_RUNS_TO_RANK, "recent_runs": RECENT_RUNS,
-              "log_ratio": LOG_SCALE_RATIO, "quartiles": False,
+              "log_ratio": LOG_SCALE_RATIO, "quartiles": False, "screenful": SCREENFUL,
               "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()}}
     all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
@@ -1333,7 +1411,8 @@ def _build(conn, out, nightly_verdicts, title):
     for target in targets:
         run, cases = latest.get(target, (None, []))
         state = problems(cases)
-        page = fs_page(target, series, headline_rankings, verdicts, Plots())
+        fs_plots = Plots()
+        page = fs_page(target, series, headline_rankings, verdicts, fs_plots)
         # what the target was in its latest run, in the site's words
         page["kind"] = next((c["scratch_kind"] for c in cases if c["scratch_kind"]),
                             page["kind"])
@@ -1341,7 +1420,7 @@ def _build(conn, out, nightly_verdicts, title):
                                     if c["scratch_description"]), "")
         write(fs_pages[target], "fs.html", name=target, page=page, run=run, state=state,
               advice=advice(target, headline_rankings, series),
-              verdict_counts=sorted(verdict_counts[target].items()), plots=True,
+              verdict_counts=sorted(verdict_counts[target].items()), plots=fs_plots.bundle,
               quartiles=True)
         summary.append({"name": target, "kind": page["kind"], "partitions": page["partitions"],
                         "description": page["description"],
@@ -1353,7 +1432,7 @@ def _build(conn, out, nightly_verdicts, title):
     compare_plots = Plots("c")
     headlines, sections = compare_page(all_rankings, compare_plots)
     write("compare.html", "compare.html", headlines=headlines, sections=sections,
-          charts=compare_charts(series, compare_plots), plots=True)
+          charts=compare_charts(series, compare_plots), plots=compare_plots.bundle)
     write("index.html", "index.html", summary=summary, banner=banner(nightly_verdicts, latest_run),
           tables=headline_table(headline_rankings, targets), recent=list(reversed(runs))[:RUNS_ON_INDEX],
           across=across, plots=False)
@@ -1365,7 +1444,7 @@ def _build(conn, out, nightly_verdicts, title):
           advisor_json=plot_json(advisor_data),
           seconds=advisor.seconds_words, size=advisor.ss.size_words, plots=False)
     for page in across:
-        write(page["file"], "across.html", page=page, plots=True)
+        write(page["file"], "across.html", page=page, plots=page["bundle"])
     written += _run_pages(conn, env, common, out, runs)
     return written
 
@@ -1402,12 +1481,12 @@ def _run_pages(conn, env, common, out, runs):
 
 def _copy_assets(out):
     assets = resources.files("reports") / "templates"
-    for name in ("style.css", "pages.js", "advisor.js"):
+    for name in ("style.css", "pages.js", "advisor.js", PLOTLY_CARTESIAN):
         source = Path(str(assets / name))
         target = out / "assets" / name
         if not target.exists() or target.read_bytes() != source.read_bytes():
             shutil.copyfile(source, target)
-    plotly_js = Path(resources.files("plotly")) / "package_data" / "plotly.min.js"
-    target = out / "assets" / "plotly.min.js"
+    plotly_js = Path(resources.files("plotly")) / "package_data" / PLOTLY_FULL
+    target = out / "assets" / PLOTLY_FULL
     if not target.exists() or target.stat().st_size != plotly_js.stat().st_size:
         shutil.copyfile(plotly_js, target)

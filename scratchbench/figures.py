@@ -52,6 +52,10 @@ ROLES = {
                           "was not built from",
     "model_error_max": "largest relative error of a prediction model on workloads it was "
                        "not built from",
+    "knee": "where a search found throughput fall from one level to another (the page "
+            "cache's to the device's): it moves with the search, not a speed to rank",
+    "focal": "throughput at a workload a search chose on each file system: file systems "
+             "whose searches chose different workloads are not compared on it",
 }
 
 #: Roles of figures that describe a model, a search or the measurement itself rather

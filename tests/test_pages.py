@@ -479,6 +479,49 @@ def test_compare_bars_use_a_log_axis_when_values_differ_by_orders():
     assert not log
 
 
+def test_long_bar_names_and_many_legend_entries_add_room_not_take_it():
+    """Names of variants wrap to their bar group's width and the legend's rows add to the
+    plot's height (the compare page drew labels over each other and squeezed a plot to
+    70 px); the browser test measures the drawn labels and plot areas."""
+    def standing(median):
+        return SimpleNamespace(median=median, low=median, high=median)
+
+    names = [f"one shared file, MPI-IO collective, variant {i}" for i in range(6)]
+    traces = [(f"file system number {i}", {n: standing(100.0) for n in names})
+              for i in range(8)]
+    spec, _ = pages.bars_plot(names, traces, "MiB/s", width=1100)
+    layout = spec["layout"]
+    plot_area = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert plot_area >= 200, layout
+    assert layout["margin"]["t"] > 30 + 18, "room for the legend's second row"
+    ticks = layout["xaxis"]["ticktext"]
+    assert all(len(line) <= 1100 / 6 / 7 for t in ticks for line in t.split("<br>")), ticks
+    assert [t.replace("<br>", " ") for t in ticks] == names
+
+
+def test_pages_load_the_2d_plotly_bundle_unless_3d_is_on_the_first_screen(made_up_site):
+    """The cartesian bundle (a third of the full one) where 2-D plots suffice, of the
+    same plotly.js version as the full bundle; the full one on a page whose first
+    screen has 3-D surfaces.  The pages fold their surfaces (a folded surface loads the
+    full bundle when opened: the browser test draws them)."""
+    full = (pages.Path(pages.resources.files("plotly")) / "package_data" /
+            pages.PLOTLY_FULL).read_text()[:200]
+    cartesian = (REPO / "reports" / "templates" / pages.PLOTLY_CARTESIAN).read_text()[:200]
+    version = re.search(r"plotly\.js v(\S+)", full).group(1)
+    assert f"plotly.js (cartesian - minified) v{version}" in cartesian
+    assert "Licensed under the MIT license" in cartesian
+    out = made_up_site["out"]
+    for name in ("fs-fastfs.html", "compare.html", "across-Re-read-throughput.html",
+                 "across-Read-bandwidth-against-queue-depth.html"):
+        assert 'src="assets/plotly-cartesian.min.js"' in (out / name).read_text(), name
+    # a page whose first screen has a surface: the full bundle
+    plots = pages.Plots()
+    plots.add({}, surface=True)
+    assert plots.bundle == pages.PLOTLY_FULL
+    assert (out / "assets" / pages.PLOTLY_CARTESIAN).stat().st_size < \
+        (out / "assets" / pages.PLOTLY_FULL).stat().st_size / 2
+
+
 def test_a_history_written_by_the_previous_code_renders(tmp_path):
     """Schema version 1 stored no declarations: the pages still show every figure (by its
     metric's name, as stored) and say that no headline figure is declared."""
@@ -598,6 +641,33 @@ COUNT_CONTEXTS = """(() => {
         if (context && /webgl/.test(kind) && !made.includes(context)) made.push(context);
         return context; }; })()"""
 ALIVE_CONTEXTS = "() => window.__webglContexts.filter(gl => !gl.isContextLost()).length"
+#: plots outside a closed fold when a page opens: a screenful (pages.SCREENFUL headline
+#: plots; on a side-by-side page the first workload's surface and heat map of each file
+#: system), not the ~200 of a file system's history
+OPEN_PLOTS = ("() => [...document.querySelectorAll('[data-plot]')].filter(el => "
+              "!el.closest('details:not([open])')).length")
+MOST_OPEN_PLOTS = 8
+#: what is wrong with the drawing of each 2-D plot drawn: tick labels over each other, a
+#: legend over the plot, a plot squeezed by its labels, a chart of no data (Jovian's
+#: placements on a numeric axis drew nothing)
+LAYOUT_PROBLEMS = """() => [...document.querySelectorAll('[data-plot]')].filter(el =>
+    el._fullLayout && !el._fullLayout.scene && el.dataset.rendered === '1').flatMap(el => {
+    const problems = [], size = el._fullLayout._size, box = el.getBoundingClientRect();
+    const name = el.dataset.plot + ' (' + (el.closest('figure, section, details')
+        ?.querySelector('h3, h4, summary')?.textContent.trim().slice(0, 60) || '') + ')';
+    if (size.h < 120) problems.push(name + ': plot area ' + Math.round(size.h) + ' px tall');
+    for (const axis of ['xtick', 'ytick']) {
+        const r = [...el.querySelectorAll('.' + axis + ' text')].map(t => t.getBoundingClientRect())
+            .filter(r => r.width).sort((a, b) => axis === 'xtick' ? a.left - b.left : a.top - b.top);
+        for (let i = 1; i < r.length; i++)
+            if (axis === 'xtick' ? r[i].left < r[i - 1].right - 1 : r[i].top < r[i - 1].bottom - 1)
+                problems.push(name + ': ' + axis + ' labels overlap'); }
+    const legend = el.querySelector('g.legend');
+    if (legend && legend.getBoundingClientRect().bottom > box.top + size.t + 2)
+        problems.push(name + ': the legend covers the plot');
+    const points = el.querySelectorAll('.scatterlayer .point, .barlayer .point, .boxlayer path.box, .heatmaplayer image').length;
+    if (!points) problems.push(name + ': no data drawn');
+    return problems; })"""
 #: live 3-D plots a page keeps (LIVE_3D in pages.js) and Plotly's one canvas for pictures
 MOST_CONTEXTS = 6 + 1
 
@@ -629,6 +699,9 @@ def browse(home, shots, unfolded=(), pages="pages"):
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
             page = browser.new_page(viewport={"width": 1300, "height": 900})
+            # a page of 3-D surfaces on 2 shared cores took Chromium over 30 s to load
+            # (its default timeout) when the machine was loaded, not the page's doing
+            page.set_default_timeout(120000)
             page.add_init_script(COUNT_CONTEXTS)
             page.on("console", lambda m: problems.append(f"{page.url}: {m.type}: {m.text}")
                     if m.type in ("error", "warning") and
@@ -641,6 +714,10 @@ def browse(home, shots, unfolded=(), pages="pages"):
             for name in names:
                 response = page.goto(f"{site}/{name}")
                 assert response.status == 200, name
+                opened = page.evaluate(OPEN_PLOTS)
+                if opened > MOST_OPEN_PLOTS:
+                    problems.append(f"{name}: {opened} plots open before the reader opens a "
+                                    f"fold, at most {MOST_OPEN_PLOTS} expected")
                 if name in shots:
                     # As a visitor first sees it: folds closed, plots in view rendered.
                     page.evaluate(SCROLL)
@@ -660,6 +737,7 @@ def browse(home, shots, unfolded=(), pages="pages"):
                             "el.dataset.rendered !== '1').length")
                         raise AssertionError(f"{name}: {waiting} plot(s) not drawn: "
                                              f"{exc}") from None
+                problems += [f"{name}: {p}" for p in page.evaluate(LAYOUT_PROBLEMS)]
                 alive = page.evaluate(ALIVE_CONTEXTS)
                 if alive > MOST_CONTEXTS:
                     problems.append(f"{name}: {alive} WebGL contexts alive after every plot "
@@ -688,7 +766,9 @@ def served_page(home):
     try:
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
-            yield browser.new_page(viewport={"width": 1300, "height": 900}), root
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.set_default_timeout(120000)     # a loaded machine, as in browse()
+            yield page, root
             browser.close()
     finally:
         server.shutdown()
@@ -699,6 +779,8 @@ def test_a_chart_of_names_draws_its_points_in_chromium(made_up_site):
     drawn (on a numeric axis Plotly drew none), on the across page and the fs page."""
     with served_page(made_up_site["home"]) as (page, root):
         page.goto(f"{root}/pages/across-Bandwidth-by-placement-of-readers.html")
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        page.evaluate(SCROLL)
         page.wait_for_function(RENDERED, arg=False, timeout=60000)
         drawn = page.evaluate(
             "() => [...document.querySelectorAll('[data-plot]')].map(el => "

@@ -177,13 +177,13 @@ class IOTestCheckBase(KernelCheck):
                 "open_close_share": self.per_rep(report, "write", "open_close_fraction_max",
                                                  100.0)}
 
-    @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Large sequential write")
+    @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Sequential write")
     def write_bw(self):
         """Aggregate write bandwidth at the slowest rank (IOTest's minimum rate), trimmed
         mean over repetitions."""
         return self.summary_value("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
-    @figure("MiB/s", "Read bandwidth at the slowest rank", headline="Large sequential read")
+    @figure("MiB/s", "Read bandwidth at the slowest rank", headline="Sequential read")
     def read_bw(self):
         return self.summary_value("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 

@@ -77,9 +77,27 @@
       return;
     }
     var spec = JSON.parse(document.getElementById(el.dataset.plot).textContent);
-    window.Plotly.newPlot(el, spec.data, spec.layout, config)
+    (el.dataset.webgl ? fullBundle() : Promise.resolve())
+      .then(function () { return window.Plotly.newPlot(el, spec.data, spec.layout, config); })
       .then(function () { return drawn(el); })
       .then(function () { done(el); });
+  }
+  // A page opens with the cartesian plotly bundle (2-D plots, a third of the full one's
+  // size) unless 3-D surfaces are on its first screen; the first 3-D plot opened further
+  // down loads the full bundle, once, and every later plot is drawn with it.
+  var FULL = "plotly.min.js", loading = null;
+  function fullBundle() {
+    if (!loading) {
+      var have = document.querySelector('script[src$="/' + FULL + '"]');
+      loading = have ? Promise.resolve() : new Promise(function (resolve, reject) {
+        var script = document.createElement("script");
+        script.src = "assets/" + FULL;
+        script.onload = resolve;
+        script.onerror = function () { reject(new Error("cannot load assets/" + FULL)); };
+        document.head.appendChild(script);
+      });
+    }
+    return loading;
   }
   function render(el) {
     if (el.dataset.rendered) return;
