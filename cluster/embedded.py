@@ -519,6 +519,10 @@ class EmbeddedCluster:
                     state, spec, lambda name, argv: self._spawn(state, name, argv),
                     _progress)
             except SanUnavailable as exc:
+                # What the failed start left (brick processes, the servers' disks, this
+                # machine's client) goes now: `down` of a directory SAN would not look.
+                san.stop_bricks()
+                san.unmount_all()
                 _progress(f"the GlusterFS SAN cannot start: {exc}; per-job directories "
                           f"(MYSANSCRATCH) fall back to a plain directory, {spec.san_root}")
                 state["san"] = {"kind": "directory", "reason": str(exc), "changes": changes}
