@@ -104,5 +104,11 @@ static void aio_fini_engine(sbk_queue *q)
     q->impl = NULL;
 }
 
-const sbk_engine sbk_engine_aio = {"aio", aio_init_engine, aio_submit_engine, aio_reap_engine,
-                                   aio_fini_engine};
+const sbk_engine sbk_engine_aio = {
+    .name = "aio",
+    .about = "POSIX AIO (glibc's thread pool): the fallback where io_uring is refused",
+    .init = aio_init_engine,
+    .submit = aio_submit_engine,
+    .reap = aio_reap_engine,
+    .fini = aio_fini_engine,
+};

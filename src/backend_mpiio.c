@@ -93,4 +93,13 @@ static int mpiio_sync(sbk_file *f) { return errno_of(MPI_File_sync(f->fh)); }
 
 static int mpiio_close(sbk_file *f) { return errno_of(MPI_File_close(&f->fh)); }
 
-const sbk_backend sbk_backend_mpiio = {"mpiio", mpiio_open, mpiio_xfer, mpiio_sync, mpiio_close};
+const sbk_backend sbk_backend_mpiio = {
+    .name = "mpiio",
+    .title = "MPI-IO",
+    .about = "MPI-IO, independent (_at) or collective (_at_all with --collective) transfers",
+    .caps = SBK_BE_COLLECTIVE,
+    .open = mpiio_open,
+    .xfer = mpiio_xfer,
+    .sync = mpiio_sync,
+    .close = mpiio_close,
+};

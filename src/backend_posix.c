@@ -50,4 +50,13 @@ static int posix_close(sbk_file *f)
     return rc;
 }
 
-const sbk_backend sbk_backend_posix = {"posix", posix_open, posix_xfer, posix_sync, posix_close};
+const sbk_backend sbk_backend_posix = {
+    .name = "posix",
+    .title = "POSIX",
+    .about = "pread/pwrite on file descriptors (O_DIRECT with --direct)",
+    .caps = SBK_BE_DIRECT,
+    .open = posix_open,
+    .xfer = posix_xfer,
+    .sync = posix_sync,
+    .close = posix_close,
+};

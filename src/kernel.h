@@ -4,8 +4,9 @@
  * directories, repetitions, phases and their timers, the gathers over ranks, the
  * statistics, cache defeat, verification tallies, the manifest of kept runs, the JSON
  * report and the --table.  A mode is one file (mode_*.c) that registers an sbk_mode:
- * its name, its options, and hooks that plan its phases and move its bytes.  Backends
- * (backend_*.c) only move bytes: synchronous ones (POSIX, MPI-IO) for iotest, queued
+ * its name, its options, and hooks that plan its phases and move its bytes.  Back ends
+ * (backend_*.c, listed in backends.c's tables, chosen by name) only move bytes:
+ * synchronous ones (POSIX, MPI-IO) for iotest, iozone and selfscale, queued
  * asynchronous ones (io_uring, POSIX AIO) for diskperf and jovian.
  */
 #ifndef SBK_KERNEL_H
@@ -83,7 +84,7 @@ typedef struct sbk_option {
 struct sbk_config;
 struct sbk_mode;
 /* The command line (options.c): returns 0, SBK_EUSAGE (message in sbk_usage_error()),
- * or -1 for --help and -2 for --version. */
+ * or -1 for --help, -2 for --version and -3 for --list-backends. */
 int sbk_parse_args(int argc, char **argv, struct sbk_config *c, const struct sbk_mode **mode,
                    void **opts);
 const char *sbk_usage_error(void);
@@ -123,7 +124,7 @@ typedef struct sbk_config {
     int fsync;             /* sbk_fsync */
     int verify;
     const char *existing;  /* read a run directory kept by an earlier --keep run */
-    int engine;            /* sbk_engine_id */
+    int engine;            /* index into the queued engines' table (backends.c) */
 } sbk_config;
 
 /* ---- phases, records, gathers ---- */
@@ -235,6 +236,11 @@ const sbk_mode *sbk_mode_at(int i);   /* in name order */
 /* ---- the run (run.c) ---- */
 void sbk_plan_add(sbk_ctx *ctx, const sbk_phase *ph);  /* copied */
 int sbk_run(sbk_ctx *ctx, sbk_json *j);                /* collective: the repetition loop */
+/* Collective: a parsed command line run from start to finished report (rank 0 writes
+ * it to out); returns the exit code.  main() and the unit tests' harness both call
+ * it, so what they run cannot drift apart.  ctx holds rank and size. */
+int sbk_run_report(sbk_ctx *ctx, const sbk_config *cfg, const sbk_mode *mode, void *opts,
+                   FILE *out);
 int sbk_stonewall_reached(const sbk_ctx *ctx, double phase_start);
 /* Verification tallies of one checked buffer into the phase record. */
 struct sbk_verify_result;
@@ -293,6 +299,23 @@ typedef struct sbk_summary {
     double min, max, mean, trimmed_mean, stddev, cv;
 } sbk_summary;
 sbk_summary sbk_summarize(const double *values, size_t n);
+
+/* ---- splitmix64 (Steele, Lea and Flood): the kernel's one hash and random stream ----
+ * Inline: the pattern stamps every few words with it, so a call would cost speed. */
+static inline uint64_t sbk_mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+/* The next value of a splitmix64 stream: advances *state. */
+static inline uint64_t sbk_splitmix_next(uint64_t *state)
+{
+    uint64_t x = *state;
+    *state += 0x9E3779B97F4A7C15ULL;
+    return sbk_mix64(x);
+}
 
 /* ---- data pattern (pattern.c) ----
  * Every `interval`-th 64-bit word of a file holds a stamp of (seed, file, generation,
@@ -368,7 +391,9 @@ void sbk_write_header(sbk_json *j, const sbk_ctx *ctx);   /* collective (gathers
 void sbk_write_errors(sbk_json *j, sbk_ctx *ctx, int code); /* collective */
 void *sbk_alloc_aligned(size_t align, size_t bytes);     /* NULL on failure */
 
-/* ---- synchronous backends (backend_posix.c, backend_mpiio.c), used by iotest ---- */
+/* ---- back ends (backends.c holds the tables; backend_*.c one back end each) ----
+ * Chosen by name: --api (synchronous) and --engine (queued), the first of each table
+ * being the default; --list-backends prints both tables. */
 enum { SBK_OPEN_CREATE = 1, SBK_OPEN_WRITE = 2, SBK_OPEN_READ = 4 };
 typedef struct sbk_file {
     int fd;
@@ -377,8 +402,13 @@ typedef struct sbk_file {
     int dir_fd;            /* MPI-IO: the run directory, to tell a full file system from
                               the generic I/O error an implementation reports for it */
 } sbk_file;
+/* What a synchronous back end can do beyond the interface's minimum. */
+enum { SBK_BE_DIRECT = 1, SBK_BE_COLLECTIVE = 2 };
 typedef struct sbk_backend {
     const char *name;
+    const char *title;     /* in the --table's title: "POSIX" */
+    const char *about;     /* one line, for --list-backends and SCHEMA.md */
+    unsigned caps;         /* SBK_BE_*: O_DIRECT (--direct), collective transfers */
     /* All return 0 or an errno value.  Files live in target 0's run directory. */
     int (*open)(const sbk_ctx *ctx, const char *name, int flags, int shared, int collective,
                 sbk_file *f);
@@ -388,11 +418,13 @@ typedef struct sbk_backend {
 } sbk_backend;
 extern const sbk_backend sbk_backend_posix;
 extern const sbk_backend sbk_backend_mpiio;
+extern const char *sbk_backend_names[];        /* NULL-terminated, table order */
+const sbk_backend *sbk_backend_at(int index);  /* NULL past the end */
+const sbk_backend *sbk_find_backend(const char *name); /* NULL if unknown */
 
-/* ---- queued asynchronous I/O (queue.c, backend_uring.c, backend_aio.c) ----
- * One queue per rank; the core's wrappers count requests in flight the same way for
- * every engine: from submission until the completion is reaped. */
-typedef enum { SBK_ENGINE_URING, SBK_ENGINE_AIO } sbk_engine_id;
+/* Queued asynchronous I/O (queue.c, backend_uring.c, backend_aio.c): one queue per
+ * rank; the core's wrappers count requests in flight the same way for every engine:
+ * from submission until the completion is reaped. */
 enum { SBK_IO_READ, SBK_IO_WRITE, SBK_IO_FSYNC };
 typedef struct sbk_io {
     int op;
@@ -411,6 +443,7 @@ typedef struct sbk_done {
 typedef struct sbk_queue sbk_queue;
 typedef struct sbk_engine {
     const char *name;
+    const char *about;     /* one line, for --list-backends and SCHEMA.md */
     int (*init)(sbk_queue *q, unsigned entries);            /* errno */
     /* errno; all n in flight after; wait: the caller reaps next, so the engine may wait
      * for one completion in the same system call */
@@ -418,9 +451,16 @@ typedef struct sbk_engine {
     /* Waits for at least min completions (0: none), returns up to max in *got. */
     int (*reap)(sbk_queue *q, sbk_done *out, unsigned max, unsigned min, unsigned *got);
     void (*fini)(sbk_queue *q);
+    /* Optional: init's err means this host refuses the engine; fills msg with the cause
+     * and the fallback and returns 1 (the run exits SBK_ENOURING), else returns 0. */
+    int (*refused)(int err, char *msg, size_t len);
 } sbk_engine;
 extern const sbk_engine sbk_engine_uring;
 extern const sbk_engine sbk_engine_aio;
+extern const char *sbk_engine_names[];         /* NULL-terminated, table order */
+const sbk_engine *sbk_engine_at(int index);    /* NULL past the end */
+const char *sbk_engine_name(int index);
+void sbk_list_backends(FILE *f);               /* "kind<TAB>name<TAB>about" lines */
 struct sbk_queue {
     const sbk_engine *engine;
     void *impl;
@@ -430,7 +470,6 @@ struct sbk_queue {
     double inflight_area;  /* integral of inflight over time: the sum of request latencies */
     double last_change;
 };
-const char *sbk_engine_name(int id);
 /* Opens a queue of the configured engine; on refusal fails with SBK_ENOURING and a
  * message that names the cause and the fallback.  Returns 0 or the error code. */
 int sbk_queue_open(sbk_ctx *ctx, sbk_queue *q, unsigned entries);

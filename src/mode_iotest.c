@@ -16,13 +16,12 @@
 #include "kernel.h"
 
 enum { LAYOUT_FPP, LAYOUT_SHARED };
-enum { API_POSIX, API_MPIIO };
 static const char *const layouts[] = {"fpp", "shared", NULL};
-static const char *const apis[] = {"posix", "mpiio", NULL};
 
 typedef struct {
     long nr, nc, niter, iread;
-    int layout, api, collective;
+    int layout, collective;
+    int api; /* index into the synchronous back ends' table (backends.c) */
 } iotest_opts;
 
 #define OPT(f) offsetof(iotest_opts, f)
@@ -37,8 +36,9 @@ static const sbk_option iotest_options[] = {
      .help = "0 write, 1 read (written untimed first), 2 write then read [2]", .hi = 2},
     {.name = "layout", .kind = SBK_OPT_CHOICE, .offset = OPT(layout), .arg = "fpp|shared",
      .help = "file per process or one shared file [fpp]", .choices = layouts},
-    {.name = "api", .kind = SBK_OPT_CHOICE, .offset = OPT(api), .arg = "posix|mpiio",
-     .help = "I/O interface [posix]", .choices = apis},
+    {.name = "api", .kind = SBK_OPT_CHOICE, .offset = OPT(api),
+     .help = "I/O interface: a synchronous back end (--list-backends) [posix]",
+     .choices = sbk_backend_names},
     {.name = "collective", .kind = SBK_OPT_FLAG, .offset = OPT(collective),
      .help = "collective MPI-IO transfers (with --api mpiio)"},
     {0},
@@ -52,9 +52,10 @@ static void iotest_defaults(void *p)
 static int iotest_check(const sbk_config *c, const void *p, char *err, size_t len)
 {
     const iotest_opts *o = p;
-    if (o->collective && o->api != API_MPIIO)
+    unsigned caps = sbk_backend_at(o->api)->caps;
+    if (o->collective && !(caps & SBK_BE_COLLECTIVE))
         snprintf(err, len, "--collective needs --api mpiio");
-    else if (c->direct && o->api != API_POSIX)
+    else if (c->direct && !(caps & SBK_BE_DIRECT))
         snprintf(err, len, "--direct works with --api posix only (MPI-IO has no portable "
                  "O_DIRECT)");
     else if (c->existing && o->iread != 1)
@@ -101,7 +102,7 @@ static void iotest_config_json(const sbk_ctx *ctx, sbk_json *j)
     jw_int(j, "transfer_bytes", o->nr * 8);
     jw_int(j, "bytes_per_rank", (long long)o->nr * 8 * o->nc);
     jw_str(j, "layout", layouts[o->layout]);
-    jw_str(j, "api", apis[o->api]);
+    jw_str(j, "api", sbk_backend_at(o->api)->name);
     jw_bool(j, "collective", o->collective);
 }
 
@@ -110,7 +111,7 @@ static void iotest_describe(const sbk_ctx *ctx, char *buf, size_t len)
     const iotest_opts *o = ctx->opts;
     snprintf(buf, len, "%s, %s%s, NR=%ld NC=%ld NITER=%ld, %s (%s)",
              o->layout == LAYOUT_FPP ? "file per process" : "shared file",
-             o->api == API_MPIIO ? "MPI-IO" : "POSIX", o->collective ? " collective" : "", o->nr,
+             sbk_backend_at(o->api)->title, o->collective ? " collective" : "", o->nr,
              o->nc, o->niter, ctx->targets[0].path, ctx->targets[0].fstype);
 }
 
@@ -120,7 +121,7 @@ static int iotest_setup(sbk_ctx *ctx)
     iotest *t = calloc(1, sizeof *t);
     ctx->state = t;
     t->o = o;
-    t->be = o->api == API_MPIIO ? &sbk_backend_mpiio : &sbk_backend_posix;
+    t->be = sbk_backend_at(o->api);
     t->xfer_bytes = (size_t)o->nr * 8;
     size_t align = ctx->targets[0].dio_align;
     if (ctx->cfg->direct && t->xfer_bytes % align != 0) {

@@ -366,6 +366,7 @@ typedef struct {
     uint64_t next_gen;     /* generations of the data: one per writing pass */
     uint64_t gen_all;      /* of every record of this rank's file ... */
     uint64_t gen_rec0;     /* ... and of record 0 (record re-write changes it alone) */
+    const sbk_backend *be; /* IOzone's own calls are POSIX read/write: the posix back end */
     FILE *log;
     uint64_t *log_off;     /* this phase's requests: offset, and flags in the top bits */
     size_t log_n, log_cap;
@@ -496,6 +497,7 @@ static int iz_setup(sbk_ctx *ctx)
     iz *z = calloc(1, sizeof *z);
     ctx->state = z;
     z->o = o;
+    z->be = sbk_find_backend("posix");
     /* Rank 0's node decides 'memory', so every rank plans the same matrix. */
     uint64_t memory = sbk_node_memory();
     int rpn = ctx->ranks_per_node;
@@ -570,14 +572,6 @@ static int iz_setup(sbk_ctx *ctx)
 }
 
 /* ---- access orders ---- */
-static uint64_t splitmix(uint64_t *state)
-{
-    uint64_t x = (*state += 0x9E3779B97F4A7C15ULL);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 /* Fisher-Yates over the records (IOzone precomputes the same kind of shuffle). */
 static int shuffle(iz *z, uint64_t n, uint64_t seed)
 {
@@ -592,7 +586,7 @@ static int shuffle(iz *z, uint64_t n, uint64_t seed)
         z->order[i] = i;
     uint64_t state = seed;
     for (uint64_t i = n - 1; i > 0; i--) {
-        uint64_t k = splitmix(&state) % (i + 1);
+        uint64_t k = sbk_splitmix_next(&state) % (i + 1);
         uint64_t t = z->order[i];
         z->order[i] = z->order[k];
         z->order[k] = t;
@@ -729,7 +723,7 @@ static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fr
                  strerror(err));
         return err;
     }
-    int err = sbk_backend_posix.open(ctx, z->name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE
+    int err = z->be->open(ctx, z->name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE
                                                          : SBK_OPEN_READ, 0, 0, f);
     if (err == EINVAL && ctx->cfg->direct)
         sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, 0, "the file system at %s refuses O_DIRECT "
@@ -744,8 +738,8 @@ static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fr
 static double timed_fsync(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f, uint64_t bytes)
 {
     double a = sbk_now();
-    if (fsync(f->fd) != 0) {
-        int err = errno;
+    int err = z->be->sync(f);
+    if (err) {
         sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes, "fsync %s: %s", z->path,
                  strerror(err));
     }
@@ -755,7 +749,7 @@ static double timed_fsync(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f,
 static double timed_close(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f, uint64_t bytes)
 {
     double a = sbk_now();
-    int err = sbk_backend_posix.close(f);
+    int err = z->be->close(f);
     if (err)
         sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes, "close %s: %s", z->path,
                  strerror(err));
@@ -813,7 +807,7 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             data += sbk_now() - a;
         }
         size_t moved = 0;
-        int err = sbk_backend_posix.xfer(&f, write, z->buf, (size_t)record, offset, &moved);
+        int err = z->be->xfer(&f, write, z->buf, (size_t)record, offset, &moved);
         bytes += moved;
         if (measured < 0)
             timed_bytes += moved;

@@ -230,7 +230,10 @@ static const sbk_field ss_fields[F_N] = {
 
 typedef struct {
     const ss_opts *o;
-    int fd;                 /* this rank's descriptor of its node's data file */
+    /* The measured requests go through the posix back end; its descriptor of the
+     * node's data file also serves mincore and --prime, which are POSIX by nature. */
+    const sbk_backend *be;
+    sbk_file file;
     uint64_t unit;
     uint64_t data_bytes;    /* bytes of data in each node's file */
     uint64_t *buf;
@@ -245,26 +248,11 @@ static void data_name(const sbk_ctx *ctx, char *out, size_t len)
 }
 
 /* ---- the request stream: splitmix64, a function of (seed, point, rank, rep) ---- */
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 typedef struct {
     uint64_t state;
 } ss_rng;
 
-static uint64_t rng_next(ss_rng *r)
-{
-    r->state += 0x9E3779B97F4A7C15ULL;
-    uint64_t x = r->state;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
+static uint64_t rng_next(ss_rng *r) { return sbk_splitmix_next(&r->state); }
 
 static double rng_unit(ss_rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
@@ -273,12 +261,12 @@ static uint64_t rng_below(ss_rng *r, uint64_t n) { return rng_next(r) % n; }
 
 static uint64_t stream_seed(const sbk_ctx *ctx, const ss_point *p, int rep)
 {
-    uint64_t h = mix64((uint64_t)ctx->cfg->seed);
+    uint64_t h = sbk_mix64((uint64_t)ctx->cfg->seed);
     uint64_t parts[] = {p->unique_bytes, p->size_mean, (uint64_t)(p->read_frac * 1e9),
                         (uint64_t)(p->seq_frac * 1e9), (uint64_t)p->process_num,
                         (uint64_t)ctx->rank, (uint64_t)rep};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        h = mix64(h ^ parts[i]);
+        h = sbk_mix64(h ^ parts[i]);
     return h;
 }
 
@@ -391,7 +379,8 @@ static int ss_setup(sbk_ctx *ctx)
     ss_state *s = calloc(1, sizeof *s);
     ctx->state = s;
     s->o = o;
-    s->fd = -1;
+    s->be = sbk_find_backend("posix");
+    s->file.fd = -1;
     s->unit = c->direct ? ctx->targets[0].dio_align : SS_UNIT;
     s->data_bytes = o->prepare ? o->prepare : largest_unique(o);
     s->data_bytes = round_down(s->data_bytes, s->unit);
@@ -451,14 +440,14 @@ static int ss_setup(sbk_ctx *ctx)
     if (o->points.n) {
         char name[64];
         data_name(ctx, name, sizeof name);
-        s->fd = openat(ctx->targets[0].fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC |
-                       (c->direct ? O_DIRECT : 0));
-        if (s->fd < 0 && errno == EINVAL && c->direct)
-            sbk_fail(ctx, SBK_ENODIRECT, errno, "setup", 0, "the file system at %s refuses "
+        /* O_RDWR, and O_DIRECT with --direct */
+        int err = s->be->open(ctx, name, SBK_OPEN_READ | SBK_OPEN_WRITE, 0, 0, &s->file);
+        if (err == EINVAL && c->direct)
+            sbk_fail(ctx, SBK_ENODIRECT, err, "setup", 0, "the file system at %s refuses "
                      "O_DIRECT (EINVAL)", ctx->targets[0].path);
-        else if (s->fd < 0)
-            sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "open %s/%s: %s",
-                     ctx->targets[0].rundir, name, strerror(errno));
+        else if (err)
+            sbk_fail(ctx, sbk_code_for_errno(err), err, "setup", 0, "open %s/%s: %s",
+                     ctx->targets[0].rundir, name, strerror(err));
     }
     if ((code = sbk_agree(ctx)))
         return code;
@@ -482,11 +471,11 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
                       uint64_t *pages)
 {
     *resident = *pages = 0;
-    if (ctx->node_rank != 0 || s->fd < 0)
+    if (ctx->node_rank != 0 || s->file.fd < 0)
         return;
     long page = sysconf(_SC_PAGESIZE);
     uint64_t n = (bytes + (uint64_t)page - 1) / (uint64_t)page;
-    void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, s->fd, 0);
+    void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, s->file.fd, 0);
     if (map == MAP_FAILED)
         return;
     unsigned char vec[4096];
@@ -516,14 +505,14 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
 static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes,
                                 uint64_t resident, uint64_t pages)
 {
-    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->fd < 0 ||
+    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0 ||
         bytes > sbk_node_memory() / 2 || (pages && resident * 10 >= pages * 9))
         return 0;
     uint64_t done = 0;
     size_t chunk = SS_PREPARE_BLOCK;
     while (done < bytes && !sbk_stopped(ctx)) {
         size_t n = (size_t)(bytes - done < chunk ? bytes - done : chunk);
-        ssize_t got = pread(s->fd, s->buf, n, (off_t)done);
+        ssize_t got = pread(s->file.fd, s->buf, n, (off_t)done);
         if (got <= 0) {
             sbk_fail(ctx, got < 0 ? sbk_code_for_errno(errno) : SBK_EIO, got < 0 ? errno : EIO,
                      "prime", done, "read %s/selfscale.data.%d at %llu: %s",
@@ -563,7 +552,7 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     size_range(p, o->spread, s->unit, &lo, &hi);
     uint64_t offsets = unique / s->unit;    /* unit positions in the footprint */
     ss_rng rng = {stream_seed(ctx, p, ctx->rep)};
-    uint64_t prev_end = UINT64_MAX, digest = mix64((uint64_t)ctx->cfg->seed);
+    uint64_t prev_end = UINT64_MAX, digest = sbk_mix64((uint64_t)ctx->cfg->seed);
     uint64_t bytes = 0, requests = 0, reads = 0, read_bytes = 0, seq = 0, nreads_all = 0;
     double verify = 0.0, window = 0.0, fsync_time = 0.0;
     int wrote = 0;
@@ -594,18 +583,18 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             else
                 off = rng_below(&rng, offsets - units + 1) * s->unit;
             prev_end = off + size;
-            ssize_t n = is_read ? pread(s->fd, s->buf, (size_t)size, (off_t)off)
-                                : (sbk_pattern_fill(&s->pat, s->buf, size / 8,
-                                                    (uint64_t)ctx->node_index, 1, off / 8, 1),
-                                   pwrite(s->fd, s->buf, (size_t)size, (off_t)off));
-            if (n != (ssize_t)size) {
-                int e = n < 0 ? errno : EIO;
+            if (!is_read)
+                sbk_pattern_fill(&s->pat, s->buf, size / 8, (uint64_t)ctx->node_index, 1,
+                                 off / 8, 1);
+            size_t moved = 0;
+            int e = s->be->xfer(&s->file, !is_read, s->buf, (size_t)size, off, &moved);
+            if (e) {
                 sbk_fail(ctx, e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT
                                                               : sbk_code_for_errno(e),
                          e, phase, bytes, "%s %llu bytes at %llu of %s/selfscale.data.%d: %s",
                          is_read ? "read" : "write", (unsigned long long)size,
                          (unsigned long long)off, ctx->targets[0].rundir, ctx->node_index,
-                         n < 0 ? strerror(e) : "short transfer");
+                         e == ENODATA ? "short transfer" : strerror(e));
                 break;
             }
             wrote |= !is_read;
@@ -627,15 +616,16 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                 read_bytes += size;
             }
             seq += (uint64_t)is_seq;
-            digest = mix64(digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
+            digest = sbk_mix64(digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
         }
         window = sbk_now() - window_start - verify;
         if (wrote && ctx->cfg->fsync != FSYNC_NONE && ctx->error.code == 0) {
             double f0 = sbk_now();
-            if (fsync(s->fd) != 0)
-                sbk_fail(ctx, sbk_code_for_errno(errno), errno, phase, bytes, "fsync %s/"
+            int e = s->be->sync(&s->file);
+            if (e)
+                sbk_fail(ctx, sbk_code_for_errno(e), e, phase, bytes, "fsync %s/"
                          "selfscale.data.%d: %s", ctx->targets[0].rundir, ctx->node_index,
-                         strerror(errno));
+                         strerror(e));
             fsync_time = sbk_now() - f0;
             if (ctx->cfg->fsync == FSYNC_INSIDE)
                 window += fsync_time;
@@ -751,8 +741,8 @@ static void ss_teardown(sbk_ctx *ctx, int code)
     ss_state *s = ctx->state;
     if (!s)
         return;
-    if (s->fd >= 0)
-        close(s->fd);
+    if (s->file.fd >= 0)
+        s->be->close(&s->file);
     const sbk_config *c = ctx->cfg;
     /* A first launch stopped by a signal removes its data even with --keep: nobody would
      * know to discard a half-written data file. */

@@ -118,7 +118,6 @@ static int parse_shift(const char *value, void *field, char *err, size_t len)
 }
 
 static const char *const fsync_choices[] = {"inside", "outside", "none", NULL};
-static const char *const engine_choices[] = {"io_uring", "aio", NULL};
 
 #define CORE(field) offsetof(sbk_config, field)
 static const sbk_option core_options[] = {
@@ -158,20 +157,28 @@ static const sbk_option core_options[] = {
     {.name = "existing", .kind = SBK_OPT_STRING, .offset = CORE(existing), .arg = "RUNDIR",
      .help = "read the files of a run directory kept by an earlier --keep run\n"
              "(e.g. from another job or node)", .needs = SBK_F_EXISTING},
-    {.name = "engine", .kind = SBK_OPT_CHOICE, .offset = CORE(engine), .arg = "io_uring|aio",
+    {.name = "engine", .kind = SBK_OPT_CHOICE, .offset = CORE(engine),
      .help = "asynchronous I/O interface: io_uring (liburing) or POSIX AIO [io_uring]",
-     .choices = engine_choices, .needs = SBK_F_ENGINE},
+     .choices = sbk_engine_names, .needs = SBK_F_ENGINE},
     {0},
 };
 
-const char *sbk_engine_name(int id) { return engine_choices[id == SBK_ENGINE_AIO]; }
 const char *sbk_fsync_name(int f) { return fsync_choices[f]; }
 
 /* ---- --help ---- */
 static void print_option(FILE *f, const sbk_option *o)
 {
-    char head[64];
-    snprintf(head, sizeof head, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    char head[64], choices[48] = "";
+    const char *arg = o->arg;
+    if (!arg && o->kind == SBK_OPT_CHOICE) {
+        /* The choices themselves: a back end added to its table shows up here. */
+        for (int i = 0; o->choices[i]; i++) {
+            size_t used = strlen(choices);
+            snprintf(choices + used, sizeof choices - used, "%s%s", i ? "|" : "", o->choices[i]);
+        }
+        arg = choices;
+    }
+    snprintf(head, sizeof head, "--%s%s%s", o->name, arg ? " " : "", arg ? arg : "");
     const char *help = o->help;
     int col = fprintf(f, "  %s", head);
     if (col > 22) {
@@ -208,7 +215,8 @@ void sbk_print_help(FILE *f)
     for (const sbk_option *o = core_options; o->name; o++)
         if (!o->needs)
             print_option(f, o);
-    fputs("  --version, --help\n", f);
+    fputs("  --list-backends      the I/O back ends of --api and --engine, one a line\n"
+          "  --version, --help\n", f);
     static const struct {
         unsigned feature;
         const char *title;
@@ -416,13 +424,15 @@ int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_o
                    void **opts_out)
 {
     *c = (sbk_config){.reps = 1, .seed = 1, .fsync = FSYNC_INSIDE, .verify = 1,
-                      .engine = SBK_ENGINE_URING};
+                      .engine = 0 /* the first queued engine */};
     usage_error[0] = '\0';
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return -1;
         else if (!strcmp(argv[i], "--version"))
             return -2;
+        else if (!strcmp(argv[i], "--list-backends"))
+            return -3;
     char names[200] = "";
     for (int i = 0; i < nmodes; i++) {
         size_t used = strlen(names);

@@ -16,34 +16,19 @@
 int sbk_queue_open(sbk_ctx *ctx, sbk_queue *q, unsigned entries)
 {
     memset(q, 0, sizeof *q);
-    q->engine = ctx->cfg->engine == SBK_ENGINE_AIO ? &sbk_engine_aio : &sbk_engine_uring;
+    q->engine = sbk_engine_at(ctx->cfg->engine);
     q->entries = entries;
     int err = q->engine->init(q, entries);
     if (err == 0) {
         q->last_change = sbk_now();
         return 0;
     }
-    q->engine = NULL;
-    if (ctx->cfg->engine == SBK_ENGINE_URING) {
-        /* Why it is refused, when the kernel says so. */
-        char why[120] = "";
-        FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");
-        int disabled = 0;
-        if (f) {
-            if (fscanf(f, "%d", &disabled) == 1 && disabled > 0)
-                snprintf(why, sizeof why, "; /proc/sys/kernel/io_uring_disabled is %d", disabled);
-            fclose(f);
-        }
-        if (!why[0] && (err == EPERM || err == EACCES))
-            snprintf(why, sizeof why, "; a seccomp filter (as in containers) may block it");
-        if (!why[0] && err == ENOMEM)
-            snprintf(why, sizeof why, "; the locked-memory limit (ulimit -l) may be too small");
-        if (!why[0] && err == ENOSYS)
-            snprintf(why, sizeof why, "; this kernel has no io_uring");
-        return sbk_fail(ctx, SBK_ENOURING, err, "setup", 0,
-                        "io_uring is refused here (io_uring_setup: %s%s): run with --engine aio "
-                        "for POSIX AIO", strerror(err), why);
+    char refusal[400];
+    if (q->engine->refused && q->engine->refused(err, refusal, sizeof refusal)) {
+        q->engine = NULL;
+        return sbk_fail(ctx, SBK_ENOURING, err, "setup", 0, "%s", refusal);
     }
+    q->engine = NULL;
     return sbk_fail(ctx, SBK_EINTERNAL, err, "setup", 0, "cannot set up %s with %u entries: %s",
                     sbk_engine_name(ctx->cfg->engine), entries, strerror(err));
 }

@@ -530,3 +530,35 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
     ctx->run = NULL;
     return code;
 }
+
+int sbk_run_report(sbk_ctx *ctx, const sbk_config *cfg, const sbk_mode *mode, void *opts,
+                   FILE *out)
+{
+    ctx->cfg = cfg;
+    ctx->mode = mode;
+    ctx->opts = opts;
+    sbk_identify_node(ctx);
+    if (cfg->shift == -1)
+        ctx->shift = ctx->nnodes > 1 ? ctx->ranks_per_node : 0;
+    else
+        ctx->shift = cfg->shift % ctx->size;
+    sbk_json j;
+    jw_begin(&j, ctx->rank == 0 ? out : NULL);
+    int code = sbk_workdir_open(ctx);
+    jw_obj(&j, NULL);
+    sbk_write_header(&j, ctx);
+    if (code == 0)
+        code = sbk_run(ctx, &j);
+    sbk_workdir_close(ctx);
+    jw_bool(&j, "complete", code == 0 || code == SBK_EVERIFY);
+    sbk_write_errors(&j, ctx, code);
+    jw_end_obj(&j);
+    jw_finish(&j);
+    free(ctx->targets);
+    free(ctx->node_of);
+    free(ctx->node_names);
+    ctx->targets = NULL;
+    ctx->node_of = NULL;
+    ctx->node_names = NULL;
+    return code;
+}

@@ -343,29 +343,12 @@ static int run_line(const char *line, const char *dir, char **json)
         printf("     cannot parse '%s': %s\n", full, sbk_usage_error());
         return -1;
     }
-    ctx.cfg = &cfg;
-    ctx.mode = mode;
-    ctx.opts = opts;
-    sbk_identify_node(&ctx);
     unit_log[0] = '\0';
     unit_written_calls = unit_last_seen = unit_end_reps = unit_teardowns = 0;
     size_t len = 0;
     FILE *f = open_memstream(json, &len);
-    sbk_json j;
-    jw_begin(&j, f);
-    int code = sbk_workdir_open(&ctx);
-    jw_obj(&j, NULL);
-    sbk_write_header(&j, &ctx);
-    if (code == 0)
-        code = sbk_run(&ctx, &j);
-    sbk_workdir_close(&ctx);
-    sbk_write_errors(&j, &ctx, code);
-    jw_end_obj(&j);
-    jw_finish(&j);
+    int code = sbk_run_report(&ctx, &cfg, mode, opts, f);
     fclose(f);
-    free(ctx.targets);
-    free(ctx.node_of);
-    free(ctx.node_names);
     return code;
 }
 
@@ -435,8 +418,12 @@ static void test_loop(void)
     code = run_line("k unit --reps 4 --fail-rep 1 --iterations 1", dir, &json);
     CHECK(code == SBK_EIO, "loop: an error stops the run with its code");
     CHECK(!strcmp(unit_log, "a1 hidden1 b1 a2 hidden2 b2 "), "loop: no repetition after the failing one");
-    CHECK(count_of(json, "\"complete\": true") == 1 && count_of(json, "\"complete\": false") == 1,
+    /* a repetition's key is indented deeper than the report's own */
+    CHECK(count_of(json, "      \"complete\": true") == 1 &&
+              count_of(json, "      \"complete\": false") == 1,
           "loop: the failing repetition is reported incomplete");
+    CHECK(count_of(json, "\n  \"complete\": false") == 1,
+          "loop: the report of a failed run says it is incomplete, as main() writes it");
     CHECK(strstr(json, "\"fig\": {\n        \"n\": 1,") != NULL,
           "loop: the summary holds complete repetitions only");
     CHECK(strstr(json, "phase b failed on purpose") != NULL, "loop: the error's message");
