@@ -20,8 +20,7 @@ static int posix_open(const sbk_ctx *ctx, const char *name, int flags, int share
     return f->fd < 0 ? errno : 0;
 }
 
-static int posix_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset,
-                      size_t *done)
+static int posix_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset, size_t *done)
 {
     *done = 0;
     if (sbk_stop_signal)

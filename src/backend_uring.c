@@ -19,8 +19,8 @@ static int uring_init(sbk_queue *q, unsigned entries)
     if (!ring)
         return ENOMEM;
     /* The newest flags first; EINVAL means an older kernel: try the next set. */
-    static const unsigned flag_sets[] = {
-        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_COOP_TASKRUN, 0};
+    static const unsigned flag_sets[] = {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                                         IORING_SETUP_COOP_TASKRUN, 0};
     int rc = -EINVAL;
     for (size_t i = 0; i < sizeof flag_sets / sizeof flag_sets[0] && rc == -EINVAL; i++)
         rc = io_uring_queue_init(entries, ring, flag_sets[i]);
@@ -105,8 +105,10 @@ static int uring_refused(int err, char *msg, size_t len)
         snprintf(why, sizeof why, "; the locked-memory limit (ulimit -l) may be too small");
     if (!why[0] && err == ENOSYS)
         snprintf(why, sizeof why, "; this kernel has no io_uring");
-    snprintf(msg, len, "io_uring is refused here (io_uring_setup: %s%s): run with --engine aio "
-             "for POSIX AIO", strerror(err), why);
+    snprintf(msg, len,
+             "io_uring is refused here (io_uring_setup: %s%s): run with --engine aio "
+             "for POSIX AIO",
+             strerror(err), why);
     return 1;
 }
 

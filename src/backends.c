@@ -4,11 +4,15 @@
  * --engine of diskperf and jovian).  The first entry of each table is the default.
  *
  * Adding a back end: its file (backend_NAME.c, defining an sbk_backend or an
- * sbk_engine) and its line below.  --api and --engine accept it, --help lists it,
+ * sbk_engine), its name in the extern line and its line in the table below, and its
+ * row in SCHEMA.md's table of back ends.  --api and --engine accept it, --help lists it,
  * --list-backends prints it and tests/test_kernel.py checks SCHEMA.md lists it. */
 #include <string.h>
 
 #include "kernel.h"
+
+extern const sbk_backend sbk_backend_posix, sbk_backend_mpiio;
+extern const sbk_engine sbk_engine_uring, sbk_engine_aio;
 
 static const sbk_backend *const sync_backends[] = {
     &sbk_backend_posix,

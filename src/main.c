@@ -58,7 +58,8 @@ int main(int argc, char **argv)
                 sbk_list_backends(stdout);
             else
                 fputs("scratchbench-kernel " SBK_VERSION " (output schema " SBK_SCHEMA_VERSION
-                      ")\n", stdout);
+                      ")\n",
+                      stdout);
         }
         MPI_Finalize();
         return 0;

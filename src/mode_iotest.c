@@ -25,6 +25,8 @@ typedef struct {
 } iotest_opts;
 
 #define OPT(f) offsetof(iotest_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option iotest_options[] = {
     {.name = "nr", .kind = SBK_OPT_LONG, .offset = OPT(nr), .arg = "N",
      .help = "64-bit values per transfer [131072 = 1 MiB]", .lo = 1, .hi = 1L << 27},
@@ -43,6 +45,7 @@ static const sbk_option iotest_options[] = {
      .help = "collective MPI-IO transfers (with --api mpiio)"},
     {0},
 };
+/* clang-format on */
 
 static void iotest_defaults(void *p)
 {
@@ -56,7 +59,8 @@ static int iotest_check(const sbk_config *c, const void *p, char *err, size_t le
     if (o->collective && !(caps & SBK_BE_COLLECTIVE))
         snprintf(err, len, "--collective needs --api mpiio");
     else if (c->direct && !(caps & SBK_BE_DIRECT))
-        snprintf(err, len, "--direct works with --api posix only (MPI-IO has no portable "
+        snprintf(err, len,
+                 "--direct works with --api posix only (MPI-IO has no portable "
                  "O_DIRECT)");
     else if (c->existing && o->iread != 1)
         snprintf(err, len, "--existing needs --iread 1: it reads data an earlier run wrote");
@@ -65,7 +69,7 @@ static int iotest_check(const sbk_config *c, const void *p, char *err, size_t le
 
 enum { F_OPEN, F_ACCESS, F_SYNC, F_CLOSE, F_TOTAL, F_VERIFY, F_BYTES, F_XFERS, F_N };
 static const sbk_field iotest_fields[F_N] = {
-    {"open", SBK_TIMER},  {"access", SBK_TIMER}, {"sync", SBK_TIMER}, {"close", SBK_TIMER},
+    {"open", SBK_TIMER},  {"access", SBK_TIMER}, {"sync", SBK_TIMER},  {"close", SBK_TIMER},
     {"total", SBK_TIMER}, {"verify", SBK_TIMER}, {"bytes", SBK_TOTAL}, {"xfers", SBK_TOTAL},
 };
 enum { PH_WRITE, PH_READ };
@@ -76,7 +80,7 @@ typedef struct {
     sbk_pattern pat;
     size_t xfer_bytes;
     uint64_t *buf;
-    long *written;        /* transfers each rank wrote in the last write (stonewall) */
+    long *written; /* transfers each rank wrote in the last write (stonewall) */
 } iotest;
 
 static int owner_of(const sbk_ctx *ctx, int write)
@@ -111,8 +115,8 @@ static void iotest_describe(const sbk_ctx *ctx, char *buf, size_t len)
     const iotest_opts *o = ctx->opts;
     snprintf(buf, len, "%s, %s%s, NR=%ld NC=%ld NITER=%ld, %s (%s)",
              o->layout == LAYOUT_FPP ? "file per process" : "shared file",
-             sbk_backend_at(o->api)->title, o->collective ? " collective" : "", o->nr,
-             o->nc, o->niter, ctx->targets[0].path, ctx->targets[0].fstype);
+             sbk_backend_at(o->api)->title, o->collective ? " collective" : "", o->nr, o->nc,
+             o->niter, ctx->targets[0].path, ctx->targets[0].fstype);
 }
 
 static int iotest_setup(sbk_ctx *ctx)
@@ -128,8 +132,8 @@ static int iotest_setup(sbk_ctx *ctx)
         if (ctx->rank == 0)
             sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
                      "--direct needs a transfer size (NR*8 = %zu bytes) that is a multiple of "
-                     "%zu bytes, the direct-I/O alignment of %s", t->xfer_bytes, align,
-                     ctx->targets[0].path);
+                     "%zu bytes, the direct-I/O alignment of %s",
+                     t->xfer_bytes, align, ctx->targets[0].path);
         return sbk_agree(ctx);
     }
     t->buf = sbk_alloc_aligned(align, t->xfer_bytes);
@@ -140,7 +144,10 @@ static int iotest_setup(sbk_ctx *ctx)
     sbk_pattern_init(&t->pat, (uint64_t)ctx->cfg->seed, (uint64_t)o->nr);
     ctx->iterations = o->niter;
 
-    sbk_phase write = {.name = "write", .kind = PH_WRITE, .fields = iotest_fields, .nfields = F_N,
+    sbk_phase write = {.name = "write",
+                       .kind = PH_WRITE,
+                       .fields = iotest_fields,
+                       .nfields = F_N,
                        .flags = SBK_PH_REPORT | SBK_PH_STONEWALL | SBK_PH_DATA};
     sbk_phase read = write;
     snprintf(read.name, sizeof read.name, "read");
@@ -186,7 +193,8 @@ static void iotest_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     if (err == EINVAL && c->direct)
         sbk_fail(ctx, SBK_ENODIRECT, err, phase, 0,
                  "the file system at %s refuses O_DIRECT (EINVAL); defeat the cache with "
-                 "--fadvise or --scan-file instead", ctx->targets[0].path);
+                 "--fadvise or --scan-file instead",
+                 ctx->targets[0].path);
     else if (err)
         sbk_fail(ctx, sbk_code_for_errno(err), err, phase, 0, "open %s/%s: %s",
                  ctx->targets[0].rundir, name, strerror(err));
@@ -237,8 +245,8 @@ static void iotest_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         done++;
         if (!write && c->verify) {
             double v0 = sbk_now();
-            sbk_verify_result r = sbk_pattern_check(&t->pat, t->buf, (uint64_t)o->nr, file_id,
-                                                    gen, first_word);
+            sbk_verify_result r =
+                sbk_pattern_check(&t->pat, t->buf, (uint64_t)o->nr, file_id, gen, first_word);
             sbk_rec_verify(rec, &r);
             verify += sbk_now() - v0;
         }

@@ -43,7 +43,7 @@ static void account(sbk_queue *q)
 int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
 {
     if (sbk_stop_signal)
-        return EINTR;   /* nothing new after the signal; what is in flight is reaped */
+        return EINTR; /* nothing new after the signal; what is in flight is reaped */
     account(q);
     int err = q->engine->submit(q, ios, n, wait);
     if (err)
@@ -94,17 +94,21 @@ static void io_failed(sbk_ctx *ctx, const sbk_stream *s, int file, uint64_t offs
     if (err == EINVAL && ctx->cfg->direct)
         sbk_fail(ctx, SBK_ENODIRECT, err, s->phase, bytes,
                  "the file system of %s refuses O_DIRECT transfers (EINVAL); defeat the cache "
-                 "with --fadvise or --scan-file instead", s->path[file]);
+                 "with --fadvise or --scan-file instead",
+                 s->path[file]);
     else if (err)
-        sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, bytes, "%s %s at byte %llu: %s",
-                 what, s->path[file], (unsigned long long)offset, strerror(err));
+        sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, bytes, "%s %s at byte %llu: %s", what,
+                 s->path[file], (unsigned long long)offset, strerror(err));
     else if (s->write)
-        sbk_fail(ctx, SBK_EIO, EIO, s->phase, bytes, "write %s at byte %llu: the system wrote "
-                 "nothing and gave no error", s->path[file], (unsigned long long)offset);
+        sbk_fail(ctx, SBK_EIO, EIO, s->phase, bytes,
+                 "write %s at byte %llu: the system wrote "
+                 "nothing and gave no error",
+                 s->path[file], (unsigned long long)offset);
     else
-        sbk_fail(ctx, SBK_EIO, ENODATA, s->phase, bytes, "read %s at byte %llu: %zu of %zu bytes "
-                 "(the file is shorter than expected)", s->path[file], (unsigned long long)offset,
-                 got, s->block);
+        sbk_fail(ctx, SBK_EIO, ENODATA, s->phase, bytes,
+                 "read %s at byte %llu: %zu of %zu bytes "
+                 "(the file is shorter than expected)",
+                 s->path[file], (unsigned long long)offset, got, s->block);
 }
 
 void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_result *r)
@@ -115,7 +119,7 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
     int nfiles = s->ndirs * s->nowners;
     char *bufs = NULL;
     uint64_t *slot_block = NULL;
-    size_t *slot_done = NULL;      /* bytes of the slot's block already moved (short I/O) */
+    size_t *slot_done = NULL; /* bytes of the slot's block already moved (short I/O) */
     unsigned *free_slots = NULL;
     sbk_done *done = NULL;
     sbk_io *batch = NULL;
@@ -165,8 +169,12 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
                 sbk_pattern_fill(s->pat, buf, words, s->file_id[file], s->gen, offset / 8, 1);
             slot_block[slot] = next;
             slot_done[slot] = 0;
-            batch[n++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ, .fd = s->fd[file],
-                                  .buf = buf, .len = s->block, .offset = offset, .tag = slot};
+            batch[n++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ,
+                                  .fd = s->fd[file],
+                                  .buf = buf,
+                                  .len = s->block,
+                                  .offset = offset,
+                                  .tag = slot};
             next++;
         }
         if (n > 0) {
@@ -200,16 +208,18 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
             uint64_t offset;
             locate(s, slot_block[slot], &file, &offset);
             inflight--;
-            if (!done[i].err && done[i].bytes > 0 && slot_done[slot] + done[i].bytes < s->block
-                && !failed) {
+            if (!done[i].err && done[i].bytes > 0 && slot_done[slot] + done[i].bytes < s->block &&
+                !failed) {
                 /* Short transfer: move the rest (a full disk answers the retry with
                  * ENOSPC, the end of a file with 0 bytes). */
                 slot_done[slot] += done[i].bytes;
                 char *buf = bufs + (size_t)slot * s->block;
                 batch[nretry++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ,
-                                           .fd = s->fd[file], .buf = buf + slot_done[slot],
+                                           .fd = s->fd[file],
+                                           .buf = buf + slot_done[slot],
                                            .len = s->block - slot_done[slot],
-                                           .offset = offset + slot_done[slot], .tag = slot};
+                                           .offset = offset + slot_done[slot],
+                                           .tag = slot};
                 continue;
             }
             free_slots[nfree++] = slot;
@@ -227,9 +237,9 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
             r->ios++;
             if (!s->write && s->verify) {
                 double v0 = sbk_now();
-                sbk_verify_result vr = sbk_pattern_check(
-                    s->pat, (uint64_t *)(bufs + (size_t)slot * s->block), words,
-                    s->file_id[file], s->gen, offset / 8);
+                sbk_verify_result vr =
+                    sbk_pattern_check(s->pat, (uint64_t *)(bufs + (size_t)slot * s->block), words,
+                                      s->file_id[file], s->gen, offset / 8);
                 sbk_rec_verify(s->rec, &vr);
                 r->verify += sbk_now() - v0;
             }
@@ -274,8 +284,8 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
                 int f = (int)done[i].tag;
                 left--;
                 if (done[i].err)
-                    sbk_fail(ctx, sbk_code_for_errno(done[i].err), done[i].err, s->phase,
-                             r->bytes, "fsync %s: %s", s->path[f], strerror(done[i].err));
+                    sbk_fail(ctx, sbk_code_for_errno(done[i].err), done[i].err, s->phase, r->bytes,
+                             "fsync %s: %s", s->path[f], strerror(done[i].err));
                 if (s->fsync == FSYNC_INSIDE)
                     r->dir_time[f % s->ndirs] = now - start;
             }

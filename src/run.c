@@ -29,7 +29,7 @@ struct sbk_run_state {
     int nplan, plan_cap;
     series *series;
     int nseries, series_cap;
-    int keep_figures;      /* the repetition being reported completed */
+    int keep_figures; /* the repetition being reported completed */
 };
 
 struct sbk_manifest {
@@ -318,8 +318,8 @@ static void write_manifest(sbk_ctx *ctx)
                 SBK_MANIFEST, strerror(errno));
         return;
     }
-    fprintf(f, MANIFEST_HEADER "\nmode %s\nnranks %d\nseed %ld\ngeneration %llu\n",
-            ctx->mode->name, ctx->size, ctx->cfg->seed, (unsigned long long)ctx->generation);
+    fprintf(f, MANIFEST_HEADER "\nmode %s\nnranks %d\nseed %ld\ngeneration %llu\n", ctx->mode->name,
+            ctx->size, ctx->cfg->seed, (unsigned long long)ctx->generation);
     if (ctx->mode->manifest_write)
         ctx->mode->manifest_write(ctx, f);
     fclose(f);
@@ -376,8 +376,9 @@ static int read_manifest(sbk_ctx *ctx)
     if (!msg[0] && ctx->mode->manifest_read)
         ctx->mode->manifest_read(ctx, &m, msg, sizeof msg);
     if (msg[0] && ctx->rank == 0)
-        sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--existing %.120s: %s/" SBK_MANIFEST
-                 " does not fit this run: %s", ctx->cfg->existing, t->rundir, msg);
+        sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                 "--existing %.120s: %s/" SBK_MANIFEST " does not fit this run: %s",
+                 ctx->cfg->existing, t->rundir, msg);
     free(m.key);
     free(m.value);
     free(text);
@@ -531,8 +532,7 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
     return code;
 }
 
-int sbk_run_report(sbk_ctx *ctx, const sbk_config *cfg, const sbk_mode *mode, void *opts,
-                   FILE *out)
+int sbk_run_report(sbk_ctx *ctx, const sbk_config *cfg, const sbk_mode *mode, void *opts, FILE *out)
 {
     ctx->cfg = cfg;
     ctx->mode = mode;
