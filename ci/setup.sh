@@ -54,7 +54,7 @@ fi
 if [ "$mode" != --harness-only ]; then
     packages=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server
               openmpi-bin libopenmpi-dev mpich libmpich-dev lmod fio chromium
-              make gcc liburing-dev python3-venv git strace
+              make gcc liburing-dev python3-venv git strace clang-format
               glusterfs-server glusterfs-client xfsprogs)
     if ! command -v dpkg-query > /dev/null; then
         echo "setup: error: not a Debian system: the embedded cluster and the tests need" \

@@ -55,7 +55,7 @@ static int aio_submit_engine(sbk_queue *q, const sbk_io *ios, unsigned n, int wa
         cb->aio_nbytes = ios[i].len;
         cb->aio_offset = (off_t)ios[i].offset;
         cb->aio_sigevent.sigev_notify = SIGEV_NONE;
-        int rc = ios[i].op == SBK_IO_WRITE ? aio_write(cb)
+        int rc = ios[i].op == SBK_IO_WRITE  ? aio_write(cb)
                  : ios[i].op == SBK_IO_READ ? aio_read(cb)
                                             : aio_fsync(O_SYNC, cb);
         if (rc != 0)
@@ -67,8 +67,7 @@ static int aio_submit_engine(sbk_queue *q, const sbk_io *ios, unsigned n, int wa
     return 0;
 }
 
-static int aio_reap_engine(sbk_queue *q, sbk_done *out, unsigned max, unsigned min,
-                           unsigned *got)
+static int aio_reap_engine(sbk_queue *q, sbk_done *out, unsigned max, unsigned min, unsigned *got)
 {
     aio_impl *a = q->impl;
     *got = 0;
@@ -104,5 +103,11 @@ static void aio_fini_engine(sbk_queue *q)
     q->impl = NULL;
 }
 
-const sbk_engine sbk_engine_aio = {"aio", aio_init_engine, aio_submit_engine, aio_reap_engine,
-                                   aio_fini_engine};
+const sbk_engine sbk_engine_aio = {
+    .name = "aio",
+    .about = "POSIX AIO (glibc's thread pool): the fallback where io_uring is refused",
+    .init = aio_init_engine,
+    .submit = aio_submit_engine,
+    .reap = aio_reap_engine,
+    .fini = aio_fini_engine,
+};

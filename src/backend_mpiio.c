@@ -49,36 +49,33 @@ static int mpiio_open(const sbk_ctx *ctx, const char *name, int flags, int share
     int rc = sbk_path(ctx, 0, path, sizeof path, name);
     if (rc)
         return rc;
-    int amode = (flags & SBK_OPEN_WRITE) ? ((flags & SBK_OPEN_READ) ? MPI_MODE_RDWR
-                                                                     : MPI_MODE_WRONLY)
-                                         : MPI_MODE_RDONLY;
+    int amode = (flags & SBK_OPEN_WRITE)
+                    ? ((flags & SBK_OPEN_READ) ? MPI_MODE_RDWR : MPI_MODE_WRONLY)
+                    : MPI_MODE_RDONLY;
     if (flags & SBK_OPEN_CREATE)
         amode |= MPI_MODE_CREATE;
     f->collective = collective;
     f->dir_fd = ctx->targets[0].fd;
-    return errno_of(MPI_File_open(shared ? MPI_COMM_WORLD : MPI_COMM_SELF, path, amode,
-                                  MPI_INFO_NULL, &f->fh));
+    return errno_of(
+        MPI_File_open(shared ? MPI_COMM_WORLD : MPI_COMM_SELF, path, amode, MPI_INFO_NULL, &f->fh));
 }
 
-static int mpiio_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset,
-                      size_t *done)
+static int mpiio_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset, size_t *done)
 {
     MPI_Status st;
     int rc;
     *done = 0;
     if (sbk_stop_signal && !f->collective)
-        return EINTR;   /* collective calls need every rank: they stop at the next phase */
+        return EINTR; /* collective calls need every rank: they stop at the next phase */
     /* len fits an int: the argument parser caps a transfer at 1 GiB. */
     if (write)
-        rc = f->collective ? MPI_File_write_at_all(f->fh, (MPI_Offset)offset, buf, (int)len,
-                                                   MPI_BYTE, &st)
-                           : MPI_File_write_at(f->fh, (MPI_Offset)offset, buf, (int)len,
-                                               MPI_BYTE, &st);
+        rc = f->collective
+                 ? MPI_File_write_at_all(f->fh, (MPI_Offset)offset, buf, (int)len, MPI_BYTE, &st)
+                 : MPI_File_write_at(f->fh, (MPI_Offset)offset, buf, (int)len, MPI_BYTE, &st);
     else
-        rc = f->collective ? MPI_File_read_at_all(f->fh, (MPI_Offset)offset, buf, (int)len,
-                                                  MPI_BYTE, &st)
-                           : MPI_File_read_at(f->fh, (MPI_Offset)offset, buf, (int)len,
-                                              MPI_BYTE, &st);
+        rc = f->collective
+                 ? MPI_File_read_at_all(f->fh, (MPI_Offset)offset, buf, (int)len, MPI_BYTE, &st)
+                 : MPI_File_read_at(f->fh, (MPI_Offset)offset, buf, (int)len, MPI_BYTE, &st);
     int count = 0;
     if (rc == MPI_SUCCESS)
         MPI_Get_count(&st, MPI_BYTE, &count);
@@ -93,4 +90,13 @@ static int mpiio_sync(sbk_file *f) { return errno_of(MPI_File_sync(f->fh)); }
 
 static int mpiio_close(sbk_file *f) { return errno_of(MPI_File_close(&f->fh)); }
 
-const sbk_backend sbk_backend_mpiio = {"mpiio", mpiio_open, mpiio_xfer, mpiio_sync, mpiio_close};
+const sbk_backend sbk_backend_mpiio = {
+    .name = "mpiio",
+    .title = "MPI-IO",
+    .about = "MPI-IO, independent (_at) or collective (_at_all with --collective) transfers",
+    .caps = SBK_BE_COLLECTIVE,
+    .open = mpiio_open,
+    .xfer = mpiio_xfer,
+    .sync = mpiio_sync,
+    .close = mpiio_close,
+};

@@ -20,8 +20,7 @@ static int posix_open(const sbk_ctx *ctx, const char *name, int flags, int share
     return f->fd < 0 ? errno : 0;
 }
 
-static int posix_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset,
-                      size_t *done)
+static int posix_xfer(sbk_file *f, int write, void *buf, size_t len, uint64_t offset, size_t *done)
 {
     *done = 0;
     if (sbk_stop_signal)
@@ -50,4 +49,13 @@ static int posix_close(sbk_file *f)
     return rc;
 }
 
-const sbk_backend sbk_backend_posix = {"posix", posix_open, posix_xfer, posix_sync, posix_close};
+const sbk_backend sbk_backend_posix = {
+    .name = "posix",
+    .title = "POSIX",
+    .about = "pread/pwrite on file descriptors (O_DIRECT with --direct)",
+    .caps = SBK_BE_DIRECT,
+    .open = posix_open,
+    .xfer = posix_xfer,
+    .sync = posix_sync,
+    .close = posix_close,
+};

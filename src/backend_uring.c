@@ -5,7 +5,9 @@
  * completions (DEFER_TASKRUN, Linux 6.1+; older kernels get the plain ring). */
 #include <errno.h>
 #include <liburing.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel.h"
 
@@ -17,8 +19,8 @@ static int uring_init(sbk_queue *q, unsigned entries)
     if (!ring)
         return ENOMEM;
     /* The newest flags first; EINVAL means an older kernel: try the next set. */
-    static const unsigned flag_sets[] = {
-        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_COOP_TASKRUN, 0};
+    static const unsigned flag_sets[] = {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                                         IORING_SETUP_COOP_TASKRUN, 0};
     int rc = -EINVAL;
     for (size_t i = 0; i < sizeof flag_sets / sizeof flag_sets[0] && rc == -EINVAL; i++)
         rc = io_uring_queue_init(entries, ring, flag_sets[i]);
@@ -85,4 +87,37 @@ static void uring_fini(sbk_queue *q)
     q->impl = NULL;
 }
 
-const sbk_engine sbk_engine_uring = {"io_uring", uring_init, uring_submit, uring_reap, uring_fini};
+/* The host refuses io_uring (rather than the ring failing for want of a resource):
+ * say why, when the kernel tells, and name the fallback. */
+static int uring_refused(int err, char *msg, size_t len)
+{
+    char why[120] = "";
+    FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");
+    int disabled = 0;
+    if (f) {
+        if (fscanf(f, "%d", &disabled) == 1 && disabled > 0)
+            snprintf(why, sizeof why, "; /proc/sys/kernel/io_uring_disabled is %d", disabled);
+        fclose(f);
+    }
+    if (!why[0] && (err == EPERM || err == EACCES))
+        snprintf(why, sizeof why, "; a seccomp filter (as in containers) may block it");
+    if (!why[0] && err == ENOMEM)
+        snprintf(why, sizeof why, "; the locked-memory limit (ulimit -l) may be too small");
+    if (!why[0] && err == ENOSYS)
+        snprintf(why, sizeof why, "; this kernel has no io_uring");
+    snprintf(msg, len,
+             "io_uring is refused here (io_uring_setup: %s%s): run with --engine aio "
+             "for POSIX AIO",
+             strerror(err), why);
+    return 1;
+}
+
+const sbk_engine sbk_engine_uring = {
+    .name = "io_uring",
+    .about = "io_uring through liburing: plain read/write/fsync, one system call per batch",
+    .init = uring_init,
+    .submit = uring_submit,
+    .reap = uring_reap,
+    .fini = uring_fini,
+    .refused = uring_refused,
+};

@@ -61,14 +61,11 @@ int sbk_code_for_errno(int err)
 {
     switch (err) {
     case ENOSPC:
-    case EDQUOT:
-        return SBK_ENOSPACE;
+    case EDQUOT: return SBK_ENOSPACE;
     case EACCES:
     case EPERM:
-    case EROFS:
-        return SBK_EPERM;
-    default:
-        return SBK_EIO;
+    case EROFS: return SBK_EPERM;
+    default: return SBK_EIO;
     }
 }
 
@@ -91,8 +88,8 @@ int sbk_fail(sbk_ctx *ctx, int code, int err, const char *phase, uint64_t bytes_
         ctx->error.code = code = SBK_ESTOPPED;
         snprintf(ctx->error.message, sizeof ctx->error.message,
                  "stopped by signal %d%s%s (the scheduler cancelled the job or its time "
-                 "limit came); the files made so far are removed", (int)sbk_stop_signal,
-                 strcmp(phase, "signal") ? " in phase " : "",
+                 "limit came); the files made so far are removed",
+                 (int)sbk_stop_signal, strcmp(phase, "signal") ? " in phase " : "",
                  strcmp(phase, "signal") ? phase : "");
     }
     return code;
@@ -143,7 +140,7 @@ void sbk_identify_node(sbk_ctx *ctx)
 /* Host names of every rank, gathered to rank 0 (NULL elsewhere). */
 static char (*gather_hosts(const sbk_ctx *ctx))[64]
 {
-    char (*all)[64] = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
+    char(*all)[64] = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
     char mine[64];
     memset(mine, 0, sizeof mine);
     memcpy(mine, ctx->host, strnlen(ctx->host, 63));
@@ -167,7 +164,7 @@ void sbk_write_header(sbk_json *j, const sbk_ctx *ctx)
 {
     const sbk_config *c = ctx->cfg;
     const sbk_mode *m = ctx->mode;
-    char (*hosts)[64] = gather_hosts(ctx);
+    char(*hosts)[64] = gather_hosts(ctx);
     if (ctx->rank != 0)
         return;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -303,9 +300,10 @@ void sbk_write_errors(sbk_json *j, sbk_ctx *ctx, int code)
         jw_uint(j, "bytes_before_failure", bytes_before);
         /* One line for the person at the terminal; the JSON has every rank's. */
         if (all[first].code == SBK_ENOSPACE)
-            fprintf(stderr, "scratchbench-kernel: error: %s (%llu bytes written by all ranks "
-                    "before the failure)\n", all[first].message,
-                    (unsigned long long)bytes_before);
+            fprintf(stderr,
+                    "scratchbench-kernel: error: %s (%llu bytes written by all ranks "
+                    "before the failure)\n",
+                    all[first].message, (unsigned long long)bytes_before);
         else
             fprintf(stderr, "scratchbench-kernel: error: %s\n", all[first].message);
     }

@@ -18,12 +18,11 @@ static const struct {
     unsigned long magic;
     const char *name;
 } fs_names[] = {
-    {0xEF53, "ext4"},          {0x58465342, "xfs"},     {0x01021994, "tmpfs"},
-    {0x6969, "nfs"},           {0x0BD00BD0, "lustre"},  {0x47504653, "gpfs"},
-    {0x9123683E, "btrfs"},     {0x794C7630, "overlay"}, {0x19830326, "beegfs"},
-    {0x00C36400, "ceph"},      {0x2FC12FC1, "zfs"},     {0xFF534D42, "cifs"},
-    {0x65735546, "fuse"},      {0x13661366, "cramfs"},  {0x5346544E, "ntfs"},
-    {0x4D44, "vfat"},          {0xAAD7AAEA, "panfs"},   {0x858458F6, "ramfs"},
+    {0xEF53, "ext4"},       {0x58465342, "xfs"},    {0x01021994, "tmpfs"}, {0x6969, "nfs"},
+    {0x0BD00BD0, "lustre"}, {0x47504653, "gpfs"},   {0x9123683E, "btrfs"}, {0x794C7630, "overlay"},
+    {0x19830326, "beegfs"}, {0x00C36400, "ceph"},   {0x2FC12FC1, "zfs"},   {0xFF534D42, "cifs"},
+    {0x65735546, "fuse"},   {0x13661366, "cramfs"}, {0x5346544E, "ntfs"},  {0x4D44, "vfat"},
+    {0xAAD7AAEA, "panfs"},  {0x858458F6, "ramfs"},
 };
 
 void sbk_fsinfo(const char *dir, char *fstype, size_t len, size_t *dio_align)

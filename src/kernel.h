@@ -4,8 +4,9 @@
  * directories, repetitions, phases and their timers, the gathers over ranks, the
  * statistics, cache defeat, verification tallies, the manifest of kept runs, the JSON
  * report and the --table.  A mode is one file (mode_*.c) that registers an sbk_mode:
- * its name, its options, and hooks that plan its phases and move its bytes.  Backends
- * (backend_*.c) only move bytes: synchronous ones (POSIX, MPI-IO) for iotest, queued
+ * its name, its options, and hooks that plan its phases and move its bytes.  Back ends
+ * (backend_*.c, listed in backends.c's tables, chosen by name) only move bytes:
+ * synchronous ones (POSIX, MPI-IO) for iotest, iozone and selfscale, queued
  * asynchronous ones (io_uring, POSIX AIO) for diskperf and jovian.
  */
 #ifndef SBK_KERNEL_H
@@ -44,17 +45,17 @@ typedef struct sbk_json sbk_json;
  * A table of options per mode (and one for the core); the core parses, checks ranges,
  * prints --help and names the mode an option belongs to when it is misplaced. */
 typedef enum {
-    SBK_OPT_FLAG,      /* int field = 1 */
-    SBK_OPT_CLEAR,     /* int field = 0 (e.g. --no-verify) */
-    SBK_OPT_LONG,      /* long field within [lo, hi] */
-    SBK_OPT_SIZE,      /* uint64_t bytes within [lo, hi]; suffixes k, m, g, t (powers of 1024) */
-    SBK_OPT_LONGS,     /* sbk_list of integers within [lo, hi], comma separated */
-    SBK_OPT_SIZES,     /* sbk_list of sizes within [lo, hi], comma separated */
-    SBK_OPT_DOUBLE,    /* double within [lo, hi] */
-    SBK_OPT_STRING,    /* const char * */
-    SBK_OPT_STRINGS,   /* sbk_strings: the option may repeat */
-    SBK_OPT_CHOICE,    /* int field = index into choices */
-    SBK_OPT_CUSTOM,    /* parse() fills the field */
+    SBK_OPT_FLAG,    /* int field = 1 */
+    SBK_OPT_CLEAR,   /* int field = 0 (e.g. --no-verify) */
+    SBK_OPT_LONG,    /* long field within [lo, hi] */
+    SBK_OPT_SIZE,    /* uint64_t bytes within [lo, hi]; suffixes k, m, g, t (powers of 1024) */
+    SBK_OPT_LONGS,   /* sbk_list of integers within [lo, hi], comma separated */
+    SBK_OPT_SIZES,   /* sbk_list of sizes within [lo, hi], comma separated */
+    SBK_OPT_DOUBLE,  /* double within [lo, hi] */
+    SBK_OPT_STRING,  /* const char * */
+    SBK_OPT_STRINGS, /* sbk_strings: the option may repeat */
+    SBK_OPT_CHOICE,  /* int field = index into choices */
+    SBK_OPT_CUSTOM,  /* parse() fills the field */
 } sbk_opt_kind;
 
 typedef struct sbk_list {
@@ -70,20 +71,20 @@ typedef struct sbk_strings {
 typedef struct sbk_option {
     const char *name;
     sbk_opt_kind kind;
-    size_t offset;              /* of the field in the mode's (or the core's) option struct */
-    const char *arg;            /* placeholder in --help, NULL for flags */
-    const char *help;           /* '\n' continues on the next help line */
+    size_t offset;    /* of the field in the mode's (or the core's) option struct */
+    const char *arg;  /* placeholder in --help, NULL for flags */
+    const char *help; /* '\n' continues on the next help line */
     long long lo, hi;
     const char *const *choices; /* SBK_OPT_CHOICE: NULL-terminated */
     /* SBK_OPT_CUSTOM: returns 0, or writes a message (without the option name) to err */
     int (*parse)(const char *value, void *field, char *err, size_t len);
-    unsigned needs;             /* core options: the mode features they need */
+    unsigned needs; /* core options: the mode features they need */
 } sbk_option;
 
 struct sbk_config;
 struct sbk_mode;
 /* The command line (options.c): returns 0, SBK_EUSAGE (message in sbk_usage_error()),
- * or -1 for --help and -2 for --version. */
+ * or -1 for --help, -2 for --version and -3 for --list-backends. */
 int sbk_parse_args(int argc, char **argv, struct sbk_config *c, const struct sbk_mode **mode,
                    void **opts);
 const char *sbk_usage_error(void);
@@ -109,28 +110,28 @@ enum {
 typedef struct sbk_config {
     const char *mode_name;
     sbk_strings dirs;
-    const char *output;    /* JSON file, NULL = stdout */
-    int table;             /* human table on stdout */
+    const char *output; /* JSON file, NULL = stdout */
+    int table;          /* human table on stdout */
     long reps;
-    double stonewall;      /* seconds, 0 = off */
+    double stonewall; /* seconds, 0 = off */
     int keep;
     long seed;
     /* cache defeat and data checks */
     int direct;
     int fadvise;
     const char *scan_file;
-    int shift;             /* read another rank's data; -1 = auto (next node) */
-    int fsync;             /* sbk_fsync */
+    int shift; /* read another rank's data; -1 = auto (next node) */
+    int fsync; /* sbk_fsync */
     int verify;
-    const char *existing;  /* read a run directory kept by an earlier --keep run */
-    int engine;            /* sbk_engine_id */
+    const char *existing; /* read a run directory kept by an earlier --keep run */
+    int engine;           /* index into the queued engines' table (backends.c) */
 } sbk_config;
 
 /* ---- phases, records, gathers ---- */
 enum {
-    SBK_TIMER,     /* seconds per rank: per_rank array and time_s statistics over ranks */
-    SBK_TOTAL,     /* exact integer per rank: per_rank array and the total over ranks */
-    SBK_COUNT,     /* exact integer per rank: per_rank array only */
+    SBK_TIMER, /* seconds per rank: per_rank array and time_s statistics over ranks */
+    SBK_TOTAL, /* exact integer per rank: per_rank array and the total over ranks */
+    SBK_COUNT, /* exact integer per rank: per_rank array only */
 };
 typedef struct sbk_field {
     const char *name;
@@ -145,8 +146,8 @@ enum {
 };
 
 typedef struct sbk_phase {
-    char name[48];           /* its key under repetitions[].phases and summary */
-    int kind;                /* the mode's own tag */
+    char name[48]; /* its key under repetitions[].phases and summary */
+    int kind;      /* the mode's own tag */
     unsigned flags;
     long long arg[4];        /* the mode's parameters of this phase */
     const sbk_field *fields; /* per-rank figures; the mode owns the array */
@@ -159,7 +160,7 @@ typedef struct sbk_rec {
     double *time;
     uint64_t *count;
     uint64_t bad_words, stale_words;
-    int64_t first_bad_byte;  /* -1 if none */
+    int64_t first_bad_byte; /* -1 if none */
     int stonewall_hit;
 } sbk_rec;
 
@@ -190,9 +191,9 @@ const char *sbk_manifest_get(const sbk_manifest *m, const char *key); /* NULL if
 /* ---- modes ---- */
 typedef struct sbk_mode {
     const char *name;
-    const char *about;          /* --help: what the mode measures; '\n' continues */
+    const char *about; /* --help: what the mode measures; '\n' continues */
     unsigned features;
-    const sbk_option *options;  /* terminated by {0} */
+    const sbk_option *options; /* terminated by {0} */
     size_t opts_size;
     void (*defaults)(void *opts);
     /* Cross-option checks after parsing (no MPI yet): 0, or a message in err. */
@@ -224,17 +225,19 @@ typedef struct sbk_mode {
 void sbk_register_mode(const sbk_mode *m);
 const sbk_mode *sbk_find_mode(const char *name);
 int sbk_mode_count(void);
-const sbk_mode *sbk_mode_at(int i);   /* in name order */
+const sbk_mode *sbk_mode_at(int i); /* in name order */
 /* A mode file ends with SBK_REGISTER_MODE(its sbk_mode variable). */
-#define SBK_REGISTER_MODE(var)                                                            \
-    __attribute__((constructor)) static void sbk_register_##var(void)                    \
-    {                                                                                      \
-        sbk_register_mode(&(var));                                                         \
-    }
+#define SBK_REGISTER_MODE(var)                                                                     \
+    __attribute__((constructor)) static void sbk_register_##var(void) { sbk_register_mode(&(var)); }
 
 /* ---- the run (run.c) ---- */
-void sbk_plan_add(sbk_ctx *ctx, const sbk_phase *ph);  /* copied */
-int sbk_run(sbk_ctx *ctx, sbk_json *j);                /* collective: the repetition loop */
+void sbk_plan_add(sbk_ctx *ctx, const sbk_phase *ph); /* copied */
+int sbk_run(sbk_ctx *ctx, sbk_json *j);               /* collective: the repetition loop */
+/* Collective: a parsed command line run from start to finished report (rank 0 writes
+ * it to out); returns the exit code.  main() and the unit tests' harness both call
+ * it, so what they run cannot drift apart.  ctx holds rank and size. */
+int sbk_run_report(sbk_ctx *ctx, const sbk_config *cfg, const sbk_mode *mode, void *opts,
+                   FILE *out);
 int sbk_stonewall_reached(const sbk_ctx *ctx, double phase_start);
 /* Verification tallies of one checked buffer into the phase record. */
 struct sbk_verify_result;
@@ -242,21 +245,21 @@ void sbk_rec_verify(sbk_rec *rec, const struct sbk_verify_result *r);
 
 /* ---- targets and the core context ---- */
 typedef struct sbk_target {
-    char path[4096];       /* resolved --dir */
-    char rundir[4096];     /* the unique run directory inside it */
-    int fd;                /* of rundir */
-    int created;           /* this rank made rundir (rank 0, or a node leader if not shared) */
-    int shared;            /* every node saw the run directory rank 0 made */
+    char path[4096];   /* resolved --dir */
+    char rundir[4096]; /* the unique run directory inside it */
+    int fd;            /* of rundir */
+    int created;       /* this rank made rundir (rank 0, or a node leader if not shared) */
+    int shared;        /* every node saw the run directory rank 0 made */
     size_t dio_align;
     char fstype[32];
 } sbk_target;
 
 /* The first error a rank met; gathered to rank 0 for the report. */
 typedef struct sbk_error {
-    int code;              /* enum sbk_exit */
-    int err;               /* errno */
+    int code; /* enum sbk_exit */
+    int err;  /* errno */
     int rank;
-    uint64_t bytes_done;   /* bytes this rank had moved in the failing phase */
+    uint64_t bytes_done; /* bytes this rank had moved in the failing phase */
     char phase[48];
     char message[240];
 } sbk_error;
@@ -266,24 +269,24 @@ struct sbk_run_state;
 struct sbk_ctx {
     const sbk_config *cfg;
     const sbk_mode *mode;
-    const void *opts;      /* the mode's options */
-    void *state;           /* the mode's state */
+    const void *opts; /* the mode's options */
+    void *state;      /* the mode's state */
     int rank, size;
     int node_index, nnodes, node_rank, ranks_per_node;
-    int *node_of;          /* node index of every rank (every rank holds it) */
-    char (*node_names)[64];/* node name of every rank */
-    char node[64];         /* scheduler node name, else host name */
+    int *node_of;           /* node index of every rank (every rank holds it) */
+    char (*node_names)[64]; /* node name of every rank */
+    char node[64];          /* scheduler node name, else host name */
     char host[64];
     int ntargets;
     sbk_target *targets;
-    int shift;             /* effective shift */
-    sbk_error error;       /* this rank's first error, code 0 if none */
-    uint64_t phase_bytes;  /* bytes this rank moved in its latest phase */
+    int shift;            /* effective shift */
+    sbk_error error;      /* this rank's first error, code 0 if none */
+    uint64_t phase_bytes; /* bytes this rank moved in its latest phase */
     /* the loop's position, set by the core */
-    long iterations;       /* passes over the plan per repetition (iotest's NITER) */
+    long iterations; /* passes over the plan per repetition (iotest's NITER) */
     int rep;
     long iter;
-    uint64_t generation;   /* of the data written in this pass; from the manifest with --existing */
+    uint64_t generation; /* of the data written in this pass; from the manifest with --existing */
     struct sbk_run_state *run;
 };
 
@@ -294,18 +297,35 @@ typedef struct sbk_summary {
 } sbk_summary;
 sbk_summary sbk_summarize(const double *values, size_t n);
 
+/* ---- splitmix64 (Steele, Lea and Flood): the kernel's one hash and random stream ----
+ * Inline: the pattern stamps every few words with it, so a call would cost speed. */
+static inline uint64_t sbk_mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+/* The next value of a splitmix64 stream: advances *state. */
+static inline uint64_t sbk_splitmix_next(uint64_t *state)
+{
+    uint64_t x = *state;
+    *state += 0x9E3779B97F4A7C15ULL;
+    return sbk_mix64(x);
+}
+
 /* ---- data pattern (pattern.c) ----
  * Every `interval`-th 64-bit word of a file holds a stamp of (seed, file, generation,
  * word index); the others hold a fill that depends on the seed only.  A block at
  * the wrong offset, from an earlier generation (stale) or damaged fails the check. */
 typedef struct sbk_pattern {
     uint64_t seed;
-    uint64_t interval;     /* power of two, 1..64 */
+    uint64_t interval; /* power of two, 1..64 */
     uint64_t fill[64];
 } sbk_pattern;
 typedef struct sbk_verify_result {
     uint64_t bad_words;
-    uint64_t stale_words;  /* bad words holding the stamp of the previous generation */
+    uint64_t stale_words;   /* bad words holding the stamp of the previous generation */
     int64_t first_bad_word; /* -1 if none */
 } sbk_verify_result;
 void sbk_pattern_init(sbk_pattern *p, uint64_t seed, uint64_t words_per_xfer);
@@ -327,7 +347,7 @@ void jw_arr(sbk_json *j, const char *key);
 void jw_end_obj(sbk_json *j);
 void jw_end_arr(sbk_json *j);
 void jw_str(sbk_json *j, const char *key, const char *value);
-void jw_num(sbk_json *j, const char *key, double value);   /* measured values; NaN -> null */
+void jw_num(sbk_json *j, const char *key, double value); /* measured values; NaN -> null */
 void jw_int(sbk_json *j, const char *key, long long value);
 void jw_uint(sbk_json *j, const char *key, uint64_t value); /* counts: exact */
 void jw_bool(sbk_json *j, const char *key, int value);
@@ -338,47 +358,54 @@ void jw_uints(sbk_json *j, const char *key, const uint64_t *v, size_t n);
 void jw_finish(sbk_json *j);
 
 /* ---- run directories and safety (workdir.c) ---- */
-int sbk_workdir_open(sbk_ctx *ctx);           /* collective */
-int sbk_workdir_close(sbk_ctx *ctx);          /* collective: remove what we made */
+int sbk_workdir_open(sbk_ctx *ctx);  /* collective */
+int sbk_workdir_close(sbk_ctx *ctx); /* collective: remove what we made */
 /* Path of name inside target t's run directory; 0 or ENAMETOOLONG. */
 int sbk_path(const sbk_ctx *ctx, int t, char *out, size_t len, const char *name);
 #define SBK_MANIFEST "sbk.manifest"
 
 /* ---- file system facts and cache defeat (fsinfo.c) ---- */
 void sbk_fsinfo(const char *dir, char *fstype, size_t len, size_t *dio_align);
-double sbk_resident_fraction(int fd);          /* via mincore; -1 if unknown */
+double sbk_resident_fraction(int fd); /* via mincore; -1 if unknown */
 int sbk_scan_file(const char *path, uint64_t *bytes);
-uint64_t sbk_node_memory(void);                /* bytes of RAM of this node */
+uint64_t sbk_node_memory(void); /* bytes of RAM of this node */
 
 /* ---- errors and small helpers (core.c) ---- */
 int sbk_fail(sbk_ctx *ctx, int code, int err, const char *phase, uint64_t bytes_done,
              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 int sbk_code_for_errno(int err);
-int sbk_agree(sbk_ctx *ctx);                   /* collective: max error code over ranks */
+int sbk_agree(sbk_ctx *ctx); /* collective: max error code over ranks */
 /* Set by SIGTERM/SIGINT (a scheduler's scancel or time limit).  Every transfer and every
  * stonewall check looks at it, so a rank stops within one request, the mode removes what
  * it made and the report says why: the scheduler's SIGKILL follows only seconds later. */
 extern volatile sig_atomic_t sbk_stop_signal;
 void sbk_catch_stop_signals(void);
-int sbk_stopped(sbk_ctx *ctx);                 /* the signal came: record it, return 1 */
-const char *sbk_reason_name(int code);          /* exit code -> the JSON's exit_reason */
+int sbk_stopped(sbk_ctx *ctx);         /* the signal came: record it, return 1 */
+const char *sbk_reason_name(int code); /* exit code -> the JSON's exit_reason */
 double sbk_now(void);
-void sbk_identify_node(sbk_ctx *ctx);          /* collective */
-void sbk_write_header(sbk_json *j, const sbk_ctx *ctx);   /* collective (gathers hosts) */
+void sbk_identify_node(sbk_ctx *ctx);                       /* collective */
+void sbk_write_header(sbk_json *j, const sbk_ctx *ctx);     /* collective (gathers hosts) */
 void sbk_write_errors(sbk_json *j, sbk_ctx *ctx, int code); /* collective */
-void *sbk_alloc_aligned(size_t align, size_t bytes);     /* NULL on failure */
+void *sbk_alloc_aligned(size_t align, size_t bytes);        /* NULL on failure */
 
-/* ---- synchronous backends (backend_posix.c, backend_mpiio.c), used by iotest ---- */
+/* ---- back ends (backends.c holds the tables; backend_*.c one back end each) ----
+ * Chosen by name: --api (synchronous) and --engine (queued), the first of each table
+ * being the default; --list-backends prints both tables. */
 enum { SBK_OPEN_CREATE = 1, SBK_OPEN_WRITE = 2, SBK_OPEN_READ = 4 };
 typedef struct sbk_file {
     int fd;
     MPI_File fh;
     int collective;
-    int dir_fd;            /* MPI-IO: the run directory, to tell a full file system from
+    int dir_fd; /* MPI-IO: the run directory, to tell a full file system from
                               the generic I/O error an implementation reports for it */
 } sbk_file;
+/* What a synchronous back end can do beyond the interface's minimum. */
+enum { SBK_BE_DIRECT = 1, SBK_BE_COLLECTIVE = 2 };
 typedef struct sbk_backend {
     const char *name;
+    const char *title; /* in the --table's title: "POSIX" */
+    const char *about; /* one line, for --list-backends and SCHEMA.md */
+    unsigned caps;     /* SBK_BE_*: O_DIRECT (--direct), collective transfers */
     /* All return 0 or an errno value.  Files live in target 0's run directory. */
     int (*open)(const sbk_ctx *ctx, const char *name, int flags, int shared, int collective,
                 sbk_file *f);
@@ -386,13 +413,13 @@ typedef struct sbk_backend {
     int (*sync)(sbk_file *f);
     int (*close)(sbk_file *f);
 } sbk_backend;
-extern const sbk_backend sbk_backend_posix;
-extern const sbk_backend sbk_backend_mpiio;
+extern const char *sbk_backend_names[];                /* NULL-terminated, table order */
+const sbk_backend *sbk_backend_at(int index);          /* NULL past the end */
+const sbk_backend *sbk_find_backend(const char *name); /* NULL if unknown */
 
-/* ---- queued asynchronous I/O (queue.c, backend_uring.c, backend_aio.c) ----
- * One queue per rank; the core's wrappers count requests in flight the same way for
- * every engine: from submission until the completion is reaped. */
-typedef enum { SBK_ENGINE_URING, SBK_ENGINE_AIO } sbk_engine_id;
+/* Queued asynchronous I/O (queue.c, backend_uring.c, backend_aio.c): one queue per
+ * rank; the core's wrappers count requests in flight the same way for every engine:
+ * from submission until the completion is reaped. */
 enum { SBK_IO_READ, SBK_IO_WRITE, SBK_IO_FSYNC };
 typedef struct sbk_io {
     int op;
@@ -400,37 +427,42 @@ typedef struct sbk_io {
     void *buf;
     size_t len;
     uint64_t offset;
-    uint64_t tag;          /* returned with the completion; below 2^63 */
+    uint64_t tag; /* returned with the completion; below 2^63 */
 } sbk_io;
 typedef struct sbk_done {
     uint64_t tag;
-    int op;                /* SBK_IO_* of the request */
-    int err;               /* errno, 0 if it succeeded */
+    int op;  /* SBK_IO_* of the request */
+    int err; /* errno, 0 if it succeeded */
     size_t bytes;
 } sbk_done;
 typedef struct sbk_queue sbk_queue;
 typedef struct sbk_engine {
     const char *name;
-    int (*init)(sbk_queue *q, unsigned entries);            /* errno */
+    const char *about;                           /* one line, for --list-backends and SCHEMA.md */
+    int (*init)(sbk_queue *q, unsigned entries); /* errno */
     /* errno; all n in flight after; wait: the caller reaps next, so the engine may wait
      * for one completion in the same system call */
     int (*submit)(sbk_queue *q, const sbk_io *ios, unsigned n, int wait);
     /* Waits for at least min completions (0: none), returns up to max in *got. */
     int (*reap)(sbk_queue *q, sbk_done *out, unsigned max, unsigned min, unsigned *got);
     void (*fini)(sbk_queue *q);
+    /* Optional: init's err means this host refuses the engine; fills msg with the cause
+     * and the fallback and returns 1 (the run exits SBK_ENOURING), else returns 0. */
+    int (*refused)(int err, char *msg, size_t len);
 } sbk_engine;
-extern const sbk_engine sbk_engine_uring;
-extern const sbk_engine sbk_engine_aio;
+extern const char *sbk_engine_names[];      /* NULL-terminated, table order */
+const sbk_engine *sbk_engine_at(int index); /* NULL past the end */
+const char *sbk_engine_name(int index);
+void sbk_list_backends(FILE *f); /* "kind<TAB>name<TAB>about" lines */
 struct sbk_queue {
     const sbk_engine *engine;
     void *impl;
     unsigned entries;
-    unsigned inflight;     /* data requests submitted and not yet reaped */
+    unsigned inflight; /* data requests submitted and not yet reaped */
     unsigned inflight_max;
-    double inflight_area;  /* integral of inflight over time: the sum of request latencies */
+    double inflight_area; /* integral of inflight over time: the sum of request latencies */
     double last_change;
 };
-const char *sbk_engine_name(int id);
 /* Opens a queue of the configured engine; on refusal fails with SBK_ENOURING and a
  * message that names the cause and the fallback.  Returns 0 or the error code. */
 int sbk_queue_open(sbk_ctx *ctx, sbk_queue *q, unsigned entries);
@@ -449,28 +481,28 @@ void sbk_queue_close(sbk_queue *q);
 typedef struct sbk_stream {
     int write;
     int ndirs, nowners;
-    const int *fd;             /* per file */
-    const uint64_t *file_id;   /* per file: its pattern identity */
-    const char *const *path;   /* per file: for messages */
+    const int *fd;           /* per file */
+    const uint64_t *file_id; /* per file: its pattern identity */
+    const char *const *path; /* per file: for messages */
     uint64_t nblocks;
-    size_t block;              /* bytes, a multiple of 512 */
-    size_t align;              /* of the buffers */
-    unsigned depth;            /* data requests kept in flight */
+    size_t block;   /* bytes, a multiple of 512 */
+    size_t align;   /* of the buffers */
+    unsigned depth; /* data requests kept in flight */
     uint64_t gen;
     const sbk_pattern *pat;
     int verify;
-    sbk_rec *rec;              /* verification tallies go here */
-    int fsync;                 /* sbk_fsync, after writes: one fsync per file, in parallel */
+    sbk_rec *rec; /* verification tallies go here */
+    int fsync;    /* sbk_fsync, after writes: one fsync per file, in parallel */
     const char *phase;
 } sbk_stream;
 typedef struct sbk_stream_result {
-    double total;              /* s, barrier to the last completion (and fsync if inside) */
-    double verify;             /* s spent verifying, inside total (overlaps I/O in flight) */
-    double *dir_time;          /* per directory: to its last completion; caller's array */
-    uint64_t *dir_bytes;       /* per directory; caller's array */
+    double total;        /* s, barrier to the last completion (and fsync if inside) */
+    double verify;       /* s spent verifying, inside total (overlaps I/O in flight) */
+    double *dir_time;    /* per directory: to its last completion; caller's array */
+    uint64_t *dir_bytes; /* per directory; caller's array */
     uint64_t bytes, ios;
-    unsigned depth_max;        /* data requests in flight at most */
-    double latency_sum;        /* s, the sum of every data request's time in flight */
+    unsigned depth_max; /* data requests in flight at most */
+    double latency_sum; /* s, the sum of every data request's time in flight */
 } sbk_stream_result;
 void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_result *r);
 

@@ -54,9 +54,12 @@ int main(int argc, char **argv)
         if (ctx.rank == 0) {
             if (rc == -1)
                 sbk_print_help(stdout);
+            else if (rc == -3)
+                sbk_list_backends(stdout);
             else
                 fputs("scratchbench-kernel " SBK_VERSION " (output schema " SBK_SCHEMA_VERSION
-                      ")\n", stdout);
+                      ")\n",
+                      stdout);
         }
         MPI_Finalize();
         return 0;
@@ -67,14 +70,6 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    ctx.cfg = &cfg;
-    ctx.mode = mode;
-    ctx.opts = opts;
-    sbk_identify_node(&ctx);
-    if (cfg.shift == -1)
-        ctx.shift = ctx.nnodes > 1 ? ctx.ranks_per_node : 0;
-    else
-        ctx.shift = cfg.shift % ctx.size;
 
     /* Open the report file first: a bad --output should fail before any I/O.  The report
      * is composed in memory and written with one write() to an O_APPEND descriptor, so
@@ -103,18 +98,7 @@ int main(int argc, char **argv)
         return SBK_EUSAGE;
     }
 
-    sbk_json j;
-    jw_begin(&j, ctx.rank == 0 ? out : NULL);
-    int code = sbk_workdir_open(&ctx);
-    jw_obj(&j, NULL);
-    sbk_write_header(&j, &ctx);
-    if (code == 0)
-        code = sbk_run(&ctx, &j);
-    sbk_workdir_close(&ctx);
-    jw_bool(&j, "complete", code == 0 || code == SBK_EVERIFY);
-    sbk_write_errors(&j, &ctx, code);
-    jw_end_obj(&j);
-    jw_finish(&j);
+    int code = sbk_run_report(&ctx, &cfg, mode, opts, out);
     if (ctx.rank == 0) {
         fclose(out);
         write_report(cfg.output ? out_fd : (cfg.table ? -1 : STDOUT_FILENO), report, report_len,
@@ -123,9 +107,6 @@ int main(int argc, char **argv)
             close(out_fd);
         free(report);
     }
-    free(ctx.targets);
-    free(ctx.node_of);
-    free(ctx.node_names);
     free(opts);
     free((void *)cfg.dirs.v);
     MPI_Finalize();

@@ -42,6 +42,8 @@ static int parse_file_size(const char *value, void *field, char *err, size_t len
 }
 
 #define OPT(f) offsetof(dp_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option dp_options[] = {
     {.name = "block-sizes", .kind = SBK_OPT_SIZES, .offset = OPT(block_sizes), .arg = "LIST",
      .help = "comma list of block sizes, multiples of 512 [4k,64k,1m]", .lo = 512,
@@ -55,6 +57,7 @@ static const sbk_option dp_options[] = {
      .parse = parse_file_size},
     {0},
 };
+/* clang-format on */
 
 static void set_list(sbk_list *l, const long long *v, size_t n)
 {
@@ -115,9 +118,10 @@ static int dp_check(const sbk_config *c, const void *p, char *err, size_t len)
             char a[32], b[32];
             sbk_format_size(o->file_size.bytes, a, sizeof a);
             sbk_format_size((uint64_t)max_of(&o->block_sizes), b, sizeof b);
-            snprintf(err, len, "--file-size %s holds %llu blocks of %s over %llu directories, "
-                     "fewer than the queue depth %lld: the queue could never fill", a,
-                     (unsigned long long)blocks, b, (unsigned long long)dirs,
+            snprintf(err, len,
+                     "--file-size %s holds %llu blocks of %s over %llu directories, "
+                     "fewer than the queue depth %lld: the queue could never fill",
+                     a, (unsigned long long)blocks, b, (unsigned long long)dirs,
                      max_of(&o->queue_depths));
         }
     }
@@ -134,7 +138,7 @@ typedef struct {
     int *fd;
     uint64_t *file_id;
     char **path;
-    sbk_field *fields;    /* total, verify, latency_sum, dir<i>; bytes, ios, depth_max, dir<i>_bytes */
+    sbk_field *fields; /* total, verify, latency_sum, dir<i>; bytes, ios, depth_max, dir<i>_bytes */
     int nfields;
     char **field_names;
     double *dir_time;
@@ -200,8 +204,8 @@ static int dp_setup(sbk_ctx *ctx)
                 if (ctx->rank == 0)
                     sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
                              "--direct needs block sizes that are multiples of %zu bytes, the "
-                             "direct-I/O alignment of %s (got %s)", ctx->targets[t].dio_align,
-                             ctx->targets[t].path, a);
+                             "direct-I/O alignment of %s (got %s)",
+                             ctx->targets[t].dio_align, ctx->targets[t].path, a);
                 break;
             }
     }
@@ -255,7 +259,9 @@ static int dp_setup(sbk_ctx *ctx)
     for (size_t b = 0; b < o->block_sizes.n; b++)
         for (size_t q = 0; q < o->queue_depths.n; q++)
             for (int write = 1; write >= 0; write--) {
-                sbk_phase ph = {.kind = write, .fields = d->fields, .nfields = d->nfields,
+                sbk_phase ph = {.kind = write,
+                                .fields = d->fields,
+                                .nfields = d->nfields,
                                 .flags = SBK_PH_REPORT | SBK_PH_DATA |
                                          (write ? 0u : (unsigned)SBK_PH_DEFEAT_CACHE),
                                 .arg = {o->block_sizes.v[b], o->queue_depths.v[q],
@@ -290,22 +296,33 @@ static void dp_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     for (int t = 0; t < d->ndirs && ctx->error.code == 0; t++) {
         d->fd[t] = openat(ctx->targets[t].fd, name, flags, 0644);
         if (d->fd[t] < 0 && errno == EINVAL && ctx->cfg->direct)
-            sbk_fail(ctx, SBK_ENODIRECT, errno, ph->name, 0, "the file system at %s refuses "
+            sbk_fail(ctx, SBK_ENODIRECT, errno, ph->name, 0,
+                     "the file system at %s refuses "
                      "O_DIRECT (EINVAL); defeat the cache with --fadvise, --scan-file or "
-                     "--file-size memory instead", ctx->targets[t].path);
+                     "--file-size memory instead",
+                     ctx->targets[t].path);
         else if (d->fd[t] < 0)
-            sbk_fail(ctx, sbk_code_for_errno(errno), errno, ph->name, 0, "open %s: %s",
-                     d->path[t], strerror(errno));
+            sbk_fail(ctx, sbk_code_for_errno(errno), errno, ph->name, 0, "open %s: %s", d->path[t],
+                     strerror(errno));
     }
     int ok = ctx->error.code == 0 && d->queue_open;
-    sbk_stream s = {.write = write, .ndirs = d->ndirs, .nowners = 1, .fd = d->fd,
-                    .file_id = d->file_id, .path = (const char *const *)d->path,
-                    .nblocks = ok ? d->file_size / bs * (uint64_t)d->ndirs : 0, .block = bs,
-                    .align = d->align, .depth = depth,
+    sbk_stream s = {.write = write,
+                    .ndirs = d->ndirs,
+                    .nowners = 1,
+                    .fd = d->fd,
+                    .file_id = d->file_id,
+                    .path = (const char *const *)d->path,
+                    .nblocks = ok ? d->file_size / bs * (uint64_t)d->ndirs : 0,
+                    .block = bs,
+                    .align = d->align,
+                    .depth = depth,
                     /* every point writes a new generation, so stale data is caught */
                     .gen = (ctx->generation - 1) * npoints + (uint64_t)ph->arg[2] + 1,
-                    .pat = &d->pat, .verify = ctx->cfg->verify, .rec = rec,
-                    .fsync = ctx->cfg->fsync, .phase = ph->name};
+                    .pat = &d->pat,
+                    .verify = ctx->cfg->verify,
+                    .rec = rec,
+                    .fsync = ctx->cfg->fsync,
+                    .phase = ph->name};
     sbk_stream_result r = {.dir_time = d->dir_time, .dir_bytes = d->dir_bytes};
     sbk_stream_run(ctx, &d->q, &s, &r);
     close_files(d);
@@ -322,8 +339,7 @@ static void dp_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         rec->count[f_depth(d)] = r.depth_max;
 }
 
-static void dp_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
-                            sbk_json *j)
+static void dp_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
 {
     const dp *d = ctx->state;
     double slowest = sbk_col_max(g, F_TOTAL);
@@ -363,8 +379,9 @@ static void dp_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
         char key[48];
         double dir_slowest = sbk_col_max(g, F_DIR0 + t);
         snprintf(key, sizeof key, "dir%d_bandwidth_Bps", t);
-        sbk_figure(ctx, j, ph, key, dir_slowest > 0 ?
-                   (double)sbk_col_sum(g, f_dir_bytes(d, t)) / dir_slowest : NAN, SBK_UNIT_BPS);
+        sbk_figure(ctx, j, ph, key,
+                   dir_slowest > 0 ? (double)sbk_col_sum(g, f_dir_bytes(d, t)) / dir_slowest : NAN,
+                   SBK_UNIT_BPS);
     }
 }
 

@@ -16,16 +16,17 @@
 #include "kernel.h"
 
 enum { LAYOUT_FPP, LAYOUT_SHARED };
-enum { API_POSIX, API_MPIIO };
 static const char *const layouts[] = {"fpp", "shared", NULL};
-static const char *const apis[] = {"posix", "mpiio", NULL};
 
 typedef struct {
     long nr, nc, niter, iread;
-    int layout, api, collective;
+    int layout, collective;
+    int api; /* index into the synchronous back ends' table (backends.c) */
 } iotest_opts;
 
 #define OPT(f) offsetof(iotest_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option iotest_options[] = {
     {.name = "nr", .kind = SBK_OPT_LONG, .offset = OPT(nr), .arg = "N",
      .help = "64-bit values per transfer [131072 = 1 MiB]", .lo = 1, .hi = 1L << 27},
@@ -37,12 +38,14 @@ static const sbk_option iotest_options[] = {
      .help = "0 write, 1 read (written untimed first), 2 write then read [2]", .hi = 2},
     {.name = "layout", .kind = SBK_OPT_CHOICE, .offset = OPT(layout), .arg = "fpp|shared",
      .help = "file per process or one shared file [fpp]", .choices = layouts},
-    {.name = "api", .kind = SBK_OPT_CHOICE, .offset = OPT(api), .arg = "posix|mpiio",
-     .help = "I/O interface [posix]", .choices = apis},
+    {.name = "api", .kind = SBK_OPT_CHOICE, .offset = OPT(api),
+     .help = "I/O interface: a synchronous back end (--list-backends) [posix]",
+     .choices = sbk_backend_names},
     {.name = "collective", .kind = SBK_OPT_FLAG, .offset = OPT(collective),
      .help = "collective MPI-IO transfers (with --api mpiio)"},
     {0},
 };
+/* clang-format on */
 
 static void iotest_defaults(void *p)
 {
@@ -52,10 +55,12 @@ static void iotest_defaults(void *p)
 static int iotest_check(const sbk_config *c, const void *p, char *err, size_t len)
 {
     const iotest_opts *o = p;
-    if (o->collective && o->api != API_MPIIO)
+    unsigned caps = sbk_backend_at(o->api)->caps;
+    if (o->collective && !(caps & SBK_BE_COLLECTIVE))
         snprintf(err, len, "--collective needs --api mpiio");
-    else if (c->direct && o->api != API_POSIX)
-        snprintf(err, len, "--direct works with --api posix only (MPI-IO has no portable "
+    else if (c->direct && !(caps & SBK_BE_DIRECT))
+        snprintf(err, len,
+                 "--direct works with --api posix only (MPI-IO has no portable "
                  "O_DIRECT)");
     else if (c->existing && o->iread != 1)
         snprintf(err, len, "--existing needs --iread 1: it reads data an earlier run wrote");
@@ -64,7 +69,7 @@ static int iotest_check(const sbk_config *c, const void *p, char *err, size_t le
 
 enum { F_OPEN, F_ACCESS, F_SYNC, F_CLOSE, F_TOTAL, F_VERIFY, F_BYTES, F_XFERS, F_N };
 static const sbk_field iotest_fields[F_N] = {
-    {"open", SBK_TIMER},  {"access", SBK_TIMER}, {"sync", SBK_TIMER}, {"close", SBK_TIMER},
+    {"open", SBK_TIMER},  {"access", SBK_TIMER}, {"sync", SBK_TIMER},  {"close", SBK_TIMER},
     {"total", SBK_TIMER}, {"verify", SBK_TIMER}, {"bytes", SBK_TOTAL}, {"xfers", SBK_TOTAL},
 };
 enum { PH_WRITE, PH_READ };
@@ -75,7 +80,7 @@ typedef struct {
     sbk_pattern pat;
     size_t xfer_bytes;
     uint64_t *buf;
-    long *written;        /* transfers each rank wrote in the last write (stonewall) */
+    long *written; /* transfers each rank wrote in the last write (stonewall) */
 } iotest;
 
 static int owner_of(const sbk_ctx *ctx, int write)
@@ -101,7 +106,7 @@ static void iotest_config_json(const sbk_ctx *ctx, sbk_json *j)
     jw_int(j, "transfer_bytes", o->nr * 8);
     jw_int(j, "bytes_per_rank", (long long)o->nr * 8 * o->nc);
     jw_str(j, "layout", layouts[o->layout]);
-    jw_str(j, "api", apis[o->api]);
+    jw_str(j, "api", sbk_backend_at(o->api)->name);
     jw_bool(j, "collective", o->collective);
 }
 
@@ -110,8 +115,8 @@ static void iotest_describe(const sbk_ctx *ctx, char *buf, size_t len)
     const iotest_opts *o = ctx->opts;
     snprintf(buf, len, "%s, %s%s, NR=%ld NC=%ld NITER=%ld, %s (%s)",
              o->layout == LAYOUT_FPP ? "file per process" : "shared file",
-             o->api == API_MPIIO ? "MPI-IO" : "POSIX", o->collective ? " collective" : "", o->nr,
-             o->nc, o->niter, ctx->targets[0].path, ctx->targets[0].fstype);
+             sbk_backend_at(o->api)->title, o->collective ? " collective" : "", o->nr, o->nc,
+             o->niter, ctx->targets[0].path, ctx->targets[0].fstype);
 }
 
 static int iotest_setup(sbk_ctx *ctx)
@@ -120,15 +125,15 @@ static int iotest_setup(sbk_ctx *ctx)
     iotest *t = calloc(1, sizeof *t);
     ctx->state = t;
     t->o = o;
-    t->be = o->api == API_MPIIO ? &sbk_backend_mpiio : &sbk_backend_posix;
+    t->be = sbk_backend_at(o->api);
     t->xfer_bytes = (size_t)o->nr * 8;
     size_t align = ctx->targets[0].dio_align;
     if (ctx->cfg->direct && t->xfer_bytes % align != 0) {
         if (ctx->rank == 0)
             sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
                      "--direct needs a transfer size (NR*8 = %zu bytes) that is a multiple of "
-                     "%zu bytes, the direct-I/O alignment of %s", t->xfer_bytes, align,
-                     ctx->targets[0].path);
+                     "%zu bytes, the direct-I/O alignment of %s",
+                     t->xfer_bytes, align, ctx->targets[0].path);
         return sbk_agree(ctx);
     }
     t->buf = sbk_alloc_aligned(align, t->xfer_bytes);
@@ -139,7 +144,10 @@ static int iotest_setup(sbk_ctx *ctx)
     sbk_pattern_init(&t->pat, (uint64_t)ctx->cfg->seed, (uint64_t)o->nr);
     ctx->iterations = o->niter;
 
-    sbk_phase write = {.name = "write", .kind = PH_WRITE, .fields = iotest_fields, .nfields = F_N,
+    sbk_phase write = {.name = "write",
+                       .kind = PH_WRITE,
+                       .fields = iotest_fields,
+                       .nfields = F_N,
                        .flags = SBK_PH_REPORT | SBK_PH_STONEWALL | SBK_PH_DATA};
     sbk_phase read = write;
     snprintf(read.name, sizeof read.name, "read");
@@ -154,126 +162,155 @@ static int iotest_setup(sbk_ctx *ctx)
     return sbk_agree(ctx);
 }
 
-/* One write or read pass over this rank's transfers; accumulates into rec. */
-static void iotest_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+/* One rank's pass: what it moves and what it measured so far. */
+typedef struct {
+    int write, timed, shared, opened;
+    const char *phase; /* for messages: the phase, or "prepare" when untimed */
+    char name[64];     /* the file */
+    sbk_file f;
+    uint64_t file_id, base_word, gen;
+    long count; /* transfers to make */
+    long done;  /* transfers made */
+    uint64_t bytes;
+    double start;  /* of the total timer */
+    double verify; /* s verifying, kept out of the timers */
+    int stop;      /* the stonewall stopped the pass */
+} iotest_pass;
+
+static void pass_open(sbk_ctx *ctx, iotest *t, iotest_pass *p, sbk_rec *rec)
 {
-    iotest *t = ctx->state;
-    const iotest_opts *o = t->o;
-    const sbk_config *c = ctx->cfg;
-    int write = ph->kind == PH_WRITE, timed = ph->flags & SBK_PH_REPORT;
-    const char *phase = timed ? ph->name : "prepare";
-    int owner = owner_of(ctx, write);
-    int shared = o->layout == LAYOUT_SHARED;
-    uint64_t file_id = shared ? 0 : (uint64_t)owner;
-    uint64_t base_word = shared ? (uint64_t)owner * (uint64_t)o->nc * (uint64_t)o->nr : 0;
-    uint64_t gen = ctx->generation;
-    long count = write ? o->nc : t->written[owner];
-    char name[64];
-    file_name(t, owner, name, sizeof name);
-
-    sbk_file f = {.fd = -1};
-    double verify = 0.0, sync_time = 0.0;
-    uint64_t bytes = 0;
-    long done = 0;
-    int stop = 0, err = 0, opened = 0;
-    double start = sbk_now();
-
-    double t0 = start;
-    err = t->be->open(ctx, name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE : SBK_OPEN_READ, shared,
-                      o->collective, &f);
+    double t0 = sbk_now();
+    int err = t->be->open(ctx, p->name, p->write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE : SBK_OPEN_READ,
+                          p->shared, t->o->collective, &p->f);
     rec->time[F_OPEN] += sbk_now() - t0;
-    if (err == EINVAL && c->direct)
-        sbk_fail(ctx, SBK_ENODIRECT, err, phase, 0,
+    if (err == EINVAL && ctx->cfg->direct)
+        sbk_fail(ctx, SBK_ENODIRECT, err, p->phase, 0,
                  "the file system at %s refuses O_DIRECT (EINVAL); defeat the cache with "
-                 "--fadvise or --scan-file instead", ctx->targets[0].path);
+                 "--fadvise or --scan-file instead",
+                 ctx->targets[0].path);
     else if (err)
-        sbk_fail(ctx, sbk_code_for_errno(err), err, phase, 0, "open %s/%s: %s",
-                 ctx->targets[0].rundir, name, strerror(err));
+        sbk_fail(ctx, sbk_code_for_errno(err), err, p->phase, 0, "open %s/%s: %s",
+                 ctx->targets[0].rundir, p->name, strerror(err));
     else
-        opened = 1;
+        p->opened = 1;
+}
 
-    t0 = sbk_now();
-    for (long k = 0; k < count || o->collective; k++) {
-        /* Collective transfers need every rank in every call: agree on stopping. */
-        if (o->collective) {
-            int mine[2] = {ctx->error.code != 0 || k >= count, 0}, all[2];
-            if (write && timed && sbk_stonewall_reached(ctx, start))
-                mine[1] = 1;
-            MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-            if (all[0] || all[1]) {
-                stop = all[1];
-                break;
-            }
-        } else {
-            if (!opened)
-                break;
-            if (write && timed && sbk_stonewall_reached(ctx, start)) {
-                stop = 1;
-                break;
-            }
-        }
-        uint64_t first_word = base_word + (uint64_t)k * (uint64_t)o->nr;
-        if (write)
-            sbk_pattern_fill(&t->pat, t->buf, (uint64_t)o->nr, file_id, gen, first_word,
-                             k > 0 && (uint64_t)o->nr % t->pat.interval == 0);
+/* Whether transfer k is not made: the count is reached, an error or the stonewall.
+ * Collective transfers need every rank in every call: the ranks agree. */
+static int pass_ends(sbk_ctx *ctx, const iotest *t, iotest_pass *p, long k)
+{
+    if (!t->o->collective) {
+        if (k >= p->count || !p->opened)
+            return 1;
+        p->stop = p->write && p->timed && sbk_stonewall_reached(ctx, p->start);
+        return p->stop;
+    }
+    int mine[2] = {ctx->error.code != 0 || k >= p->count,
+                   p->write && p->timed && sbk_stonewall_reached(ctx, p->start)};
+    int all[2];
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    p->stop = all[1];
+    return all[0] || all[1];
+}
+
+/* The transfers, each a write (stamped) or a read (verified), timed as access. */
+static void pass_transfers(sbk_ctx *ctx, iotest *t, iotest_pass *p, sbk_rec *rec)
+{
+    const iotest_opts *o = t->o;
+    uint64_t nr = (uint64_t)o->nr;
+    double t0 = sbk_now();
+    for (long k = 0; !pass_ends(ctx, t, p, k); k++) {
+        uint64_t first_word = p->base_word + (uint64_t)k * nr;
+        if (p->write)
+            sbk_pattern_fill(&t->pat, t->buf, nr, p->file_id, p->gen, first_word,
+                             k > 0 && nr % t->pat.interval == 0);
         size_t moved = 0;
-        err = t->be->xfer(&f, write, t->buf, t->xfer_bytes, first_word * 8, &moved);
-        bytes += moved;
+        int err = t->be->xfer(&p->f, p->write, t->buf, t->xfer_bytes, first_word * 8, &moved);
+        p->bytes += moved;
         if (err) {
-            if (err == EINVAL && c->direct)
-                sbk_fail(ctx, SBK_ENODIRECT, err, phase, bytes,
+            if (err == EINVAL && ctx->cfg->direct)
+                sbk_fail(ctx, SBK_ENODIRECT, err, p->phase, p->bytes,
                          "the file system at %s refuses O_DIRECT transfers (EINVAL)",
                          ctx->targets[0].path);
             else
-                sbk_fail(ctx, sbk_code_for_errno(err), err, phase, bytes,
-                         "%s %s/%s at byte %llu: %s", write ? "write" : "read",
-                         ctx->targets[0].rundir, name, (unsigned long long)(first_word * 8),
+                sbk_fail(ctx, sbk_code_for_errno(err), err, p->phase, p->bytes,
+                         "%s %s/%s at byte %llu: %s", p->write ? "write" : "read",
+                         ctx->targets[0].rundir, p->name, (unsigned long long)(first_word * 8),
                          strerror(err));
             if (!o->collective)
                 break;
             continue;
         }
-        done++;
-        if (!write && c->verify) {
+        p->done++;
+        if (!p->write && ctx->cfg->verify) {
             double v0 = sbk_now();
-            sbk_verify_result r = sbk_pattern_check(&t->pat, t->buf, (uint64_t)o->nr, file_id,
-                                                    gen, first_word);
+            sbk_verify_result r =
+                sbk_pattern_check(&t->pat, t->buf, nr, p->file_id, p->gen, first_word);
             sbk_rec_verify(rec, &r);
-            verify += sbk_now() - v0;
+            p->verify += sbk_now() - v0;
         }
     }
-    rec->time[F_ACCESS] += sbk_now() - t0 - verify;
+    rec->time[F_ACCESS] += sbk_now() - t0 - p->verify;
+}
 
-    if (opened && write && c->fsync != FSYNC_NONE) {
-        t0 = sbk_now();
-        err = t->be->sync(&f);
+/* fsync after writes (where asked) and close; returns the time fsync took. */
+static double pass_close(sbk_ctx *ctx, iotest *t, iotest_pass *p, sbk_rec *rec)
+{
+    double sync_time = 0.0;
+    if (!p->opened)
+        return sync_time;
+    if (p->write && ctx->cfg->fsync != FSYNC_NONE) {
+        double t0 = sbk_now();
+        int err = t->be->sync(&p->f);
         sync_time = sbk_now() - t0;
         rec->time[F_SYNC] += sync_time;
         if (err)
-            sbk_fail(ctx, sbk_code_for_errno(err), err, phase, bytes, "fsync %s/%s: %s",
-                     ctx->targets[0].rundir, name, strerror(err));
+            sbk_fail(ctx, sbk_code_for_errno(err), err, p->phase, p->bytes, "fsync %s/%s: %s",
+                     ctx->targets[0].rundir, p->name, strerror(err));
     }
-    if (opened) {
-        t0 = sbk_now();
-        err = t->be->close(&f);
-        rec->time[F_CLOSE] += sbk_now() - t0;
-        if (err)
-            sbk_fail(ctx, sbk_code_for_errno(err), err, phase, bytes, "close %s/%s: %s",
-                     ctx->targets[0].rundir, name, strerror(err));
-    }
-    double total = sbk_now() - start - verify;
-    if (c->fsync == FSYNC_OUTSIDE)
+    double t0 = sbk_now();
+    int err = t->be->close(&p->f);
+    rec->time[F_CLOSE] += sbk_now() - t0;
+    if (err)
+        sbk_fail(ctx, sbk_code_for_errno(err), err, p->phase, p->bytes, "close %s/%s: %s",
+                 ctx->targets[0].rundir, p->name, strerror(err));
+    return sync_time;
+}
+
+/* One write or read pass over this rank's transfers; accumulates into rec. */
+static void iotest_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+{
+    iotest *t = ctx->state;
+    const iotest_opts *o = t->o;
+    iotest_pass p = {.write = ph->kind == PH_WRITE,
+                     .timed = (ph->flags & SBK_PH_REPORT) != 0,
+                     .shared = o->layout == LAYOUT_SHARED,
+                     .f = {.fd = -1},
+                     .gen = ctx->generation};
+    p.phase = p.timed ? ph->name : "prepare";
+    int owner = owner_of(ctx, p.write);
+    p.file_id = p.shared ? 0 : (uint64_t)owner;
+    p.base_word = p.shared ? (uint64_t)owner * (uint64_t)o->nc * (uint64_t)o->nr : 0;
+    p.count = p.write ? o->nc : t->written[owner];
+    file_name(t, owner, p.name, sizeof p.name);
+
+    p.start = sbk_now();
+    pass_open(ctx, t, &p, rec);
+    pass_transfers(ctx, t, &p, rec);
+    double sync_time = pass_close(ctx, t, &p, rec);
+    double total = sbk_now() - p.start - p.verify;
+    if (ctx->cfg->fsync == FSYNC_OUTSIDE)
         total -= sync_time;
     rec->time[F_TOTAL] += total;
-    rec->time[F_VERIFY] += verify;
-    rec->count[F_BYTES] += bytes;
-    rec->count[F_XFERS] += (uint64_t)done;
-    ctx->phase_bytes = bytes;
-    if (stop)
+    rec->time[F_VERIFY] += p.verify;
+    rec->count[F_BYTES] += p.bytes;
+    rec->count[F_XFERS] += (uint64_t)p.done;
+    ctx->phase_bytes = p.bytes;
+    if (p.stop)
         rec->stonewall_hit = 1;
 
-    if (write) {
-        long mine = done;
+    if (p.write) {
+        long mine = p.done;
         MPI_Allgather(&mine, 1, MPI_LONG, t->written, 1, MPI_LONG, MPI_COMM_WORLD);
     }
 }

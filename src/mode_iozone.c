@@ -28,22 +28,34 @@
 #include "kernel.h"
 
 enum {
-    P_WRITE, P_REWRITE, P_READ, P_REREAD, P_RANDOM_READ, P_RANDOM_WRITE, P_BACKWARD_READ,
-    P_RECORD_REWRITE, P_STRIDE_READ, P_RANDOM_MIX, P_N
+    P_WRITE,
+    P_REWRITE,
+    P_READ,
+    P_REREAD,
+    P_RANDOM_READ,
+    P_RANDOM_WRITE,
+    P_BACKWARD_READ,
+    P_RECORD_REWRITE,
+    P_STRIDE_READ,
+    P_RANDOM_MIX,
+    P_N
 };
 /* As --patterns names them, and as phase names start (with '_' for '-'). */
 static const char *const pattern_names[P_N] = {
-    "write", "rewrite", "read", "reread", "random-read", "random-write", "backward-read",
-    "record-rewrite", "stride-read", "random-mix"};
+    "write",        "rewrite",       "read",           "reread",      "random-read",
+    "random-write", "backward-read", "record-rewrite", "stride-read", "random-mix"};
 static const char *const pattern_keys[P_N] = {
-    "write", "rewrite", "read", "reread", "random_read", "random_write", "backward_read",
-    "record_rewrite", "stride_read", "random_mix"};
+    "write",        "rewrite",       "read",           "reread",      "random_read",
+    "random_write", "backward_read", "record_rewrite", "stride_read", "random_mix"};
 /* The first reads of a file after writes: the core defeats the cache before them (with
  * --fadvise, --scan-file); re-read is the read of what the read left cached. */
-static const int first_read[P_N] = {[P_READ] = 1, [P_RANDOM_READ] = 1, [P_BACKWARD_READ] = 1,
-                                    [P_STRIDE_READ] = 1, [P_RANDOM_MIX] = 1};
-static const int writes_data[P_N] = {[P_WRITE] = 1, [P_REWRITE] = 1, [P_RANDOM_WRITE] = 1,
-                                     [P_RECORD_REWRITE] = 1};
+static const int first_read[P_N] = {[P_READ] = 1,
+                                    [P_RANDOM_READ] = 1,
+                                    [P_BACKWARD_READ] = 1,
+                                    [P_STRIDE_READ] = 1,
+                                    [P_RANDOM_MIX] = 1};
+static const int writes_data[P_N] = {
+    [P_WRITE] = 1, [P_REWRITE] = 1, [P_RANDOM_WRITE] = 1, [P_RECORD_REWRITE] = 1};
 
 /* IOzone's automatic mode (-a): files 64 KiB to 512 MiB, records 4 KiB to 16 MiB; records
  * below 64 KiB are skipped for files over 16 MiB (CROSSOVER), unless -z. */
@@ -52,22 +64,22 @@ static const int writes_data[P_N] = {[P_WRITE] = 1, [P_REWRITE] = 1, [P_RANDOM_W
 
 typedef struct {
     uint64_t min, max;
-    int max_is_memory;   /* files: the first size past the node's memory */
+    int max_is_memory; /* files: the first size past the node's memory */
 } size_range;
 
 typedef struct {
-    unsigned mask;       /* bit per P_* */
-    int given;           /* named on the command line */
+    unsigned mask; /* bit per P_* */
+    int given;     /* named on the command line */
 } pattern_set;
 
 typedef struct {
     size_range files, records;
-    int all_records;     /* IOzone -z */
+    int all_records; /* IOzone -z */
     pattern_set patterns;
-    long stride;         /* IOzone -j, in records */
+    long stride; /* IOzone -j, in records */
     long mix_read_percent;
-    int close_inside;    /* IOzone -c */
-    int no_stonewall;    /* IOzone -x */
+    int close_inside; /* IOzone -c */
+    int no_stonewall; /* IOzone -x */
     const char *record_offsets;
 } iz_opts;
 
@@ -84,8 +96,10 @@ static int parse_one_size(const char *text, int files, uint64_t *out, char *err,
     }
     if (!is_power_of_two(*out)) {
         sbk_format_size(*out, shown, sizeof shown);
-        snprintf(err, len, "%s is not a power of two: the matrix doubles from the smallest "
-                 "size, as IOzone -a does", shown);
+        snprintf(err, len,
+                 "%s is not a power of two: the matrix doubles from the smallest "
+                 "size, as IOzone -a does",
+                 shown);
         return -1;
     }
     return 0;
@@ -145,9 +159,11 @@ static int parse_patterns(const char *value, void *field, char *err, size_t len)
             if (!strcmp(tok, pattern_names[p]))
                 found = p;
         if (found < 0) {
-            snprintf(err, len, "unknown pattern '%s': expected a comma list of write, rewrite, "
+            snprintf(err, len,
+                     "unknown pattern '%s': expected a comma list of write, rewrite, "
                      "read, reread, random-read, random-write, backward-read, record-rewrite, "
-                     "stride-read, random-mix", tok);
+                     "stride-read, random-mix",
+                     tok);
             free(copy);
             return -1;
         }
@@ -159,6 +175,8 @@ static int parse_patterns(const char *value, void *field, char *err, size_t len)
 }
 
 #define OPT(f) offsetof(iz_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option iz_options[] = {
     {.name = "file-sizes", .kind = SBK_OPT_CUSTOM, .offset = OPT(files), .arg = "MIN[:MAX]",
      .help = "file sizes, powers of two, doubling from MIN to MAX; MAX 'memory':\n"
@@ -192,6 +210,7 @@ static const sbk_option iz_options[] = {
                               "line 'rep phase op offset length timed' per request"},
     {0},
 };
+/* clang-format on */
 
 static void iz_defaults(void *p)
 {
@@ -214,9 +233,9 @@ typedef struct {
     iz_point *points, *skipped;
     const char **skip_reason;
     int npoints, nskipped;
-    unsigned patterns;      /* those that run */
-    int mix_dropped;        /* random-mix left out: one rank */
-    uint64_t memory;        /* of rank 0's node, for 'memory' */
+    unsigned patterns; /* those that run */
+    int mix_dropped;   /* random-mix left out: one rank */
+    uint64_t memory;   /* of rank 0's node, for 'memory' */
 } iz_matrix;
 
 static const char *SKIP_LARGER = "record larger than the file";
@@ -253,9 +272,11 @@ static void matrix_of(const iz_opts *o, uint64_t memory, int ranks_per_node, int
     for (int fi = 0; fi < m->nfiles; fi++)
         for (int ri = 0; ri < m->nrecords; ri++) {
             iz_point pt = {m->files[fi], m->records[ri]};
-            const char *why = pt.record > pt.file ? SKIP_LARGER :
-                              !o->all_records && pt.file > LARGE_FILE_OVER &&
-                              pt.record < SMALL_RECORD_LIMIT ? SKIP_SMALL : NULL;
+            const char *why =
+                pt.record > pt.file ? SKIP_LARGER
+                : !o->all_records && pt.file > LARGE_FILE_OVER && pt.record < SMALL_RECORD_LIMIT
+                    ? SKIP_SMALL
+                    : NULL;
             if (why) {
                 m->skip_reason[m->nskipped] = why;
                 m->skipped[m->nskipped++] = pt;
@@ -289,10 +310,13 @@ static int empty_matrix(const iz_matrix *m, const iz_opts *o, char *err, size_t 
     sbk_format_size(o->records.min, a, sizeof a);
     sbk_format_size(m->files[m->nfiles - 1], b, sizeof b);
     if (o->records.min > m->files[m->nfiles - 1])
-        snprintf(err, len, "--record-sizes: the smallest record, %s, is larger than the "
-                 "largest file, %s: no point of the matrix is left", a, b);
+        snprintf(err, len,
+                 "--record-sizes: the smallest record, %s, is larger than the "
+                 "largest file, %s: no point of the matrix is left",
+                 a, b);
     else
-        snprintf(err, len, "--record-sizes: every record is below 64 KiB and every file over "
+        snprintf(err, len,
+                 "--record-sizes: every record is below 64 KiB and every file over "
                  "16 MiB, which IOzone skips: no point of the matrix is left (--all-records "
                  "keeps them)");
     return 1;
@@ -303,7 +327,8 @@ static int iz_check(const sbk_config *c, const void *p, char *err, size_t len)
     const iz_opts *o = p;
     (void)c;
     if (!(o->patterns.mask & (1u << P_WRITE))) {
-        snprintf(err, len, "--patterns: write must be among them: it makes the file the "
+        snprintf(err, len,
+                 "--patterns: write must be among them: it makes the file the "
                  "other patterns use (IOzone's -i 0)");
     } else if (!o->files.max_is_memory) {
         /* Explicit sizes: an empty matrix is known before MPI starts; with 'memory' the
@@ -345,9 +370,8 @@ static uint64_t cpu_cache_bytes(void)
 /* ---- state ---- */
 enum { F_TIME, F_DATA, F_FSYNC, F_CLOSE, F_BYTES, F_XFERS, F_BYTES_ALL, F_READER, F_N };
 static const sbk_field iz_fields[F_N] = {
-    {"time", SBK_TIMER},  {"data", SBK_TIMER},  {"fsync", SBK_TIMER},
-    {"close", SBK_TIMER}, {"bytes", SBK_TOTAL}, {"xfers", SBK_TOTAL},
-    {"bytes_all", SBK_TOTAL}, {"reader", SBK_COUNT}};
+    {"time", SBK_TIMER},  {"data", SBK_TIMER},  {"fsync", SBK_TIMER},     {"close", SBK_TIMER},
+    {"bytes", SBK_TOTAL}, {"xfers", SBK_TOTAL}, {"bytes_all", SBK_TOTAL}, {"reader", SBK_COUNT}};
 
 #define STOP_TAG 4242
 #define POLL_INTERVAL_S 100e-6
@@ -355,19 +379,20 @@ static const sbk_field iz_fields[F_N] = {
 typedef struct {
     const iz_opts *o;
     iz_matrix m;
-    int throughput;        /* several ranks: IOzone's throughput mode */
-    int stonewall;         /* ...with the stonewall at the first finisher */
-    int nreaders;          /* random mix */
+    int throughput; /* several ranks: IOzone's throughput mode */
+    int stonewall;  /* ...with the stonewall at the first finisher */
+    int nreaders;   /* random mix */
     size_t align;
     uint64_t *buf;
-    uint64_t *order;       /* random permutation of the current point's records */
+    uint64_t *order; /* random permutation of the current point's records */
     uint64_t order_n;
     sbk_pattern pat;
     uint64_t next_gen;     /* generations of the data: one per writing pass */
     uint64_t gen_all;      /* of every record of this rank's file ... */
     uint64_t gen_rec0;     /* ... and of record 0 (record re-write changes it alone) */
+    const sbk_backend *be; /* IOzone's own calls are POSIX read/write: the posix back end */
     FILE *log;
-    uint64_t *log_off;     /* this phase's requests: offset, and flags in the top bits */
+    uint64_t *log_off; /* this phase's requests: offset, and flags in the top bits */
     size_t log_n, log_cap;
     char name[64];
     char path[4200];
@@ -462,7 +487,9 @@ static void iz_describe(const sbk_ctx *ctx, char *buf, size_t len)
     snprintf(buf, len, "files %s-%s x records %s-%s (%d points)%s, %s (%s)", lo, hi, rlo, rhi,
              z ? z->m.npoints : 0,
              ctx->size > 1 ? (z && z->stonewall ? ", throughput mode, stonewall at the first "
-                              "finisher" : ", throughput mode") : "",
+                                                  "finisher"
+                                                : ", throughput mode")
+                           : "",
              ctx->targets[0].path, ctx->targets[0].fstype);
 }
 
@@ -486,7 +513,8 @@ static void check_space(sbk_ctx *ctx, const iz *z)
         snprintf(have, sizeof have, "%.1f GiB", (double)avail / (1u << 30));
         sbk_fail(ctx, SBK_ENOSPACE, ENOSPC, "setup", 0,
                  "the largest files need %s (%llu x %s) on %s, which has %s free: lower the "
-                 "largest --file-sizes", need, (unsigned long long)files, each, t->path, have);
+                 "largest --file-sizes",
+                 need, (unsigned long long)files, each, t->path, have);
     }
 }
 
@@ -496,6 +524,7 @@ static int iz_setup(sbk_ctx *ctx)
     iz *z = calloc(1, sizeof *z);
     ctx->state = z;
     z->o = o;
+    z->be = sbk_find_backend("posix");
     /* Rank 0's node decides 'memory', so every rank plans the same matrix. */
     uint64_t memory = sbk_node_memory();
     int rpn = ctx->ranks_per_node;
@@ -510,7 +539,8 @@ static int iz_setup(sbk_ctx *ctx)
 
     if (ctx->size < 2 && o->patterns.given && (o->patterns.mask & (1u << P_RANDOM_MIX))) {
         if (ctx->rank == 0)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--patterns random-mix needs 2 ranks "
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--patterns random-mix needs 2 ranks "
                      "or more (IOzone's throughput mode: some ranks read, the others write); "
                      "got 1");
         return sbk_agree(ctx);
@@ -526,7 +556,8 @@ static int iz_setup(sbk_ctx *ctx)
         char a[32];
         sbk_format_size(z->m.records[0], a, sizeof a);
         if (ctx->rank == 0)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--direct needs record sizes that are "
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--direct needs record sizes that are "
                      "multiples of %zu bytes, the direct-I/O alignment of %s (got %s)",
                      ctx->targets[0].dio_align, ctx->targets[0].path, a);
         return sbk_agree(ctx);
@@ -539,8 +570,10 @@ static int iz_setup(sbk_ctx *ctx)
     uint64_t largest_record = z->m.records[z->m.nrecords - 1];
     z->buf = sbk_alloc_aligned(z->align, (size_t)largest_record);
     if (!z->buf)
-        sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, "setup", 0, "cannot allocate a %llu-byte record "
-                 "buffer", (unsigned long long)largest_record);
+        sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, "setup", 0,
+                 "cannot allocate a %llu-byte record "
+                 "buffer",
+                 (unsigned long long)largest_record);
     sbk_pattern_init(&z->pat, (uint64_t)ctx->cfg->seed, 64);
     if (o->record_offsets && ctx->error.code == 0) {
         char path[4200];
@@ -555,12 +588,14 @@ static int iz_setup(sbk_ctx *ctx)
         for (int p = 0; p < P_N; p++) {
             if (!(z->m.patterns & (1u << p)))
                 continue;
-            sbk_phase ph = {.kind = p, .fields = iz_fields, .nfields = F_N,
-                            .flags = SBK_PH_REPORT | SBK_PH_DATA |
-                                     (first_read[p] ? (unsigned)SBK_PH_DEFEAT_CACHE : 0u) |
-                                     (z->throughput ? (unsigned)SBK_PH_STONEWALL : 0u),
-                            .arg = {(long long)z->m.points[i].file,
-                                    (long long)z->m.points[i].record, i}};
+            sbk_phase ph = {
+                .kind = p,
+                .fields = iz_fields,
+                .nfields = F_N,
+                .flags = SBK_PH_REPORT | SBK_PH_DATA |
+                         (first_read[p] ? (unsigned)SBK_PH_DEFEAT_CACHE : 0u) |
+                         (z->throughput ? (unsigned)SBK_PH_STONEWALL : 0u),
+                .arg = {(long long)z->m.points[i].file, (long long)z->m.points[i].record, i}};
             snprintf(ph.name, sizeof ph.name, "%s_f%llu_r%llu", pattern_keys[p],
                      (unsigned long long)z->m.points[i].file,
                      (unsigned long long)z->m.points[i].record);
@@ -570,14 +605,6 @@ static int iz_setup(sbk_ctx *ctx)
 }
 
 /* ---- access orders ---- */
-static uint64_t splitmix(uint64_t *state)
-{
-    uint64_t x = (*state += 0x9E3779B97F4A7C15ULL);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 /* Fisher-Yates over the records (IOzone precomputes the same kind of shuffle). */
 static int shuffle(iz *z, uint64_t n, uint64_t seed)
 {
@@ -592,7 +619,7 @@ static int shuffle(iz *z, uint64_t n, uint64_t seed)
         z->order[i] = i;
     uint64_t state = seed;
     for (uint64_t i = n - 1; i > 0; i--) {
-        uint64_t k = splitmix(&state) % (i + 1);
+        uint64_t k = sbk_splitmix_next(&state) % (i + 1);
         uint64_t t = z->order[i];
         z->order[i] = z->order[k];
         z->order[k] = t;
@@ -611,12 +638,11 @@ typedef struct {
 static uint64_t walk_next(walk *w, uint64_t k)
 {
     switch (w->pattern) {
-    case P_RANDOM_READ: case P_RANDOM_WRITE: case P_RANDOM_MIX:
-        return w->order[k];
-    case P_BACKWARD_READ:
-        return w->n - 1 - k;
-    case P_RECORD_REWRITE:
-        return 0;
+    case P_RANDOM_READ:
+    case P_RANDOM_WRITE:
+    case P_RANDOM_MIX: return w->order[k];
+    case P_BACKWARD_READ: return w->n - 1 - k;
+    case P_RECORD_REWRITE: return 0;
     case P_STRIDE_READ: {
         if (w->next >= w->n) {
             w->column++;
@@ -626,16 +652,15 @@ static uint64_t walk_next(walk *w, uint64_t k)
         w->next += w->stride;
         return r;
     }
-    default:
-        return k;
+    default: return k;
     }
 }
 
 /* ---- the stonewall: the first rank to finish a pass tells the others ---- */
 typedef struct {
     int active;
-    int got;               /* a stop arrived */
-    int sent;              /* this rank finished first (or with the first) and told */
+    int got;  /* a stop arrived */
+    int sent; /* this rank finished first (or with the first) and told */
     int dummy_in, dummy_out;
     MPI_Request recv;
     MPI_Request *sends;
@@ -712,13 +737,12 @@ static void flush_log(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, uint6
 {
     for (size_t i = 0; i < z->log_n; i++)
         fprintf(z->log, "%d %s %c %llu %llu %d\n", ctx->rep, ph->name, write ? 'w' : 'r',
-                (unsigned long long)(z->log_off[i] & ~(1ULL << 63)),
-                (unsigned long long)record, !(z->log_off[i] >> 63));
+                (unsigned long long)(z->log_off[i] & ~(1ULL << 63)), (unsigned long long)record,
+                !(z->log_off[i] >> 63));
     z->log_n = 0;
 }
 
-static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fresh,
-                     sbk_file *f)
+static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fresh, sbk_file *f)
 {
     /* IOzone's write test writes a new file: it truncates and unlinks the old one and
      * creates the file again before it opens it, untimed.  The file is this rank's own,
@@ -729,10 +753,11 @@ static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fr
                  strerror(err));
         return err;
     }
-    int err = sbk_backend_posix.open(ctx, z->name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE
-                                                         : SBK_OPEN_READ, 0, 0, f);
+    int err = z->be->open(ctx, z->name, write ? SBK_OPEN_CREATE | SBK_OPEN_WRITE : SBK_OPEN_READ, 0,
+                          0, f);
     if (err == EINVAL && ctx->cfg->direct)
-        sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, 0, "the file system at %s refuses O_DIRECT "
+        sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, 0,
+                 "the file system at %s refuses O_DIRECT "
                  "(EINVAL); defeat the cache with --fadvise or --scan-file instead",
                  ctx->targets[0].path);
     else if (err)
@@ -744,8 +769,8 @@ static int open_file(sbk_ctx *ctx, iz *z, const sbk_phase *ph, int write, int fr
 static double timed_fsync(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f, uint64_t bytes)
 {
     double a = sbk_now();
-    if (fsync(f->fd) != 0) {
-        int err = errno;
+    int err = z->be->sync(f);
+    if (err) {
         sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes, "fsync %s: %s", z->path,
                  strerror(err));
     }
@@ -755,7 +780,7 @@ static double timed_fsync(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f,
 static double timed_close(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f, uint64_t bytes)
 {
     double a = sbk_now();
-    int err = sbk_backend_posix.close(f);
+    int err = z->be->close(f);
     if (err)
         sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes, "close %s: %s", z->path,
                  strerror(err));
@@ -782,14 +807,15 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         uint64_t seed = (uint64_t)c->seed * 0x100000001B3ULL ^ ((uint64_t)ctx->rank << 40) ^
                         ((uint64_t)ph->arg[2] << 8) ^ (uint64_t)pattern;
         if (shuffle(z, n, seed))
-            sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, ph->name, 0, "cannot allocate the order of "
-                     "%llu records", (unsigned long long)n);
+            sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, ph->name, 0,
+                     "cannot allocate the order of "
+                     "%llu records",
+                     (unsigned long long)n);
     }
     walk w = {.pattern = pattern, .n = n, .stride = (uint64_t)z->o->stride, .order = z->order};
 
     sbk_file f = {.fd = -1};
-    int opened = ctx->error.code == 0 &&
-                 open_file(ctx, z, ph, write, pattern == P_WRITE, &f) == 0;
+    int opened = ctx->error.code == 0 && open_file(ctx, z, ph, write, pattern == P_WRITE, &f) == 0;
     stonewall sw;
     sw_begin(&sw, z->stonewall);
 
@@ -807,24 +833,27 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             double a = sbk_now();
             /* The fill between stamps is the same in every record: stamp only after the
              * first, as long as nothing was read into the buffer since. */
-            sbk_pattern_fill(&z->pat, z->buf, words, (uint64_t)ctx->rank, gen, offset / 8,
-                             filled);
+            sbk_pattern_fill(&z->pat, z->buf, words, (uint64_t)ctx->rank, gen, offset / 8, filled);
             filled = 1;
             data += sbk_now() - a;
         }
         size_t moved = 0;
-        int err = sbk_backend_posix.xfer(&f, write, z->buf, (size_t)record, offset, &moved);
+        int err = z->be->xfer(&f, write, z->buf, (size_t)record, offset, &moved);
         bytes += moved;
         if (measured < 0)
             timed_bytes += moved;
         if (err) {
             if (err == EINVAL && c->direct)
-                sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, bytes, "the file system at %s "
-                         "refuses O_DIRECT transfers (EINVAL)", ctx->targets[0].path);
+                sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, bytes,
+                         "the file system at %s "
+                         "refuses O_DIRECT transfers (EINVAL)",
+                         ctx->targets[0].path);
             else
-                sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes, "%s %s at byte "
-                         "%llu: %s", write ? "write" : "read", z->path,
-                         (unsigned long long)offset, strerror(err));
+                sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes,
+                         "%s %s at byte "
+                         "%llu: %s",
+                         write ? "write" : "read", z->path, (unsigned long long)offset,
+                         strerror(err));
             break;
         }
         if (measured < 0)
@@ -832,8 +861,8 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         if (!write && c->verify) {
             double a = sbk_now();
             uint64_t expect = r == 0 ? z->gen_rec0 : z->gen_all;
-            sbk_verify_result v = sbk_pattern_check(&z->pat, z->buf, words,
-                                                    (uint64_t)ctx->rank, expect, offset / 8);
+            sbk_verify_result v =
+                sbk_pattern_check(&z->pat, z->buf, words, (uint64_t)ctx->rank, expect, offset / 8);
             sbk_rec_verify(rec, &v);
             data += sbk_now() - a;
         }
@@ -863,7 +892,7 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         double took = timed_fsync(ctx, z, ph, &f, bytes);
         fsync_s += took;
         if (!fsync_timed || measured >= 0)
-            fsync_untimed = took;   /* --fsync outside, or after this rank's stonewall */
+            fsync_untimed = took; /* --fsync outside, or after this rank's stonewall */
     }
     if (opened && measured < 0 && close_timed) {
         close_s += timed_close(ctx, z, ph, &f, bytes);
@@ -894,8 +923,7 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     ctx->phase_bytes = bytes;
 }
 
-static void iz_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
-                            sbk_json *j)
+static void iz_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
 {
     const iz *z = ctx->state;
     int mix = ph->kind == P_RANDOM_MIX;
@@ -927,10 +955,9 @@ static void iz_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
     if (mix) {
         jw_int(j, "readers", z->nreaders);
         jw_int(j, "writers", g->nranks - z->nreaders);
-        sbk_figure(ctx, j, ph, "read_throughput_Bps", z->nreaders ? read_sum : NAN,
+        sbk_figure(ctx, j, ph, "read_throughput_Bps", z->nreaders ? read_sum : NAN, SBK_UNIT_BPS);
+        sbk_figure(ctx, j, ph, "write_throughput_Bps", g->nranks > z->nreaders ? write_sum : NAN,
                    SBK_UNIT_BPS);
-        sbk_figure(ctx, j, ph, "write_throughput_Bps",
-                   g->nranks > z->nreaders ? write_sum : NAN, SBK_UNIT_BPS);
     }
 }
 

@@ -45,8 +45,10 @@ static int parse_placements(const char *value, void *field, char *err, size_t le
                 found = 1;
             }
         if (!found) {
-            snprintf(err, len, "unknown placement '%s': expected a comma list of local,"
-                     "one-to-many,many-to-many", tok);
+            snprintf(err, len,
+                     "unknown placement '%s': expected a comma list of local,"
+                     "one-to-many,many-to-many",
+                     tok);
             free(copy);
             return -1;
         }
@@ -61,6 +63,8 @@ static int parse_placements(const char *value, void *field, char *err, size_t le
 }
 
 #define OPT(f) offsetof(jv_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option jv_options[] = {
     {.name = "stripe-size", .kind = SBK_OPT_SIZE, .offset = OPT(stripe_size), .arg = "SIZE",
      .help = "bytes per directory in each request; a request is stripe size\n"
@@ -75,11 +79,14 @@ static const sbk_option jv_options[] = {
      .help = "requests a client keeps in flight [1]", .lo = 1, .hi = 1024},
     {0},
 };
+/* clang-format on */
 
 static void jv_defaults(void *p)
 {
-    *(jv_opts *)p = (jv_opts){.stripe_size = 64 << 10, .data_per_client = 64 << 20,
-                              .placements = (1 << PL_N) - 1, .inflight = 1};
+    *(jv_opts *)p = (jv_opts){.stripe_size = 64 << 10,
+                              .data_per_client = 64 << 20,
+                              .placements = (1 << PL_N) - 1,
+                              .inflight = 1};
 }
 
 static int jv_check(const sbk_config *c, const void *p, char *err, size_t len)
@@ -92,8 +99,10 @@ static int jv_check(const sbk_config *c, const void *p, char *err, size_t len)
         snprintf(err, len, "--stripe-size %s is not a multiple of 512 bytes", a);
     else if (o->data_per_client < request) {
         sbk_format_size(request, b, sizeof b);
-        snprintf(err, len, "--data-per-client is smaller than one request (stripe %s x %d "
-                 "directories = %s)", a, c->dirs.n, b);
+        snprintf(err, len,
+                 "--data-per-client is smaller than one request (stripe %s x %d "
+                 "directories = %s)",
+                 a, c->dirs.n, b);
     }
     return err[0] != '\0';
 }
@@ -105,14 +114,14 @@ static const sbk_field jv_fields[F_N] = {
 typedef struct {
     const jv_opts *o;
     int ndirs;
-    uint64_t request, nreq;   /* bytes per request; requests per client */
+    uint64_t request, nreq; /* bytes per request; requests per client */
     sbk_queue q;
     int queue_open;
     sbk_pattern pat;
     size_t align;
-    int *servers, nservers;   /* one-to-many: ranks off rank 0's node */
-    int *peer;                /* many-to-many: whose data each rank reads */
-    int *fd;                  /* files of the current phase, owner k x directory d */
+    int *servers, nservers; /* one-to-many: ranks off rank 0's node */
+    int *peer;              /* many-to-many: whose data each rank reads */
+    int *fd;                /* files of the current phase, owner k x directory d */
     uint64_t *file_id;
     char **path;
     int nfiles_max;
@@ -147,9 +156,9 @@ static void jv_describe(const sbk_ctx *ctx, char *buf, size_t len)
     char stripe[32], data[32];
     sbk_format_size(o->stripe_size, stripe, sizeof stripe);
     sbk_format_size(o->data_per_client, data, sizeof data);
-    snprintf(buf, len, "%d director%s, stripe %s, %s per client, %s, first %s (%s)",
-             ctx->ntargets, ctx->ntargets == 1 ? "y" : "ies", stripe, data,
-             sbk_engine_name(ctx->cfg->engine), ctx->targets[0].path, ctx->targets[0].fstype);
+    snprintf(buf, len, "%d director%s, stripe %s, %s per client, %s, first %s (%s)", ctx->ntargets,
+             ctx->ntargets == 1 ? "y" : "ies", stripe, data, sbk_engine_name(ctx->cfg->engine),
+             ctx->targets[0].path, ctx->targets[0].fstype);
 }
 
 /* Requests server k of S holds of the client's nreq (request j sits on server j mod S). */
@@ -169,16 +178,21 @@ static int jv_setup(sbk_ctx *ctx)
     v->nreq = requests_per_client(ctx, o);
     for (int p = PL_ONE_TO_MANY; p < PL_N; p++)
         if ((o->placements & (1 << p)) && ctx->nnodes < 2 && ctx->rank == 0)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--placement %s needs ranks on at "
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--placement %s needs ranks on at "
                      "least 2 nodes; this run has %d node (use --placement local, or more "
-                     "nodes)", placement_names[p], ctx->nnodes);
+                     "nodes)",
+                     placement_names[p], ctx->nnodes);
     for (int t = 0; t < ctx->ntargets && ctx->error.code == 0; t++) {
         if (!ctx->targets[t].shared && (o->placements & ~(1 << PL_LOCAL)) && ctx->rank == 0)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--placement one-to-many and "
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--placement one-to-many and "
                      "many-to-many read other nodes' files, but %s is not shared between "
-                     "nodes", ctx->targets[t].path);
+                     "nodes",
+                     ctx->targets[t].path);
         if (ctx->cfg->direct && o->stripe_size % ctx->targets[t].dio_align && ctx->rank == 0)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--direct needs a stripe size that "
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--direct needs a stripe size that "
                      "is a multiple of %zu bytes, the direct-I/O alignment of %s",
                      ctx->targets[t].dio_align, ctx->targets[t].path);
     }
@@ -227,7 +241,9 @@ static int jv_setup(sbk_ctx *ctx)
     for (int p = 0; p < PL_N; p++)
         if (o->placements & (1 << p))
             for (int write = 1; write >= 0; write--) {
-                sbk_phase ph = {.kind = write, .fields = jv_fields, .nfields = F_N,
+                sbk_phase ph = {.kind = write,
+                                .fields = jv_fields,
+                                .nfields = F_N,
                                 .flags = SBK_PH_REPORT | SBK_PH_DATA |
                                          (write ? 0u : (unsigned)SBK_PH_DEFEAT_CACHE),
                                 .arg = {p}};
@@ -266,10 +282,7 @@ static int owners_of(const sbk_ctx *ctx, const jv *v, int placement, int write, 
     return 1;
 }
 
-static void file_name(int owner, char *out, size_t len)
-{
-    snprintf(out, len, "jovian.%d", owner);
-}
+static void file_name(int owner, char *out, size_t len) { snprintf(out, len, "jovian.%d", owner); }
 
 static void close_files(jv *v)
 {
@@ -298,7 +311,8 @@ static void jv_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             v->file_id[f] = (uint64_t)owners[k] * (uint64_t)v->ndirs + (uint64_t)d;
             v->fd[f] = openat(ctx->targets[d].fd, name, flags, 0644);
             if (v->fd[f] < 0 && errno == EINVAL && ctx->cfg->direct)
-                sbk_fail(ctx, SBK_ENODIRECT, errno, ph->name, 0, "the file system at %s refuses "
+                sbk_fail(ctx, SBK_ENODIRECT, errno, ph->name, 0,
+                         "the file system at %s refuses "
                          "O_DIRECT (EINVAL); defeat the cache with --scan-file instead",
                          ctx->targets[d].path);
             else if (v->fd[f] < 0)
@@ -306,14 +320,22 @@ static void jv_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                          v->path[f], strerror(errno));
         }
     int ok = ctx->error.code == 0 && v->queue_open;
-    sbk_stream s = {.write = write, .ndirs = v->ndirs, .nowners = nowners > 0 ? nowners : 1,
-                    .fd = v->fd, .file_id = v->file_id, .path = (const char *const *)v->path,
+    sbk_stream s = {.write = write,
+                    .ndirs = v->ndirs,
+                    .nowners = nowners > 0 ? nowners : 1,
+                    .fd = v->fd,
+                    .file_id = v->file_id,
+                    .path = (const char *const *)v->path,
                     .nblocks = ok && nowners > 0 ? nreq * (uint64_t)v->ndirs : 0,
-                    .block = v->o->stripe_size, .align = v->align,
+                    .block = v->o->stripe_size,
+                    .align = v->align,
                     .depth = (unsigned)v->o->inflight * (unsigned)v->ndirs,
                     .gen = (ctx->generation - 1) * PL_N + (uint64_t)placement + 1,
-                    .pat = &v->pat, .verify = ctx->cfg->verify, .rec = rec,
-                    .fsync = ctx->cfg->fsync, .phase = ph->name};
+                    .pat = &v->pat,
+                    .verify = ctx->cfg->verify,
+                    .rec = rec,
+                    .fsync = ctx->cfg->fsync,
+                    .phase = ph->name};
     sbk_stream_result r = {.dir_time = v->dir_time, .dir_bytes = v->dir_bytes};
     sbk_stream_run(ctx, &v->q, &s, &r);
     close_files(v);
@@ -324,8 +346,7 @@ static void jv_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     rec->count[F_REQUESTS] += r.ios / (uint64_t)v->ndirs;
 }
 
-static void jv_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
-                            sbk_json *j)
+static void jv_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
 {
     const jv *v = ctx->state;
     int write = ph->kind, placement = (int)ph->arg[0];
@@ -334,8 +355,8 @@ static void jv_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
     for (int r = 0; r < g->nranks; r++)
         if (g->count[F_BYTES][r] > 0) {
             active++;
-            double rate = g->time[F_TOTAL][r] > 0
-                          ? (double)g->count[F_BYTES][r] / g->time[F_TOTAL][r] : NAN;
+            double rate =
+                g->time[F_TOTAL][r] > 0 ? (double)g->count[F_BYTES][r] / g->time[F_TOTAL][r] : NAN;
             if (rate < rank_min)
                 rank_min = rate;
         }

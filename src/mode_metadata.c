@@ -44,8 +44,10 @@ static int parse_phases(const char *value, void *field, char *err, size_t len)
                 found = 1;
             }
         if (!found) {
-            snprintf(err, len, "unknown phase '%s': expected a comma list of create,open,stat,"
-                     "remove", tok);
+            snprintf(err, len,
+                     "unknown phase '%s': expected a comma list of create,open,stat,"
+                     "remove",
+                     tok);
             free(copy);
             return -1;
         }
@@ -56,6 +58,8 @@ static int parse_phases(const char *value, void *field, char *err, size_t len)
 }
 
 #define OPT(f) offsetof(md_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option md_options[] = {
     {.name = "files", .kind = SBK_OPT_LONG, .offset = OPT(files), .arg = "N",
      .help = "files per rank [1000]", .lo = 1, .hi = 1L << 32},
@@ -76,11 +80,15 @@ static const sbk_option md_options[] = {
      .help = "bytes written into each created file [0]", .hi = 1L << 30},
     {0},
 };
+/* clang-format on */
 
 static void md_defaults(void *p)
 {
-    *(md_opts *)p = (md_opts){.files = 1000, .phases = (1 << P_N) - 1, .removers = 1,
-                              .path_depth = 2, .lookup = LOOKUP_PATH};
+    *(md_opts *)p = (md_opts){.files = 1000,
+                              .phases = (1 << P_N) - 1,
+                              .removers = 1,
+                              .path_depth = 2,
+                              .lookup = LOOKUP_PATH};
 }
 
 static int md_check(const sbk_config *c, const void *p, char *err, size_t len)
@@ -90,10 +98,12 @@ static int md_check(const sbk_config *c, const void *p, char *err, size_t len)
     if (!o->phases)
         snprintf(err, len, "--phases: expected at least one phase");
     else if (!(o->phases & (1 << P_CREATE)))
-        snprintf(err, len, "--phases: 'create' is required, the other phases work on the files "
+        snprintf(err, len,
+                 "--phases: 'create' is required, the other phases work on the files "
                  "it makes");
     else if (o->dir_per_rank && o->path_depth < 1)
-        snprintf(err, len, "--path-depth 0 leaves no room for --dir-per-rank's directories: "
+        snprintf(err, len,
+                 "--path-depth 0 leaves no room for --dir-per-rank's directories: "
                  "expected at least 1");
     return err[0] != '\0';
 }
@@ -103,15 +113,15 @@ static const sbk_field md_fields[F_N] = {{"time", SBK_TIMER}, {"items", SBK_TOTA
 
 typedef struct {
     const md_opts *o;
-    char rel[4096];       /* this rank's directory relative to the run directory, "" = itself */
-    char prefix[8200];     /* full path of this rank's directory, with a trailing '/' */
+    char rel[4096];         /* this rank's directory relative to the run directory, "" = itself */
+    char prefix[8200];      /* full path of this rank's directory, with a trailing '/' */
     char peer_prefix[8200]; /* the same for the rank whose files open and stat visit */
     int dirfd, peer_dirfd;  /* lookup handle */
-    int made_chain;       /* shared directories made (rank 0) */
-    int made_own;         /* this rank's directory made */
-    long created;         /* files of this rank that exist now */
-    long *created_all;    /* created, every rank's, after the create phase */
-    char *data;           /* file contents for --file-size */
+    int made_chain;         /* shared directories made (rank 0) */
+    int made_own;           /* this rank's directory made */
+    long created;           /* files of this rank that exist now */
+    long *created_all;      /* created, every rank's, after the create phase */
+    char *data;             /* file contents for --file-size */
 } md;
 
 static void item_name(int rank, long i, char *out, size_t len)
@@ -167,8 +177,8 @@ static void md_describe(const sbk_ctx *ctx, char *buf, size_t len)
 {
     const md_opts *o = ctx->opts;
     snprintf(buf, len, "%ld files per rank, %s, %s lookup at depth %ld, %s (%s)", o->files,
-             o->dir_per_rank ? "directory per rank" : "one shared directory",
-             lookups[o->lookup], o->path_depth, ctx->targets[0].path, ctx->targets[0].fstype);
+             o->dir_per_rank ? "directory per rank" : "one shared directory", lookups[o->lookup],
+             o->path_depth, ctx->targets[0].path, ctx->targets[0].fstype);
 }
 
 /* The directories the files live in, made fresh (untimed): rank 0 the shared levels
@@ -211,8 +221,8 @@ static int make_dirs(sbk_ctx *ctx)
              peer_rel[0] ? "/" : "");
     if (o->lookup == LOOKUP_HANDLE) {
         m->dirfd = m->rel[0] ? openat(t->fd, m->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) : t->fd;
-        m->peer_dirfd = peer_rel[0] ? openat(t->fd, peer_rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-                                    : t->fd;
+        m->peer_dirfd =
+            peer_rel[0] ? openat(t->fd, peer_rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) : t->fd;
         if (m->dirfd < 0 || m->peer_dirfd < 0)
             sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "open %s: %s", m->prefix,
                      strerror(errno));
@@ -265,7 +275,9 @@ static int md_setup(sbk_ctx *ctx)
         return code;
     for (int p = 0; p < P_N; p++)
         if (o->phases & (1 << p)) {
-            sbk_phase ph = {.kind = p, .fields = md_fields, .nfields = F_N,
+            sbk_phase ph = {.kind = p,
+                            .fields = md_fields,
+                            .nfields = F_N,
                             .flags = SBK_PH_REPORT | (p == P_CREATE ? SBK_PH_STONEWALL : 0u)};
             snprintf(ph.name, sizeof ph.name, "%s", phase_names[p]);
             sbk_plan_add(ctx, &ph);
@@ -337,8 +349,8 @@ static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                     break;
                 }
                 lookup_name(m, 0, ctx->rank, i, name, sizeof name);
-                int fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
-                                0644);
+                int fd =
+                    openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (fd < 0) {
                     sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "create %s%s: %s",
                              o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(errno));
@@ -357,8 +369,8 @@ static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                     }
                 }
                 if (close(fd) != 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "close %s: %s",
-                             name, strerror(errno));
+                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "close %s: %s", name,
+                             strerror(errno));
                     break;
                 }
                 done++;
@@ -371,8 +383,8 @@ static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                 lookup_name(m, 1, peer, i, name, sizeof name);
                 int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 || close(fd) != 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "open %s: %s",
-                             name, strerror(errno));
+                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "open %s: %s", name,
+                             strerror(errno));
                     break;
                 }
                 done++;
@@ -385,8 +397,8 @@ static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                 struct stat st;
                 lookup_name(m, 1, peer, i, name, sizeof name);
                 if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "stat %s: %s",
-                             name, strerror(errno));
+                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "stat %s: %s", name,
+                             strerror(errno));
                     break;
                 }
                 done++;
@@ -398,8 +410,8 @@ static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             remover *rs = calloc((size_t)k, sizeof *rs);
             pthread_t *th = calloc((size_t)k, sizeof *th);
             for (int i = 0; i < k; i++) {
-                rs[i] = (remover){.m = m, .rank = ctx->rank, .first = i, .step = k,
-                                  .count = m->created};
+                rs[i] = (remover){
+                    .m = m, .rank = ctx->rank, .first = i, .step = k, .count = m->created};
                 if (k > 1)
                     pthread_create(&th[i], NULL, remove_some, &rs[i]);
                 else
@@ -431,20 +443,18 @@ static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     }
 }
 
-static void md_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
-                            sbk_json *j)
+static void md_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
 {
     const md_opts *o = ctx->opts;
     int n = g->nranks;
     double *rates = calloc((size_t)n, sizeof *rates);
     for (int r = 0; r < n; r++)
-        rates[r] = g->time[F_TIME][r] > 0 ? (double)g->count[F_ITEMS][r] / g->time[F_TIME][r]
-                                          : NAN;
+        rates[r] = g->time[F_TIME][r] > 0 ? (double)g->count[F_ITEMS][r] / g->time[F_TIME][r] : NAN;
     jw_summary(j, "rate_per_rank_ops", sbk_summarize(rates, (size_t)n));
     free(rates);
     double slowest = sbk_col_max(g, F_TIME);
-    sbk_figure(ctx, j, ph, "rate_ops", slowest > 0 ? (double)sbk_col_sum(g, F_ITEMS) / slowest
-                                                   : NAN, SBK_UNIT_OPS);
+    sbk_figure(ctx, j, ph, "rate_ops",
+               slowest > 0 ? (double)sbk_col_sum(g, F_ITEMS) / slowest : NAN, SBK_UNIT_OPS);
     if (ph->kind == P_REMOVE)
         jw_int(j, "removers", o->removers);
 }

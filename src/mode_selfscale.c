@@ -33,8 +33,8 @@
 
 #include "kernel.h"
 
-#define SS_UNIT 512u           /* offsets and sizes are multiples of this (buffered I/O) */
-#define SS_VERIFY_EVERY 16u    /* every 16th read of a rank is verified (outside the timers) */
+#define SS_UNIT 512u        /* offsets and sizes are multiples of this (buffered I/O) */
+#define SS_VERIFY_EVERY 16u /* every 16th read of a rank is verified (outside the timers) */
 #define SS_PREPARE_BLOCK (4u << 20)
 #define SS_PREPARE_FLUSH (256ull << 20)
 
@@ -69,11 +69,15 @@ static int parse_point(const char *value, void *field, char *err, size_t len)
     char *end = NULL;
     int rc = -1;
     if (n != 5)
-        snprintf(err, len, "expected uniqueBytes:sizeMean:readFrac:seqFrac:processNum "
-                 "(such as 1g:64k:0.5:0.5:2), got '%s'", value);
+        snprintf(err, len,
+                 "expected uniqueBytes:sizeMean:readFrac:seqFrac:processNum "
+                 "(such as 1g:64k:0.5:0.5:2), got '%s'",
+                 value);
     else if (sbk_parse_size(tok[0], &p.unique_bytes) || p.unique_bytes < SS_UNIT)
-        snprintf(err, len, "uniqueBytes '%s': expected a size of at least 512 bytes "
-                 "(such as 64m, 2g)", tok[0]);
+        snprintf(err, len,
+                 "uniqueBytes '%s': expected a size of at least 512 bytes "
+                 "(such as 64m, 2g)",
+                 tok[0]);
     else if (sbk_parse_size(tok[1], &p.size_mean) || p.size_mean < SS_UNIT ||
              p.size_mean > (1ULL << 30))
         snprintf(err, len, "sizeMean '%s': expected a size from 512 bytes to 1 GiB", tok[1]);
@@ -102,6 +106,8 @@ static int parse_point(const char *value, void *field, char *err, size_t len)
 }
 
 #define OPT(f) offsetof(ss_opts, f)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option ss_options[] = {
     {.name = "point", .kind = SBK_OPT_CUSTOM, .offset = OPT(points), .arg = "U:S:R:Q:P",
      .help = "a workload point, repeatable: uniqueBytes (bytes the workload\n"
@@ -132,6 +138,7 @@ static const sbk_option ss_options[] = {
      .help = "one line per point on stderr as it completes"},
     {0},
 };
+/* clang-format on */
 
 static void ss_defaults(void *p)
 {
@@ -166,8 +173,7 @@ static void idle_barrier(void)
 }
 
 /* The sizes of a point: [lo, hi] in units, mean sizeMean rounded to a unit. */
-static void size_range(const ss_point *p, double spread, uint64_t unit, uint64_t *lo,
-                       uint64_t *hi)
+static void size_range(const ss_point *p, double spread, uint64_t unit, uint64_t *lo, uint64_t *hi)
 {
     uint64_t mean = (p->size_mean + unit / 2) / unit;
     if (mean < 1)
@@ -183,7 +189,8 @@ static int ss_check(const sbk_config *c, const void *p, char *err, size_t len)
 {
     const ss_opts *o = p;
     if (o->points.n == 0 && !(c->existing && o->discard))
-        snprintf(err, len, "--point is required: at least one workload point "
+        snprintf(err, len,
+                 "--point is required: at least one workload point "
                  "uniqueBytes:sizeMean:readFrac:seqFrac:processNum");
     else if (!(o->duration > 0) && o->requests == 0)
         snprintf(err, len, "--duration must be more than 0 seconds (or give --requests N)");
@@ -193,50 +200,78 @@ static int ss_check(const sbk_config *c, const void *p, char *err, size_t len)
     else if (o->discard && !c->existing)
         snprintf(err, len, "--discard needs --existing: it removes the data a --keep run kept");
     else if (o->prepare && c->existing)
-        snprintf(err, len, "--prepare and --existing exclude each other: the kept data is "
+        snprintf(err, len,
+                 "--prepare and --existing exclude each other: the kept data is "
                  "already written");
     else if (o->prepare && o->prepare < largest_unique(o))
-        snprintf(err, len, "--prepare %llu bytes is less than the largest uniqueBytes %llu: "
+        snprintf(err, len,
+                 "--prepare %llu bytes is less than the largest uniqueBytes %llu: "
                  "the workload would read data never written",
                  (unsigned long long)o->prepare, (unsigned long long)largest_unique(o));
     else if (c->fadvise || c->scan_file)
-        snprintf(err, len, "--fadvise and --scan-file do not apply to selfscale: the page "
+        snprintf(err, len,
+                 "--fadvise and --scan-file do not apply to selfscale: the page "
                  "cache is part of its workload (uniqueBytes)");
     for (int i = 0; i < o->points.n && !err[0]; i++) {
         uint64_t lo, hi;
         size_range(&o->points.v[i], o->spread, SS_UNIT, &lo, &hi);
         if (hi * SS_UNIT > o->points.v[i].unique_bytes)
-            snprintf(err, len, "--point %d: requests up to %llu bytes (sizeMean x (1 + "
-                     "spread)) do not fit in uniqueBytes %llu", i + 1,
-                     (unsigned long long)(hi * SS_UNIT),
+            snprintf(err, len,
+                     "--point %d: requests up to %llu bytes (sizeMean x (1 + "
+                     "spread)) do not fit in uniqueBytes %llu",
+                     i + 1, (unsigned long long)(hi * SS_UNIT),
                      (unsigned long long)o->points.v[i].unique_bytes);
     }
     return err[0] != '\0';
 }
 
 /* Per-rank fields of a point. */
-enum { F_WINDOW, F_VERIFY, F_FSYNC, F_BYTES, F_REQUESTS, F_READS, F_READ_BYTES, F_SEQ,
-       F_ACTIVE, F_PRIMED, F_RES_BEFORE, F_RES_AFTER, F_FOOTPRINT, F_DIGEST, F_N };
+enum {
+    F_WINDOW,
+    F_VERIFY,
+    F_FSYNC,
+    F_BYTES,
+    F_REQUESTS,
+    F_READS,
+    F_READ_BYTES,
+    F_SEQ,
+    F_ACTIVE,
+    F_PRIMED,
+    F_RES_BEFORE,
+    F_RES_AFTER,
+    F_FOOTPRINT,
+    F_DIGEST,
+    F_N
+};
 static const sbk_field ss_fields[F_N] = {
-    {"window", SBK_TIMER},          {"verify", SBK_TIMER},
-    {"fsync", SBK_TIMER},           {"bytes", SBK_TOTAL},
-    {"requests", SBK_TOTAL},        {"read_requests", SBK_TOTAL},
-    {"read_bytes", SBK_TOTAL},      {"sequential_requests", SBK_TOTAL},
-    {"active", SBK_TOTAL},          {"primed_bytes", SBK_TOTAL},
+    {"window", SBK_TIMER},
+    {"verify", SBK_TIMER},
+    {"fsync", SBK_TIMER},
+    {"bytes", SBK_TOTAL},
+    {"requests", SBK_TOTAL},
+    {"read_requests", SBK_TOTAL},
+    {"read_bytes", SBK_TOTAL},
+    {"sequential_requests", SBK_TOTAL},
+    {"active", SBK_TOTAL},
+    {"primed_bytes", SBK_TOTAL},
     {"resident_pages_before", SBK_COUNT},
-    {"resident_pages_after", SBK_COUNT}, {"footprint_pages", SBK_COUNT},
+    {"resident_pages_after", SBK_COUNT},
+    {"footprint_pages", SBK_COUNT},
     {"request_digest", SBK_COUNT},
 };
 
 typedef struct {
     const ss_opts *o;
-    int fd;                 /* this rank's descriptor of its node's data file */
+    /* The measured requests go through the posix back end; its descriptor of the
+     * node's data file also serves mincore and --prime, which are POSIX by nature. */
+    const sbk_backend *be;
+    sbk_file file;
     uint64_t unit;
-    uint64_t data_bytes;    /* bytes of data in each node's file */
+    uint64_t data_bytes; /* bytes of data in each node's file */
     uint64_t *buf;
     size_t buf_bytes;
     sbk_pattern pat;
-    int active_index;       /* position among the ranks that issue requests */
+    int active_index; /* position among the ranks that issue requests */
 } ss_state;
 
 static void data_name(const sbk_ctx *ctx, char *out, size_t len)
@@ -245,26 +280,11 @@ static void data_name(const sbk_ctx *ctx, char *out, size_t len)
 }
 
 /* ---- the request stream: splitmix64, a function of (seed, point, rank, rep) ---- */
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 typedef struct {
     uint64_t state;
 } ss_rng;
 
-static uint64_t rng_next(ss_rng *r)
-{
-    r->state += 0x9E3779B97F4A7C15ULL;
-    uint64_t x = r->state;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
+static uint64_t rng_next(ss_rng *r) { return sbk_splitmix_next(&r->state); }
 
 static double rng_unit(ss_rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
@@ -273,12 +293,16 @@ static uint64_t rng_below(ss_rng *r, uint64_t n) { return rng_next(r) % n; }
 
 static uint64_t stream_seed(const sbk_ctx *ctx, const ss_point *p, int rep)
 {
-    uint64_t h = mix64((uint64_t)ctx->cfg->seed);
-    uint64_t parts[] = {p->unique_bytes, p->size_mean, (uint64_t)(p->read_frac * 1e9),
-                        (uint64_t)(p->seq_frac * 1e9), (uint64_t)p->process_num,
-                        (uint64_t)ctx->rank, (uint64_t)rep};
+    uint64_t h = sbk_mix64((uint64_t)ctx->cfg->seed);
+    uint64_t parts[] = {p->unique_bytes,
+                        p->size_mean,
+                        (uint64_t)(p->read_frac * 1e9),
+                        (uint64_t)(p->seq_frac * 1e9),
+                        (uint64_t)p->process_num,
+                        (uint64_t)ctx->rank,
+                        (uint64_t)rep};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        h = mix64(h ^ parts[i]);
+        h = sbk_mix64(h ^ parts[i]);
     return h;
 }
 
@@ -290,14 +314,17 @@ static void ss_config_json(const sbk_ctx *ctx, sbk_json *j)
     jw_num(j, "warmup_s", o->warmup);
     jw_int(j, "requests_per_rank", o->requests);
     jw_num(j, "size_spread", o->spread);
-    jw_str(j, "size_distribution", "uniform over multiples of the unit within "
+    jw_str(j, "size_distribution",
+           "uniform over multiples of the unit within "
            "sizeMean x (1 +- size_spread)");
-    jw_int(j, "unit", ctx->cfg->direct && ctx->ntargets ? (long long)ctx->targets[0].dio_align
-                                                        : SS_UNIT);
+    jw_int(j, "unit",
+           ctx->cfg->direct && ctx->ntargets ? (long long)ctx->targets[0].dio_align : SS_UNIT);
     jw_int(j, "verify_every_reads", SS_VERIFY_EVERY);
     jw_uint(j, "node_memory_bytes", sbk_node_memory());
-    jw_uint(j, "prepare_bytes", ctx->cfg->existing ? 0 : o->prepare ? o->prepare
-                                                                     : largest_unique(o));
+    jw_uint(j, "prepare_bytes",
+            ctx->cfg->existing ? 0
+            : o->prepare       ? o->prepare
+                               : largest_unique(o));
     jw_bool(j, "discard", o->discard);
     jw_arr(j, "points");
     for (int i = 0; i < o->points.n; i++) {
@@ -329,8 +356,8 @@ static void prepare_data(sbk_ctx *ctx, ss_state *s)
     MPI_Comm node_comm;
     MPI_Comm_split(MPI_COMM_WORLD, ctx->node_index, ctx->rank, &node_comm);
     if (ctx->node_rank == 0) {
-        int fd = openat(ctx->targets[0].fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                        O_CLOEXEC, 0644);
+        int fd = openat(ctx->targets[0].fd, name,
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
             sbk_fail(ctx, sbk_code_for_errno(errno), errno, "prepare", 0, "create %s/%s: %s",
                      ctx->targets[0].rundir, name, strerror(errno));
@@ -356,15 +383,15 @@ static void prepare_data(sbk_ctx *ctx, ss_state *s)
     for (uint64_t b = first; b < last && ctx->error.code == 0 && !sbk_stopped(ctx); b++) {
         uint64_t off = b * SS_PREPARE_BLOCK;
         size_t n = (size_t)(s->data_bytes - off < SS_PREPARE_BLOCK ? s->data_bytes - off
-                                                                    : SS_PREPARE_BLOCK);
-        sbk_pattern_fill(&s->pat, block, n / 8, (uint64_t)ctx->node_index, 1, off / 8,
-                         b > first);
+                                                                   : SS_PREPARE_BLOCK);
+        sbk_pattern_fill(&s->pat, block, n / 8, (uint64_t)ctx->node_index, 1, off / 8, b > first);
         ssize_t w = pwrite(fd, block, n, (off_t)off);
         if (w != (ssize_t)n) {
             int e = w < 0 ? errno : ENOSPC;
-            sbk_fail(ctx, sbk_code_for_errno(e), e, "prepare", done, "write %s/%s at byte "
-                     "%llu: %s", ctx->targets[0].rundir, name, (unsigned long long)off,
-                     strerror(e));
+            sbk_fail(ctx, sbk_code_for_errno(e), e, "prepare", done,
+                     "write %s/%s at byte "
+                     "%llu: %s",
+                     ctx->targets[0].rundir, name, (unsigned long long)off, strerror(e));
             break;
         }
         done += n;
@@ -391,7 +418,8 @@ static int ss_setup(sbk_ctx *ctx)
     ss_state *s = calloc(1, sizeof *s);
     ctx->state = s;
     s->o = o;
-    s->fd = -1;
+    s->be = sbk_find_backend("posix");
+    s->file.fd = -1;
     s->unit = c->direct ? ctx->targets[0].dio_align : SS_UNIT;
     s->data_bytes = o->prepare ? o->prepare : largest_unique(o);
     s->data_bytes = round_down(s->data_bytes, s->unit);
@@ -408,16 +436,20 @@ static int ss_setup(sbk_ctx *ctx)
         if (ctx->rank != 0)
             continue;
         if (p->process_num > ctx->size)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--point %d: processNum %ld is more "
-                     "than the %d ranks launched", i + 1, p->process_num, ctx->size);
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--point %d: processNum %ld is more "
+                     "than the %d ranks launched",
+                     i + 1, p->process_num, ctx->size);
         else if (c->direct && p->size_mean < s->unit)
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--point %d: --direct needs a "
-                     "sizeMean of at least %llu bytes, the direct-I/O alignment of %s", i + 1,
-                     (unsigned long long)s->unit, ctx->targets[0].path);
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--point %d: --direct needs a "
+                     "sizeMean of at least %llu bytes, the direct-I/O alignment of %s",
+                     i + 1, (unsigned long long)s->unit, ctx->targets[0].path);
         else if (hi * s->unit > round_down(p->unique_bytes, s->unit))
-            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--point %d: requests up to %llu "
-                     "bytes do not fit in uniqueBytes %llu (in units of %llu bytes)", i + 1,
-                     (unsigned long long)(hi * s->unit), (unsigned long long)p->unique_bytes,
+            sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                     "--point %d: requests up to %llu "
+                     "bytes do not fit in uniqueBytes %llu (in units of %llu bytes)",
+                     i + 1, (unsigned long long)(hi * s->unit), (unsigned long long)p->unique_bytes,
                      (unsigned long long)s->unit);
     }
     int code = sbk_agree(ctx);
@@ -444,28 +476,30 @@ static int ss_setup(sbk_ctx *ctx)
         if (o->progress && ctx->rank == 0) {
             char size[32];
             sbk_format_size(s->data_bytes, size, sizeof size);
-            fprintf(stderr, "selfscale: wrote %s of data on each of %d node(s) in %.1f s\n",
-                    size, ctx->nnodes, sbk_now() - t0);
+            fprintf(stderr, "selfscale: wrote %s of data on each of %d node(s) in %.1f s\n", size,
+                    ctx->nnodes, sbk_now() - t0);
         }
     }
     if (o->points.n) {
         char name[64];
         data_name(ctx, name, sizeof name);
-        s->fd = openat(ctx->targets[0].fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC |
-                       (c->direct ? O_DIRECT : 0));
-        if (s->fd < 0 && errno == EINVAL && c->direct)
-            sbk_fail(ctx, SBK_ENODIRECT, errno, "setup", 0, "the file system at %s refuses "
-                     "O_DIRECT (EINVAL)", ctx->targets[0].path);
-        else if (s->fd < 0)
-            sbk_fail(ctx, sbk_code_for_errno(errno), errno, "setup", 0, "open %s/%s: %s",
-                     ctx->targets[0].rundir, name, strerror(errno));
+        /* O_RDWR, and O_DIRECT with --direct */
+        int err = s->be->open(ctx, name, SBK_OPEN_READ | SBK_OPEN_WRITE, 0, 0, &s->file);
+        if (err == EINVAL && c->direct)
+            sbk_fail(ctx, SBK_ENODIRECT, err, "setup", 0,
+                     "the file system at %s refuses "
+                     "O_DIRECT (EINVAL)",
+                     ctx->targets[0].path);
+        else if (err)
+            sbk_fail(ctx, sbk_code_for_errno(err), err, "setup", 0, "open %s/%s: %s",
+                     ctx->targets[0].rundir, name, strerror(err));
     }
     if ((code = sbk_agree(ctx)))
         return code;
 
     for (int i = 0; i < o->points.n; i++) {
-        sbk_phase ph = {.kind = i, .fields = ss_fields, .nfields = F_N,
-                        .flags = SBK_PH_REPORT | SBK_PH_DATA};
+        sbk_phase ph = {
+            .kind = i, .fields = ss_fields, .nfields = F_N, .flags = SBK_PH_REPORT | SBK_PH_DATA};
         snprintf(ph.name, sizeof ph.name, "p%d", i);
         sbk_plan_add(ctx, &ph);
     }
@@ -482,11 +516,11 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
                       uint64_t *pages)
 {
     *resident = *pages = 0;
-    if (ctx->node_rank != 0 || s->fd < 0)
+    if (ctx->node_rank != 0 || s->file.fd < 0)
         return;
     long page = sysconf(_SC_PAGESIZE);
     uint64_t n = (bytes + (uint64_t)page - 1) / (uint64_t)page;
-    void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, s->fd, 0);
+    void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, s->file.fd, 0);
     if (map == MAP_FAILED)
         return;
     unsigned char vec[4096];
@@ -513,21 +547,21 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
 
 /* --prime: node leaders read a footprint that fits in half the node's memory once,
  * sequentially, when less than 90% of it is cached; returns the bytes read. */
-static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes,
-                                uint64_t resident, uint64_t pages)
+static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint64_t resident,
+                                uint64_t pages)
 {
-    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->fd < 0 ||
+    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0 ||
         bytes > sbk_node_memory() / 2 || (pages && resident * 10 >= pages * 9))
         return 0;
     uint64_t done = 0;
     size_t chunk = SS_PREPARE_BLOCK;
     while (done < bytes && !sbk_stopped(ctx)) {
         size_t n = (size_t)(bytes - done < chunk ? bytes - done : chunk);
-        ssize_t got = pread(s->fd, s->buf, n, (off_t)done);
+        ssize_t got = pread(s->file.fd, s->buf, n, (off_t)done);
         if (got <= 0) {
             sbk_fail(ctx, got < 0 ? sbk_code_for_errno(errno) : SBK_EIO, got < 0 ? errno : EIO,
-                     "prime", done, "read %s/selfscale.data.%d at %llu: %s",
-                     ctx->targets[0].rundir, ctx->node_index, (unsigned long long)done,
+                     "prime", done, "read %s/selfscale.data.%d at %llu: %s", ctx->targets[0].rundir,
+                     ctx->node_index, (unsigned long long)done,
                      got < 0 ? strerror(errno) : "end of file");
             break;
         }
@@ -549,9 +583,10 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     int active_count = 0;
     MPI_Allreduce(&active, &active_count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (active_count != p->process_num && ctx->rank == 0)
-        sbk_fail(ctx, SBK_EUSAGE, EINVAL, phase, 0, "processNum %ld cannot be placed evenly "
-                 "over %d node(s) with %d ranks each", p->process_num, ctx->nnodes,
-                 ctx->ranks_per_node);
+        sbk_fail(ctx, SBK_EUSAGE, EINVAL, phase, 0,
+                 "processNum %ld cannot be placed evenly "
+                 "over %d node(s) with %d ranks each",
+                 p->process_num, ctx->nnodes, ctx->ranks_per_node);
 
     uint64_t before = 0, pages = 0, primed = 0;
     residency(ctx, s, unique, &before, &pages);
@@ -561,9 +596,9 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
 
     uint64_t lo, hi;
     size_range(p, o->spread, s->unit, &lo, &hi);
-    uint64_t offsets = unique / s->unit;    /* unit positions in the footprint */
+    uint64_t offsets = unique / s->unit; /* unit positions in the footprint */
     ss_rng rng = {stream_seed(ctx, p, ctx->rep)};
-    uint64_t prev_end = UINT64_MAX, digest = mix64((uint64_t)ctx->cfg->seed);
+    uint64_t prev_end = UINT64_MAX, digest = sbk_mix64((uint64_t)ctx->cfg->seed);
     uint64_t bytes = 0, requests = 0, reads = 0, read_bytes = 0, seq = 0, nreads_all = 0;
     double verify = 0.0, window = 0.0, fsync_time = 0.0;
     int wrote = 0;
@@ -594,18 +629,18 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             else
                 off = rng_below(&rng, offsets - units + 1) * s->unit;
             prev_end = off + size;
-            ssize_t n = is_read ? pread(s->fd, s->buf, (size_t)size, (off_t)off)
-                                : (sbk_pattern_fill(&s->pat, s->buf, size / 8,
-                                                    (uint64_t)ctx->node_index, 1, off / 8, 1),
-                                   pwrite(s->fd, s->buf, (size_t)size, (off_t)off));
-            if (n != (ssize_t)size) {
-                int e = n < 0 ? errno : EIO;
-                sbk_fail(ctx, e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT
-                                                              : sbk_code_for_errno(e),
-                         e, phase, bytes, "%s %llu bytes at %llu of %s/selfscale.data.%d: %s",
+            if (!is_read)
+                sbk_pattern_fill(&s->pat, s->buf, size / 8, (uint64_t)ctx->node_index, 1, off / 8,
+                                 1);
+            size_t moved = 0;
+            int e = s->be->xfer(&s->file, !is_read, s->buf, (size_t)size, off, &moved);
+            if (e) {
+                sbk_fail(ctx,
+                         e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT : sbk_code_for_errno(e), e,
+                         phase, bytes, "%s %llu bytes at %llu of %s/selfscale.data.%d: %s",
                          is_read ? "read" : "write", (unsigned long long)size,
                          (unsigned long long)off, ctx->targets[0].rundir, ctx->node_index,
-                         n < 0 ? strerror(e) : "short transfer");
+                         e == ENODATA ? "short transfer" : strerror(e));
                 break;
             }
             wrote |= !is_read;
@@ -627,15 +662,17 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                 read_bytes += size;
             }
             seq += (uint64_t)is_seq;
-            digest = mix64(digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
+            digest = sbk_mix64(digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
         }
         window = sbk_now() - window_start - verify;
         if (wrote && ctx->cfg->fsync != FSYNC_NONE && ctx->error.code == 0) {
             double f0 = sbk_now();
-            if (fsync(s->fd) != 0)
-                sbk_fail(ctx, sbk_code_for_errno(errno), errno, phase, bytes, "fsync %s/"
-                         "selfscale.data.%d: %s", ctx->targets[0].rundir, ctx->node_index,
-                         strerror(errno));
+            int e = s->be->sync(&s->file);
+            if (e)
+                sbk_fail(ctx, sbk_code_for_errno(e), e, phase, bytes,
+                         "fsync %s/"
+                         "selfscale.data.%d: %s",
+                         ctx->targets[0].rundir, ctx->node_index, strerror(e));
             fsync_time = sbk_now() - f0;
             if (ctx->cfg->fsync == FSYNC_INSIDE)
                 window += fsync_time;
@@ -669,16 +706,16 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
             char u[32], m[32];
             sbk_format_size(p->unique_bytes, u, sizeof u);
             sbk_format_size(p->size_mean, m, sizeof m);
-            fprintf(stderr, "selfscale: point %d/%d rep %d: uniqueBytes %s, sizeMean %s, "
-                    "readFrac %.2f, seqFrac %.2f, processNum %ld: %.1f MiB/s\n", ph->kind + 1,
-                    o->points.n, ctx->rep + 1, u, m, p->read_frac, p->seq_frac,
+            fprintf(stderr,
+                    "selfscale: point %d/%d rep %d: uniqueBytes %s, sizeMean %s, "
+                    "readFrac %.2f, seqFrac %.2f, processNum %ld: %.1f MiB/s\n",
+                    ph->kind + 1, o->points.n, ctx->rep + 1, u, m, p->read_frac, p->seq_frac,
                     p->process_num, slowest > 0 ? (double)all / slowest / 1048576.0 : 0.0);
         }
     }
 }
 
-static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
-                            sbk_json *j)
+static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
 {
     const ss_state *s = ctx->state;
     const ss_point *p = &s->o->points.v[ph->kind];
@@ -711,10 +748,10 @@ static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
     jw_end_obj(j);
     /* The page cache held this share of the footprint before and after the point
      * (summed over the nodes' files). */
-    sbk_figure(ctx, j, ph, "resident_fraction_before",
-               pages ? (double)before / (double)pages : NAN, SBK_UNIT_FRACTION);
-    sbk_figure(ctx, j, ph, "resident_fraction_after",
-               pages ? (double)after / (double)pages : NAN, SBK_UNIT_FRACTION);
+    sbk_figure(ctx, j, ph, "resident_fraction_before", pages ? (double)before / (double)pages : NAN,
+               SBK_UNIT_FRACTION);
+    sbk_figure(ctx, j, ph, "resident_fraction_after", pages ? (double)after / (double)pages : NAN,
+               SBK_UNIT_FRACTION);
 }
 
 static void ss_manifest_write(const sbk_ctx *ctx, FILE *f)
@@ -739,8 +776,10 @@ static int ss_manifest_read(sbk_ctx *ctx, const sbk_manifest *m, char *msg, size
                 char have[32], want[32];
                 sbk_format_size(s->data_bytes, have, sizeof have);
                 sbk_format_size(s->o->points.v[i].unique_bytes, want, sizeof want);
-                snprintf(msg, len, "holds %s of data per node, less than uniqueBytes %s "
-                         "(--point %d)", have, want, i + 1);
+                snprintf(msg, len,
+                         "holds %s of data per node, less than uniqueBytes %s "
+                         "(--point %d)",
+                         have, want, i + 1);
             }
     }
     return msg[0] != '\0';
@@ -751,8 +790,8 @@ static void ss_teardown(sbk_ctx *ctx, int code)
     ss_state *s = ctx->state;
     if (!s)
         return;
-    if (s->fd >= 0)
-        close(s->fd);
+    if (s->file.fd >= 0)
+        s->be->close(&s->file);
     const sbk_config *c = ctx->cfg;
     /* A first launch stopped by a signal removes its data even with --keep: nobody would
      * know to discard a half-written data file. */

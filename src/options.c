@@ -54,10 +54,14 @@ int sbk_parse_size(const char *s, uint64_t *out)
     unsigned shift = 0;
     if (*end) {
         switch (*end) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        case 't': case 'T': shift = 40; break;
+        case 'k':
+        case 'K': shift = 10; break;
+        case 'm':
+        case 'M': shift = 20; break;
+        case 'g':
+        case 'G': shift = 30; break;
+        case 't':
+        case 'T': shift = 40; break;
         default: return -1;
         }
         end++;
@@ -118,9 +122,10 @@ static int parse_shift(const char *value, void *field, char *err, size_t len)
 }
 
 static const char *const fsync_choices[] = {"inside", "outside", "none", NULL};
-static const char *const engine_choices[] = {"io_uring", "aio", NULL};
 
 #define CORE(field) offsetof(sbk_config, field)
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option core_options[] = {
     {.name = "dir", .kind = SBK_OPT_STRINGS, .offset = CORE(dirs), .arg = "DIR",
      .help = "target directory; the kernel writes only in a new subdirectory\n"
@@ -158,20 +163,29 @@ static const sbk_option core_options[] = {
     {.name = "existing", .kind = SBK_OPT_STRING, .offset = CORE(existing), .arg = "RUNDIR",
      .help = "read the files of a run directory kept by an earlier --keep run\n"
              "(e.g. from another job or node)", .needs = SBK_F_EXISTING},
-    {.name = "engine", .kind = SBK_OPT_CHOICE, .offset = CORE(engine), .arg = "io_uring|aio",
+    {.name = "engine", .kind = SBK_OPT_CHOICE, .offset = CORE(engine),
      .help = "asynchronous I/O interface: io_uring (liburing) or POSIX AIO [io_uring]",
-     .choices = engine_choices, .needs = SBK_F_ENGINE},
+     .choices = sbk_engine_names, .needs = SBK_F_ENGINE},
     {0},
 };
+/* clang-format on */
 
-const char *sbk_engine_name(int id) { return engine_choices[id == SBK_ENGINE_AIO]; }
 const char *sbk_fsync_name(int f) { return fsync_choices[f]; }
 
 /* ---- --help ---- */
 static void print_option(FILE *f, const sbk_option *o)
 {
-    char head[64];
-    snprintf(head, sizeof head, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    char head[64], choices[48] = "";
+    const char *arg = o->arg;
+    if (!arg && o->kind == SBK_OPT_CHOICE) {
+        /* The choices themselves: a back end added to its table shows up here. */
+        for (int i = 0; o->choices[i]; i++) {
+            size_t used = strlen(choices);
+            snprintf(choices + used, sizeof choices - used, "%s%s", i ? "|" : "", o->choices[i]);
+        }
+        arg = choices;
+    }
+    snprintf(head, sizeof head, "--%s%s%s", o->name, arg ? " " : "", arg ? arg : "");
     const char *help = o->help;
     int col = fprintf(f, "  %s", head);
     if (col > 22) {
@@ -208,7 +222,9 @@ void sbk_print_help(FILE *f)
     for (const sbk_option *o = core_options; o->name; o++)
         if (!o->needs)
             print_option(f, o);
-    fputs("  --version, --help\n", f);
+    fputs("  --list-backends      the I/O back ends of --api and --engine, one a line\n"
+          "  --version, --help\n",
+          f);
     static const struct {
         unsigned feature;
         const char *title;
@@ -237,7 +253,8 @@ void sbk_print_help(FILE *f)
     }
     fputs("\nExit codes: 0 ok, 1 internal, 2 invalid arguments, 3 missing directory, 4 permission\n"
           "denied, 5 no space, 6 verification failed, 7 other I/O error, 8 O_DIRECT refused,\n"
-          "9 io_uring refused, 10 stopped by SIGTERM/SIGINT (what it made is removed).\n", f);
+          "9 io_uring refused, 10 stopped by SIGTERM/SIGINT (what it made is removed).\n",
+          f);
 }
 
 /* ---- parsing ---- */
@@ -264,7 +281,10 @@ static void join_choices(const char *const *choices, char *out, size_t len)
         n++;
     for (int i = 0; i < n; i++) {
         size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+        snprintf(out + used, len - used, "%s%s",
+                 i == 0       ? ""
+                 : i == n - 1 ? " or "
+                              : ", ",
                  choices[i]);
     }
 }
@@ -346,14 +366,13 @@ static int set_option(const sbk_option *o, const char *value, void *base)
         return 0;
     }
     case SBK_OPT_LONGS:
-    case SBK_OPT_SIZES:
-        return parse_list(o, value, (sbk_list *)field);
+    case SBK_OPT_SIZES: return parse_list(o, value, (sbk_list *)field);
     case SBK_OPT_DOUBLE: {
         char *end = NULL;
         double d = strtod(value, &end);
         if (!end || *end || end == value || d < (double)o->lo || d > (double)o->hi)
-            return bad("--%s: expected a number from %lld to %lld, got '%s'", o->name, o->lo,
-                       o->hi, value);
+            return bad("--%s: expected a number from %lld to %lld, got '%s'", o->name, o->lo, o->hi,
+                       value);
         *(double *)field = d;
         return 0;
     }
@@ -412,22 +431,29 @@ static void modes_with(unsigned feature, char *out, size_t len, int *count)
         }
 }
 
-int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_out,
-                   void **opts_out)
+int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_out, void **opts_out)
 {
-    *c = (sbk_config){.reps = 1, .seed = 1, .fsync = FSYNC_INSIDE, .verify = 1,
-                      .engine = SBK_ENGINE_URING};
+    *c = (sbk_config){.reps = 1,
+                      .seed = 1,
+                      .fsync = FSYNC_INSIDE,
+                      .verify = 1,
+                      .engine = 0 /* the first queued engine */};
     usage_error[0] = '\0';
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return -1;
         else if (!strcmp(argv[i], "--version"))
             return -2;
+        else if (!strcmp(argv[i], "--list-backends"))
+            return -3;
     char names[200] = "";
     for (int i = 0; i < nmodes; i++) {
         size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == nmodes - 1
-                 ? " or " : ", ", modes[i]->name);
+        snprintf(names + used, sizeof names - used, "%s%s",
+                 i == 0            ? ""
+                 : i == nmodes - 1 ? " or "
+                                   : ", ",
+                 modes[i]->name);
     }
     if (argc < 2 || argv[1][0] == '-')
         return bad("missing MODE: expected %s as the first argument", names);
@@ -475,8 +501,8 @@ int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_o
                 *eq = '\0';
             owners_of(bare, owners, sizeof owners, &n);
             if (n > 0 && strncmp(arg, "--", 2) == 0)
-                rc = bad("--%s is an option of mode%s %s, not %s", bare, n > 1 ? "s" : "",
-                         owners, mode->name);
+                rc = bad("--%s is an option of mode%s %s, not %s", bare, n > 1 ? "s" : "", owners,
+                         mode->name);
             else
                 /* getopt_long reports a missing value as '?' too when optstring lacks ':'. */
                 rc = bad("unknown option or missing value: '%s'", arg);
@@ -505,8 +531,8 @@ int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_o
         char which[200];
         int n;
         modes_with(SBK_F_MULTI_DIR, which, sizeof which, &n);
-        return bad("--dir given %d times: mode %s tests one directory (%s take several)",
-                   c->dirs.n, mode->name, which);
+        return bad("--dir given %d times: mode %s tests one directory (%s take several)", c->dirs.n,
+                   mode->name, which);
     }
     if (c->scan_file && access(c->scan_file, R_OK) != 0)
         return bad("--scan-file %s: %s", c->scan_file, strerror(errno));

@@ -6,14 +6,6 @@
 
 #include "kernel.h"
 
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 void sbk_pattern_init(sbk_pattern *p, uint64_t seed, uint64_t words_per_xfer)
 {
     p->seed = seed;
@@ -23,12 +15,12 @@ void sbk_pattern_init(sbk_pattern *p, uint64_t seed, uint64_t words_per_xfer)
     while (p->interval * 2 <= 64 && p->interval * 2 <= words_per_xfer)
         p->interval *= 2;
     for (int i = 0; i < 64; i++)
-        p->fill[i] = splitmix64(seed ^ (0xF111ULL + (uint64_t)i));
+        p->fill[i] = sbk_mix64(seed ^ (0xF111ULL + (uint64_t)i));
 }
 
 uint64_t sbk_stamp(const sbk_pattern *p, uint64_t file, uint64_t gen, uint64_t word)
 {
-    return splitmix64(p->seed ^ splitmix64(file * 0x100000001B3ULL ^ (gen << 48) ^ word));
+    return sbk_mix64(p->seed ^ sbk_mix64(file * 0x100000001B3ULL ^ (gen << 48) ^ word));
 }
 
 void sbk_pattern_fill(const sbk_pattern *p, uint64_t *buf, uint64_t nwords, uint64_t file,

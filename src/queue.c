@@ -16,34 +16,19 @@
 int sbk_queue_open(sbk_ctx *ctx, sbk_queue *q, unsigned entries)
 {
     memset(q, 0, sizeof *q);
-    q->engine = ctx->cfg->engine == SBK_ENGINE_AIO ? &sbk_engine_aio : &sbk_engine_uring;
+    q->engine = sbk_engine_at(ctx->cfg->engine);
     q->entries = entries;
     int err = q->engine->init(q, entries);
     if (err == 0) {
         q->last_change = sbk_now();
         return 0;
     }
-    q->engine = NULL;
-    if (ctx->cfg->engine == SBK_ENGINE_URING) {
-        /* Why it is refused, when the kernel says so. */
-        char why[120] = "";
-        FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");
-        int disabled = 0;
-        if (f) {
-            if (fscanf(f, "%d", &disabled) == 1 && disabled > 0)
-                snprintf(why, sizeof why, "; /proc/sys/kernel/io_uring_disabled is %d", disabled);
-            fclose(f);
-        }
-        if (!why[0] && (err == EPERM || err == EACCES))
-            snprintf(why, sizeof why, "; a seccomp filter (as in containers) may block it");
-        if (!why[0] && err == ENOMEM)
-            snprintf(why, sizeof why, "; the locked-memory limit (ulimit -l) may be too small");
-        if (!why[0] && err == ENOSYS)
-            snprintf(why, sizeof why, "; this kernel has no io_uring");
-        return sbk_fail(ctx, SBK_ENOURING, err, "setup", 0,
-                        "io_uring is refused here (io_uring_setup: %s%s): run with --engine aio "
-                        "for POSIX AIO", strerror(err), why);
+    char refusal[400];
+    if (q->engine->refused && q->engine->refused(err, refusal, sizeof refusal)) {
+        q->engine = NULL;
+        return sbk_fail(ctx, SBK_ENOURING, err, "setup", 0, "%s", refusal);
     }
+    q->engine = NULL;
     return sbk_fail(ctx, SBK_EINTERNAL, err, "setup", 0, "cannot set up %s with %u entries: %s",
                     sbk_engine_name(ctx->cfg->engine), entries, strerror(err));
 }
@@ -58,7 +43,7 @@ static void account(sbk_queue *q)
 int sbk_queue_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
 {
     if (sbk_stop_signal)
-        return EINTR;   /* nothing new after the signal; what is in flight is reaped */
+        return EINTR; /* nothing new after the signal; what is in flight is reaped */
     account(q);
     int err = q->engine->submit(q, ios, n, wait);
     if (err)
@@ -109,52 +94,218 @@ static void io_failed(sbk_ctx *ctx, const sbk_stream *s, int file, uint64_t offs
     if (err == EINVAL && ctx->cfg->direct)
         sbk_fail(ctx, SBK_ENODIRECT, err, s->phase, bytes,
                  "the file system of %s refuses O_DIRECT transfers (EINVAL); defeat the cache "
-                 "with --fadvise or --scan-file instead", s->path[file]);
+                 "with --fadvise or --scan-file instead",
+                 s->path[file]);
     else if (err)
-        sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, bytes, "%s %s at byte %llu: %s",
-                 what, s->path[file], (unsigned long long)offset, strerror(err));
+        sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, bytes, "%s %s at byte %llu: %s", what,
+                 s->path[file], (unsigned long long)offset, strerror(err));
     else if (s->write)
-        sbk_fail(ctx, SBK_EIO, EIO, s->phase, bytes, "write %s at byte %llu: the system wrote "
-                 "nothing and gave no error", s->path[file], (unsigned long long)offset);
+        sbk_fail(ctx, SBK_EIO, EIO, s->phase, bytes,
+                 "write %s at byte %llu: the system wrote "
+                 "nothing and gave no error",
+                 s->path[file], (unsigned long long)offset);
     else
-        sbk_fail(ctx, SBK_EIO, ENODATA, s->phase, bytes, "read %s at byte %llu: %zu of %zu bytes "
-                 "(the file is shorter than expected)", s->path[file], (unsigned long long)offset,
-                 got, s->block);
+        sbk_fail(ctx, SBK_EIO, ENODATA, s->phase, bytes,
+                 "read %s at byte %llu: %zu of %zu bytes "
+                 "(the file is shorter than expected)",
+                 s->path[file], (unsigned long long)offset, got, s->block);
 }
 
-void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_result *r)
+/* The loop's working set: one buffer per slot (a request in flight), the slots free to
+ * refill, and the arrays the queue fills. */
+typedef struct {
+    unsigned depth;       /* slots: requests kept in flight */
+    char *bufs;           /* depth buffers of s->block bytes */
+    uint64_t *slot_block; /* the block each slot moves */
+    size_t *slot_done;    /* bytes of the slot's block already moved (short I/O) */
+    unsigned *free_slots;
+    unsigned nfree;
+    sbk_done *done; /* completions reaped */
+    sbk_io *batch;  /* requests to submit */
+    unsigned inflight;
+    uint64_t next; /* the next block to request */
+    int failed;
+    double start; /* the phase's timer, from the barrier */
+} stream_state;
+
+static char *slot_buffer(const sbk_stream *s, const stream_state *st, unsigned slot)
+{
+    return st->bufs + (size_t)slot * s->block;
+}
+
+/* Buffers and slots, untimed; writes fill every buffer once and then only restamp. */
+static void stream_alloc(sbk_ctx *ctx, const sbk_stream *s, stream_state *st)
 {
     unsigned depth = s->depth;
     if ((uint64_t)depth > s->nblocks)
         depth = (unsigned)s->nblocks;
-    int nfiles = s->ndirs * s->nowners;
-    char *bufs = NULL;
-    uint64_t *slot_block = NULL;
-    size_t *slot_done = NULL;      /* bytes of the slot's block already moved (short I/O) */
-    unsigned *free_slots = NULL;
-    sbk_done *done = NULL;
-    sbk_io *batch = NULL;
+    unsigned nfiles = (unsigned)(s->ndirs * s->nowners);
+    unsigned slots = depth > nfiles ? depth : nfiles; /* fsync takes one per file */
     if (depth > 0) {
-        bufs = sbk_alloc_aligned(s->align, (size_t)depth * s->block);
-        slot_block = calloc(depth, sizeof *slot_block);
-        slot_done = calloc(depth, sizeof *slot_done);
-        free_slots = calloc(depth, sizeof *free_slots);
-        done = calloc(depth > (unsigned)nfiles ? depth : (unsigned)nfiles, sizeof *done);
-        batch = calloc(depth > (unsigned)nfiles ? depth : (unsigned)nfiles, sizeof *batch);
-        if (!bufs || !slot_block || !slot_done || !free_slots || !done || !batch) {
+        st->bufs = sbk_alloc_aligned(s->align, (size_t)depth * s->block);
+        st->slot_block = calloc(depth, sizeof *st->slot_block);
+        st->slot_done = calloc(depth, sizeof *st->slot_done);
+        st->free_slots = calloc(depth, sizeof *st->free_slots);
+        st->done = calloc(slots, sizeof *st->done);
+        st->batch = calloc(slots, sizeof *st->batch);
+        if (!st->bufs || !st->slot_block || !st->slot_done || !st->free_slots || !st->done ||
+            !st->batch) {
             sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, s->phase, 0,
                      "cannot allocate %u buffers of %zu bytes", depth, s->block);
             depth = 0;
         }
     }
-    uint64_t words = s->block / 8;
-    /* Writes: fill every buffer once, untimed; each block then only restamps. */
     if (s->write)
         for (unsigned i = 0; i < depth; i++)
-            sbk_pattern_fill(s->pat, (uint64_t *)(bufs + (size_t)i * s->block), words, 0, 0, 0, 0);
+            sbk_pattern_fill(s->pat, (uint64_t *)slot_buffer(s, st, i), s->block / 8, 0, 0, 0, 0);
     for (unsigned i = 0; i < depth; i++)
-        free_slots[i] = depth - 1 - i;
-    unsigned nfree = depth;
+        st->free_slots[i] = depth - 1 - i;
+    st->nfree = st->depth = depth;
+}
+
+static void stream_free(stream_state *st)
+{
+    free(st->bufs);
+    free(st->slot_block);
+    free(st->slot_done);
+    free(st->free_slots);
+    free(st->done);
+    free(st->batch);
+}
+
+/* Requests for the next blocks, one per free slot; returns how many are in the batch. */
+static unsigned stream_fill_batch(const sbk_stream *s, stream_state *st)
+{
+    unsigned n = 0;
+    while (!st->failed && st->nfree > 0 && st->next < s->nblocks) {
+        unsigned slot = st->free_slots[--st->nfree];
+        int file;
+        uint64_t offset;
+        locate(s, st->next, &file, &offset);
+        uint64_t *buf = (uint64_t *)slot_buffer(s, st, slot);
+        if (s->write)
+            sbk_pattern_fill(s->pat, buf, s->block / 8, s->file_id[file], s->gen, offset / 8, 1);
+        st->slot_block[slot] = st->next;
+        st->slot_done[slot] = 0;
+        st->batch[n++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ,
+                                  .fd = s->fd[file],
+                                  .buf = buf,
+                                  .len = s->block,
+                                  .offset = offset,
+                                  .tag = slot};
+        st->next++;
+    }
+    return n;
+}
+
+/* Submits the batch's n requests; on refusal the run fails and their slots are free. */
+static void stream_submit(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, stream_state *st,
+                          unsigned n, uint64_t bytes)
+{
+    if (n == 0)
+        return;
+    int err = sbk_queue_submit(q, st->batch, n, 1);
+    if (err) {
+        sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, bytes,
+                 "submitting %u requests to %s: %s", n, q->engine->name, strerror(err));
+        st->failed = 1;
+        for (unsigned i = 0; i < n; i++)
+            st->free_slots[st->nfree++] = (unsigned)st->batch[i].tag;
+    } else {
+        st->inflight += n;
+    }
+}
+
+/* Accounts the reaped completions: counts and verifies whole blocks, frees their slots,
+ * and puts the rest of short transfers in the batch; returns how many it put there. */
+static unsigned stream_complete(sbk_ctx *ctx, const sbk_stream *s, stream_state *st, unsigned got,
+                                sbk_stream_result *r)
+{
+    double now = sbk_now();
+    unsigned nretry = 0;
+    for (unsigned i = 0; i < got; i++) {
+        const sbk_done *d = &st->done[i];
+        unsigned slot = (unsigned)d->tag;
+        int file;
+        uint64_t offset;
+        locate(s, st->slot_block[slot], &file, &offset);
+        st->inflight--;
+        size_t moved = st->slot_done[slot];
+        if (!d->err && d->bytes > 0 && moved + d->bytes < s->block && !st->failed) {
+            /* Short transfer: move the rest (a full disk answers the retry with
+             * ENOSPC, the end of a file with 0 bytes). */
+            moved = st->slot_done[slot] += d->bytes;
+            st->batch[nretry++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ,
+                                           .fd = s->fd[file],
+                                           .buf = slot_buffer(s, st, slot) + moved,
+                                           .len = s->block - moved,
+                                           .offset = offset + moved,
+                                           .tag = slot};
+            continue;
+        }
+        st->free_slots[st->nfree++] = slot;
+        if (d->err || moved + d->bytes != s->block) {
+            if (!st->failed)
+                io_failed(ctx, s, file, offset + moved, d->err, moved + d->bytes, r->bytes + moved);
+            st->failed = 1;
+            continue;
+        }
+        int dir = file % s->ndirs;
+        r->bytes += s->block;
+        r->dir_bytes[dir] += s->block;
+        r->dir_time[dir] = now - st->start;
+        r->ios++;
+        if (!s->write && s->verify) {
+            double v0 = sbk_now();
+            sbk_verify_result vr =
+                sbk_pattern_check(s->pat, (const uint64_t *)slot_buffer(s, st, slot), s->block / 8,
+                                  s->file_id[file], s->gen, offset / 8);
+            sbk_rec_verify(s->rec, &vr);
+            r->verify += sbk_now() - v0;
+        }
+    }
+    return nretry;
+}
+
+/* After writes: one fsync per file, all in flight together. */
+static void stream_fsync(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, stream_state *st,
+                         sbk_stream_result *r)
+{
+    int nfiles = s->ndirs * s->nowners, n = 0;
+    for (int f = 0; f < nfiles; f++)
+        st->batch[n++] = (sbk_io){.op = SBK_IO_FSYNC, .fd = s->fd[f], .tag = (uint64_t)f};
+    int err = sbk_queue_submit(q, st->batch, (unsigned)n, 1);
+    int left = err ? 0 : n;
+    if (err)
+        sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, r->bytes,
+                 "submitting fsync to %s: %s", q->engine->name, strerror(err));
+    while (left > 0) {
+        unsigned got = 0;
+        err = sbk_queue_reap(q, st->done, (unsigned)n, 1, &got);
+        if (err) {
+            sbk_fail(ctx, SBK_EINTERNAL, err, s->phase, r->bytes, "waiting for %s: %s",
+                     q->engine->name, strerror(err));
+            break;
+        }
+        double now = sbk_now();
+        for (unsigned i = 0; i < got; i++) {
+            int f = (int)st->done[i].tag;
+            left--;
+            if (st->done[i].err)
+                sbk_fail(ctx, sbk_code_for_errno(st->done[i].err), st->done[i].err, s->phase,
+                         r->bytes, "fsync %s: %s", s->path[f], strerror(st->done[i].err));
+            if (s->fsync == FSYNC_INSIDE)
+                r->dir_time[f % s->ndirs] = now - st->start;
+        }
+    }
+    if (s->fsync == FSYNC_INSIDE)
+        r->total = sbk_now() - st->start;
+}
+
+void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_result *r)
+{
+    stream_state st = {0};
+    stream_alloc(ctx, s, &st);
     memset(r->dir_time, 0, (size_t)s->ndirs * sizeof *r->dir_time);
     memset(r->dir_bytes, 0, (size_t)s->ndirs * sizeof *r->dir_bytes);
     r->total = r->verify = r->latency_sum = 0;
@@ -164,145 +315,28 @@ void sbk_stream_run(sbk_ctx *ctx, sbk_queue *q, const sbk_stream *s, sbk_stream_
     /* Every rank starts its timer together, after its buffers are ready. */
     MPI_Barrier(MPI_COMM_WORLD);
     sbk_queue_reset_counters(q);
-    double start = sbk_now();
-    uint64_t next = 0;
-    int failed = ctx->error.code != 0;
-    unsigned inflight = 0;
-    while (depth > 0 && (inflight > 0 || (!failed && next < s->nblocks))) {
-        unsigned n = 0;
-        while (!failed && nfree > 0 && next < s->nblocks) {
-            unsigned slot = free_slots[--nfree];
-            int file;
-            uint64_t offset;
-            locate(s, next, &file, &offset);
-            uint64_t *buf = (uint64_t *)(bufs + (size_t)slot * s->block);
-            if (s->write)
-                sbk_pattern_fill(s->pat, buf, words, s->file_id[file], s->gen, offset / 8, 1);
-            slot_block[slot] = next;
-            slot_done[slot] = 0;
-            batch[n++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ, .fd = s->fd[file],
-                                  .buf = buf, .len = s->block, .offset = offset, .tag = slot};
-            next++;
-        }
-        if (n > 0) {
-            int err = sbk_queue_submit(q, batch, n, 1);
-            if (err) {
-                sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, r->bytes,
-                         "submitting %u requests to %s: %s", n, q->engine->name, strerror(err));
-                failed = 1;
-                for (unsigned i = 0; i < n; i++)
-                    free_slots[nfree++] = (unsigned)batch[i].tag;
-            } else {
-                inflight += n;
-            }
-        }
-        if (inflight == 0)
+    st.start = sbk_now();
+    st.failed = ctx->error.code != 0;
+    while (st.depth > 0 && (st.inflight > 0 || (!st.failed && st.next < s->nblocks))) {
+        stream_submit(ctx, q, s, &st, stream_fill_batch(s, &st), r->bytes);
+        if (st.inflight == 0)
             break;
         unsigned got = 0;
-        int err = sbk_queue_reap(q, done, depth, 1, &got);
+        int err = sbk_queue_reap(q, st.done, st.depth, 1, &got);
         if (err) {
             /* The engine itself failed: the requests in flight cannot be tracked. */
             sbk_fail(ctx, SBK_EINTERNAL, err, s->phase, r->bytes, "waiting for %s: %s",
                      q->engine->name, strerror(err));
-            failed = 1;
+            st.failed = 1;
             break;
         }
-        double now = sbk_now();
-        unsigned nretry = 0;
-        for (unsigned i = 0; i < got; i++) {
-            unsigned slot = (unsigned)done[i].tag;
-            int file;
-            uint64_t offset;
-            locate(s, slot_block[slot], &file, &offset);
-            inflight--;
-            if (!done[i].err && done[i].bytes > 0 && slot_done[slot] + done[i].bytes < s->block
-                && !failed) {
-                /* Short transfer: move the rest (a full disk answers the retry with
-                 * ENOSPC, the end of a file with 0 bytes). */
-                slot_done[slot] += done[i].bytes;
-                char *buf = bufs + (size_t)slot * s->block;
-                batch[nretry++] = (sbk_io){.op = s->write ? SBK_IO_WRITE : SBK_IO_READ,
-                                           .fd = s->fd[file], .buf = buf + slot_done[slot],
-                                           .len = s->block - slot_done[slot],
-                                           .offset = offset + slot_done[slot], .tag = slot};
-                continue;
-            }
-            free_slots[nfree++] = slot;
-            if (done[i].err || slot_done[slot] + done[i].bytes != s->block) {
-                if (!failed)
-                    io_failed(ctx, s, file, offset + slot_done[slot], done[i].err,
-                              slot_done[slot] + done[i].bytes, r->bytes + slot_done[slot]);
-                failed = 1;
-                continue;
-            }
-            int d = file % s->ndirs;
-            r->bytes += s->block;
-            r->dir_bytes[d] += s->block;
-            r->dir_time[d] = now - start;
-            r->ios++;
-            if (!s->write && s->verify) {
-                double v0 = sbk_now();
-                sbk_verify_result vr = sbk_pattern_check(
-                    s->pat, (uint64_t *)(bufs + (size_t)slot * s->block), words,
-                    s->file_id[file], s->gen, offset / 8);
-                sbk_rec_verify(s->rec, &vr);
-                r->verify += sbk_now() - v0;
-            }
-        }
-        if (nretry > 0) {
-            int serr = sbk_queue_submit(q, batch, nretry, 1);
-            if (serr) {
-                sbk_fail(ctx, sbk_code_for_errno(serr), serr, s->phase, r->bytes,
-                         "submitting %u requests to %s: %s", nretry, q->engine->name,
-                         strerror(serr));
-                failed = 1;
-                for (unsigned i = 0; i < nretry; i++)
-                    free_slots[nfree++] = (unsigned)batch[i].tag;
-            } else {
-                inflight += nretry;
-            }
-        }
+        stream_submit(ctx, q, s, &st, stream_complete(ctx, s, &st, got, r), r->bytes);
     }
     r->depth_max = q->inflight_max;
     r->latency_sum = q->inflight_area;
-    r->total = sbk_now() - start;
-
-    if (s->write && !failed && s->fsync != FSYNC_NONE && s->nblocks > 0) {
-        int n = 0;
-        for (int f = 0; f < nfiles; f++)
-            batch[n++] = (sbk_io){.op = SBK_IO_FSYNC, .fd = s->fd[f], .tag = (uint64_t)f};
-        int err = sbk_queue_submit(q, batch, (unsigned)n, 1);
-        int left = err ? 0 : n;
-        if (err)
-            sbk_fail(ctx, sbk_code_for_errno(err), err, s->phase, r->bytes,
-                     "submitting fsync to %s: %s", q->engine->name, strerror(err));
-        while (left > 0) {
-            unsigned got = 0;
-            err = sbk_queue_reap(q, done, (unsigned)n, 1, &got);
-            if (err) {
-                sbk_fail(ctx, SBK_EINTERNAL, err, s->phase, r->bytes, "waiting for %s: %s",
-                         q->engine->name, strerror(err));
-                break;
-            }
-            double now = sbk_now();
-            for (unsigned i = 0; i < got; i++) {
-                int f = (int)done[i].tag;
-                left--;
-                if (done[i].err)
-                    sbk_fail(ctx, sbk_code_for_errno(done[i].err), done[i].err, s->phase,
-                             r->bytes, "fsync %s: %s", s->path[f], strerror(done[i].err));
-                if (s->fsync == FSYNC_INSIDE)
-                    r->dir_time[f % s->ndirs] = now - start;
-            }
-        }
-        if (s->fsync == FSYNC_INSIDE)
-            r->total = sbk_now() - start;
-    }
+    r->total = sbk_now() - st.start;
+    if (s->write && !st.failed && s->fsync != FSYNC_NONE && s->nblocks > 0)
+        stream_fsync(ctx, q, s, &st, r);
     ctx->phase_bytes = r->bytes;
-    free(bufs);
-    free(slot_block);
-    free(slot_done);
-    free(free_slots);
-    free(done);
-    free(batch);
+    stream_free(&st);
 }

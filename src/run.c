@@ -29,7 +29,7 @@ struct sbk_run_state {
     int nplan, plan_cap;
     series *series;
     int nseries, series_cap;
-    int keep_figures;      /* the repetition being reported completed */
+    int keep_figures; /* the repetition being reported completed */
 };
 
 struct sbk_manifest {
@@ -318,8 +318,8 @@ static void write_manifest(sbk_ctx *ctx)
                 SBK_MANIFEST, strerror(errno));
         return;
     }
-    fprintf(f, MANIFEST_HEADER "\nmode %s\nnranks %d\nseed %ld\ngeneration %llu\n",
-            ctx->mode->name, ctx->size, ctx->cfg->seed, (unsigned long long)ctx->generation);
+    fprintf(f, MANIFEST_HEADER "\nmode %s\nnranks %d\nseed %ld\ngeneration %llu\n", ctx->mode->name,
+            ctx->size, ctx->cfg->seed, (unsigned long long)ctx->generation);
     if (ctx->mode->manifest_write)
         ctx->mode->manifest_write(ctx, f);
     fclose(f);
@@ -376,8 +376,9 @@ static int read_manifest(sbk_ctx *ctx)
     if (!msg[0] && ctx->mode->manifest_read)
         ctx->mode->manifest_read(ctx, &m, msg, sizeof msg);
     if (msg[0] && ctx->rank == 0)
-        sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0, "--existing %.120s: %s/" SBK_MANIFEST
-                 " does not fit this run: %s", ctx->cfg->existing, t->rundir, msg);
+        sbk_fail(ctx, SBK_EUSAGE, EINVAL, "setup", 0,
+                 "--existing %.120s: %s/" SBK_MANIFEST " does not fit this run: %s",
+                 ctx->cfg->existing, t->rundir, msg);
     free(m.key);
     free(m.value);
     free(text);
@@ -528,5 +529,36 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
     free(rs->plan);
     free(rs);
     ctx->run = NULL;
+    return code;
+}
+
+int sbk_run_report(sbk_ctx *ctx, const sbk_config *cfg, const sbk_mode *mode, void *opts, FILE *out)
+{
+    ctx->cfg = cfg;
+    ctx->mode = mode;
+    ctx->opts = opts;
+    sbk_identify_node(ctx);
+    if (cfg->shift == -1)
+        ctx->shift = ctx->nnodes > 1 ? ctx->ranks_per_node : 0;
+    else
+        ctx->shift = cfg->shift % ctx->size;
+    sbk_json j;
+    jw_begin(&j, ctx->rank == 0 ? out : NULL);
+    int code = sbk_workdir_open(ctx);
+    jw_obj(&j, NULL);
+    sbk_write_header(&j, ctx);
+    if (code == 0)
+        code = sbk_run(ctx, &j);
+    sbk_workdir_close(ctx);
+    jw_bool(&j, "complete", code == 0 || code == SBK_EVERIFY);
+    sbk_write_errors(&j, ctx, code);
+    jw_end_obj(&j);
+    jw_finish(&j);
+    free(ctx->targets);
+    free(ctx->node_of);
+    free(ctx->node_names);
+    ctx->targets = NULL;
+    ctx->node_of = NULL;
+    ctx->node_names = NULL;
     return code;
 }

@@ -17,8 +17,10 @@ sbk_summary sbk_summarize(const double *values, size_t n)
     s.min = s.max = values[0];
     for (size_t i = 0; i < n; i++) {
         sum += values[i];
-        if (values[i] < s.min) s.min = values[i];
-        if (values[i] > s.max) s.max = values[i];
+        if (values[i] < s.min)
+            s.min = values[i];
+        if (values[i] > s.max)
+            s.max = values[i];
     }
     s.mean = sum / (double)n;
     /* Trimmed mean drops one minimum and one maximum; with fewer than three

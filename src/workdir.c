@@ -77,8 +77,10 @@ static void open_existing(const sbk_config *c, sbk_target *t, setup_status *s)
     }
     snprintf(manifest, sizeof manifest, "%s/" SBK_MANIFEST, resolved);
     if (access(manifest, R_OK) != 0) {
-        set_status(s, SBK_EUSAGE, errno, "--existing %.120s: no " SBK_MANIFEST " inside, so "
-                   "not a run directory kept by --keep", c->existing);
+        set_status(s, SBK_EUSAGE, errno,
+                   "--existing %.120s: no " SBK_MANIFEST " inside, so "
+                   "not a run directory kept by --keep",
+                   c->existing);
         return;
     }
     snprintf(t->rundir, sizeof t->rundir, "%s", resolved);
@@ -108,13 +110,11 @@ static void make_rundirs(const sbk_ctx *ctx, sbk_target *ts, int n, setup_status
                            c->dirs.v[i], c->dirs.v[k]);
         if (s->code)
             break;
-        int len = snprintf(ts[i].rundir, sizeof ts[i].rundir, "%s/sbk.%s.%s.%.20s.%ld",
-                           ts[i].path, ctx->mode->name, stamp, job ? job : "nojob",
-                           (long)getpid());
+        int len = snprintf(ts[i].rundir, sizeof ts[i].rundir, "%s/sbk.%s.%s.%.20s.%ld", ts[i].path,
+                           ctx->mode->name, stamp, job ? job : "nojob", (long)getpid());
         if (len < 0 || (size_t)len >= sizeof ts[i].rundir) {
             ts[i].rundir[0] = '\0';
-            set_status(s, SBK_EUSAGE, ENAMETOOLONG, "--dir %.120s: path is too long",
-                       c->dirs.v[i]);
+            set_status(s, SBK_EUSAGE, ENAMETOOLONG, "--dir %.120s: path is too long", c->dirs.v[i]);
         } else if (mkdir(ts[i].rundir, 0755) != 0) {
             int e = errno;
             ts[i].rundir[0] = '\0';

@@ -7,6 +7,7 @@ embedded cluster.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,6 +41,20 @@ def test_builds_without_warnings_against_both_mpis(kernels):
     for name, expect in (("openmpi", "Open MPI"), ("mpich", "MPICH")):
         binary, _ = kernels[name]
         assert run([binary, "--version"]).stdout.startswith("scratchbench-kernel ")
+
+
+def test_schema_lists_the_kernels_back_ends(kernels):
+    """SCHEMA.md's table of back ends is the kernel's own table, row for row."""
+    binary, _ = kernels["openmpi"]
+    result = run([binary, "--list-backends"])
+    assert result.returncode == 0, result.stderr
+    listed = [tuple(line.split("\t")) for line in result.stdout.splitlines()]
+    assert {row[0] for row in listed} == {"sync", "queued"}, result.stdout
+    assert all(len(row) == 3 for row in listed), result.stdout
+    schema = (SRC / "SCHEMA.md").read_text()
+    section = schema.split("\n## Back ends\n", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| (\w+) \| `([^`]+)` \| (.+?) \|$", section, re.M)
+    assert documented == listed, "src/SCHEMA.md's table of back ends differs from --list-backends"
 
 
 @pytest.mark.parametrize("build", ["openmpi", "asan", "mpich"])

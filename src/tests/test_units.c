@@ -14,15 +14,15 @@
 
 static int passed, failed;
 
-#define CHECK(cond, what)                                                   \
-    do {                                                                    \
-        if (cond) {                                                         \
-            passed++;                                                       \
-            printf("ok   %s\n", what);                                      \
-        } else {                                                            \
-            failed++;                                                       \
-            printf("FAIL %s (%s:%d)\n", what, __FILE__, __LINE__);          \
-        }                                                                   \
+#define CHECK(cond, what)                                                                          \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            passed++;                                                                              \
+            printf("ok   %s\n", what);                                                             \
+        } else {                                                                                   \
+            failed++;                                                                              \
+            printf("FAIL %s (%s:%d)\n", what, __FILE__, __LINE__);                                 \
+        }                                                                                          \
     } while (0)
 
 static int near(double a, double b) { return fabs(a - b) <= 1e-9 * (fabs(b) + 1.0); }
@@ -167,7 +167,8 @@ static void test_options(void)
     CHECK(sbk_parse_size("2g", &v) == 0 && v == 2ULL << 30, "options: 2g");
     CHECK(sbk_parse_size("12", &v) == 0 && v == 12, "options: a plain number is bytes");
     CHECK(sbk_parse_size("-1", &v) != 0 && sbk_parse_size("1x", &v) != 0 &&
-          sbk_parse_size("", &v) != 0, "options: bad sizes are refused");
+              sbk_parse_size("", &v) != 0,
+          "options: bad sizes are refused");
     char text[32];
     sbk_format_size(1048576, text, sizeof text);
     CHECK(!strcmp(text, "1 MiB"), "options: sizes print in the largest exact unit");
@@ -179,9 +180,11 @@ static void test_options(void)
     CHECK(parse_error_is("k unit --dir . --engine aio", "--engine is an option of mode"),
           "options: a common option the mode lacks names the modes that have it");
     CHECK(parse_error_is("k unit --dir . --sizes 4k,0", "--sizes: expected a comma list of sizes "
-                         "from 512 B to 1 GiB, got '4k,0'"), "options: a bad size in a list");
+                                                        "from 512 B to 1 GiB, got '4k,0'"),
+          "options: a bad size in a list");
     CHECK(parse_error_is("k unit --dir . --depths 1,,x", "--depths: expected a comma list of "
-                         "integers from 1 to 64"), "options: a bad integer in a list");
+                                                         "integers from 1 to 64"),
+          "options: a bad integer in a list");
     CHECK(parse_error_is("k unit --dir . --fsync sometimes",
                          "--fsync: expected inside, outside or none, got 'sometimes'"),
           "options: choices are listed");
@@ -195,16 +198,19 @@ static void test_options(void)
     int rc = parse("k unit --dir . --sizes 4k,1m --depths 1,32 --reps 3", &c, &m, &opts);
     const sbk_list *sizes = opts ? (const sbk_list *)opts : NULL;
     CHECK(rc == 0 && m == sbk_find_mode("unit") && c.reps == 3 && sizes && sizes->n == 2 &&
-          sizes->v[0] == 4096 && sizes->v[1] == 1048576, "options: lists parse in order");
+              sizes->v[0] == 4096 && sizes->v[1] == 1048576,
+          "options: lists parse in order");
 }
 
 /* ---- the core's loop, driven by a mode of its own ---- */
 typedef struct {
-    sbk_list sizes;       /* first: test_options reads it through the opts pointer */
+    sbk_list sizes; /* first: test_options reads it through the opts pointer */
     sbk_list depths;
     long fail_rep, bad_words, iterations;
 } unit_opts;
 
+/* An option table keeps several fields a line. */
+/* clang-format off */
 static const sbk_option unit_options[] = {
     {.name = "sizes", .kind = SBK_OPT_SIZES, .offset = offsetof(unit_opts, sizes), .arg = "L",
      .help = "sizes", .lo = 512, .hi = 1L << 30},
@@ -218,6 +224,7 @@ static const sbk_option unit_options[] = {
      .arg = "N", .help = "passes over the plan per repetition", .lo = 1, .hi = 10},
     {0},
 };
+/* clang-format on */
 
 enum { U_TICK, U_ITEMS, U_PEAK, U_N };
 static const sbk_field unit_fields[U_N] = {
@@ -226,13 +233,19 @@ static const sbk_field unit_fields[U_N] = {
 static char unit_log[4096];
 static int unit_written_calls, unit_end_reps, unit_last_seen, unit_teardowns;
 
-static void unit_defaults(void *p) { *(unit_opts *)p = (unit_opts){.fail_rep = -1, .iterations = 2}; }
+static void unit_defaults(void *p)
+{
+    *(unit_opts *)p = (unit_opts){.fail_rep = -1, .iterations = 2};
+}
 
 static int unit_setup(sbk_ctx *ctx)
 {
     const unit_opts *o = ctx->opts;
     ctx->iterations = o->iterations;
-    sbk_phase a = {.name = "a", .kind = 0, .fields = unit_fields, .nfields = U_N,
+    sbk_phase a = {.name = "a",
+                   .kind = 0,
+                   .fields = unit_fields,
+                   .nfields = U_N,
                    .flags = SBK_PH_REPORT | SBK_PH_STONEWALL | SBK_PH_DATA};
     sbk_phase b = a;
     snprintf(b.name, sizeof b.name, "b");
@@ -276,8 +289,7 @@ static void unit_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         sbk_fail(ctx, SBK_EIO, EIO, ph->name, 0, "phase b failed on purpose");
 }
 
-static void unit_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g,
-                              sbk_json *j)
+static void unit_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
 {
     sbk_figure(ctx, j, ph, "fig", (double)(ctx->rep + 1) * (ph->kind == 0 ? 1.0 : 10.0),
                SBK_UNIT_OPS);
@@ -343,29 +355,12 @@ static int run_line(const char *line, const char *dir, char **json)
         printf("     cannot parse '%s': %s\n", full, sbk_usage_error());
         return -1;
     }
-    ctx.cfg = &cfg;
-    ctx.mode = mode;
-    ctx.opts = opts;
-    sbk_identify_node(&ctx);
     unit_log[0] = '\0';
     unit_written_calls = unit_last_seen = unit_end_reps = unit_teardowns = 0;
     size_t len = 0;
     FILE *f = open_memstream(json, &len);
-    sbk_json j;
-    jw_begin(&j, f);
-    int code = sbk_workdir_open(&ctx);
-    jw_obj(&j, NULL);
-    sbk_write_header(&j, &ctx);
-    if (code == 0)
-        code = sbk_run(&ctx, &j);
-    sbk_workdir_close(&ctx);
-    sbk_write_errors(&j, &ctx, code);
-    jw_end_obj(&j);
-    jw_finish(&j);
+    int code = sbk_run_report(&ctx, &cfg, mode, opts, f);
     fclose(f);
-    free(ctx.targets);
-    free(ctx.node_of);
-    free(ctx.node_names);
     return code;
 }
 
@@ -399,10 +394,11 @@ static void test_loop(void)
           "pass, cache defeat before the phase that reads");
     /* three repetitions and the summary */
     CHECK(count_of(json, "\"rep\": ") == 3 && count_of(json, "\"a\": {") == 4 &&
-          count_of(json, "\"b\": {") == 4 && count_of(json, "\"hidden\"") == 0,
+              count_of(json, "\"b\": {") == 4 && count_of(json, "\"hidden\"") == 0,
           "loop: every repetition reports its reported phases, never the preparation");
     CHECK(count_of(json, "\"tick\": [3]") == 6, "loop: timers accumulate over iterations");
-    CHECK(count_of(json, "\"items_done\": 6") == 6 && count_of(json, "\"sum_seen_by_mode\": 6") == 6,
+    CHECK(count_of(json, "\"items_done\": 6") == 6 &&
+              count_of(json, "\"sum_seen_by_mode\": 6") == 6,
           "loop: totals over ranks are written and handed to the mode");
     CHECK(count_of(json, "\"peak\": [9007199254740993]") == 6,
           "loop: counts are exact integers (2^53 + 1)");
@@ -411,13 +407,15 @@ static void test_loop(void)
     CHECK(count_of(json, "\"stonewall_hit_ranks\": 1") == 3,
           "loop: stonewall hits are counted in phases that have a stonewall");
     CHECK(count_of(json, "\"resident_fraction_after_drop\": ") == 3 &&
-          count_of(json, "\"scan_s\": ") == 3, "loop: cache defeat is recorded per repetition");
+              count_of(json, "\"scan_s\": ") == 3,
+          "loop: cache defeat is recorded per repetition");
     CHECK(strstr(json, "\"summary\": {\n    \"a\": {\n      \"fig\": {\n        \"n\": 3,\n"
                        "        \"min\": 1,\n        \"max\": 3,\n        \"mean\": 2,\n"
                        "        \"trimmed_mean\": 2,") != NULL,
           "loop: figures are summarised over repetitions, phase by phase");
-    CHECK(strstr(json, "\"b\": {\n      \"fig\": {\n        \"n\": 3,\n        \"min\": 10,")
-          != NULL, "loop: each phase keeps its own series");
+    CHECK(strstr(json, "\"b\": {\n      \"fig\": {\n        \"n\": 3,\n        \"min\": 10,") !=
+              NULL,
+          "loop: each phase keeps its own series");
     CHECK(unit_end_reps == 1003 && unit_teardowns == 1,
           "loop: end of each repetition (the last marked), one teardown");
     free(json);
@@ -434,9 +432,14 @@ static void test_loop(void)
 
     code = run_line("k unit --reps 4 --fail-rep 1 --iterations 1", dir, &json);
     CHECK(code == SBK_EIO, "loop: an error stops the run with its code");
-    CHECK(!strcmp(unit_log, "a1 hidden1 b1 a2 hidden2 b2 "), "loop: no repetition after the failing one");
-    CHECK(count_of(json, "\"complete\": true") == 1 && count_of(json, "\"complete\": false") == 1,
+    CHECK(!strcmp(unit_log, "a1 hidden1 b1 a2 hidden2 b2 "),
+          "loop: no repetition after the failing one");
+    /* a repetition's key is indented deeper than the report's own */
+    CHECK(count_of(json, "      \"complete\": true") == 1 &&
+              count_of(json, "      \"complete\": false") == 1,
           "loop: the failing repetition is reported incomplete");
+    CHECK(count_of(json, "\n  \"complete\": false") == 1,
+          "loop: the report of a failed run says it is incomplete, as main() writes it");
     CHECK(strstr(json, "\"fig\": {\n        \"n\": 1,") != NULL,
           "loop: the summary holds complete repetitions only");
     CHECK(strstr(json, "phase b failed on purpose") != NULL, "loop: the error's message");
