@@ -32,14 +32,18 @@ def configuration(rows):
     row)}.  The file system's facts are the same whatever the environment; the MPI is
     the environment's."""
     readable = [r for r in rows if r["facts"]]
-    facts = readable[0]["facts"] if readable else None
+    # the row that described the file system (the others recorded only their MPI)
+    full = [r for r in readable if "mount" in r["facts"] or "statfs" in r["facts"]]
+    # (without it the run says nothing comparable of the file system: no diary entry)
+    facts = full[0]["facts"] if full else None
     summary = fsconfig.summary(facts) if facts else {}
     mpi = {}
     for row in readable:
         if row["facts"].get("mpi") and row["environ"]:
             mpi[row["environ"]] = row["facts"]["mpi"]
-    for environ, version in sorted(mpi.items()):
-        summary[f"MPI ({environ})"] = version
+    if summary:
+        for environ, version in sorted(mpi.items()):
+            summary[f"MPI ({environ})"] = version
     problems = []
     for row in rows:
         for line in (row["problem"] or "").splitlines():

@@ -7,6 +7,14 @@ results DB stores per session.  Perflogs, by contrast, have whatever layout a si
 config gives them and lack the parameters.  Each run directory also has ``run.json``
 (site, tag, revision, note) from ``scratchbench run``.
 
+Tables: ``runs`` (one per run), ``cases`` (one per test case, with its target and
+parameters), ``figures`` (each performance figure with its declaration), ``samples``
+(per-repetition values) and ``filesystem_configs`` (what each scratch target was in the
+run, as a job saw it: one row per target, partition and environment that collected it,
+``facts`` the JSON of ``scratchbench.fsconfig.parse_collected``, ``problem`` why it or
+part of it could not be read; a target no case collected gets a row with only the
+problem).
+
 Ingestion is idempotent (a run already stored is left as it is) and safe under
 concurrency (each ingest is one ``BEGIN IMMEDIATE`` transaction; SQLite serialises
 writers and a busy writer waits).  The schema evolves through numbered migrations in

@@ -235,13 +235,16 @@ def parse_slurm_version(text):
 
 
 def parse_mpi_version(text):
-    """`mpirun --version` -> 'Open MPI 4.1.4' or 'MPICH (Hydra) 4.0.2'."""
-    match = re.search(r"\(Open MPI\)\s+(\S+)", text)
+    """`mpirun --version`, `ompi_info --version` or `mpichversion` -> 'Open MPI 4.1.4'
+    or 'MPICH 4.0.2'."""
+    match = re.search(r"\(Open MPI\)\s+(\S+)", text) or re.search(r"^Open MPI v(\S+)", text,
+                                                                  re.M)
     if match:
         return f"Open MPI {match.group(1)}"
-    match = re.search(r"HYDRA build details:.*?Version:\s+(\S+)", text, re.S)
+    match = re.search(r"HYDRA build details:.*?Version:\s+(\S+)", text, re.S) or \
+        re.search(r"MPICH Version:\s+(\S+)", text)
     if match:
-        return f"MPICH (Hydra) {match.group(1)}"
+        return f"MPICH {match.group(1)}"
     match = re.search(r"Intel\(R\) MPI Library.*?Version\s+(\S+)", text)
     if match:
         return f"Intel MPI {match.group(1)}"
@@ -399,9 +402,9 @@ def change_words(target, changes):
         if label == "servers" and old and new:
             servers = f"went from {old} to {new} servers"
         elif old is None:
-            others.append(f"{label} (new: {new})")
+            others.append(f"{label} to {new}")
         elif new is None:
-            others.append(f"{label} (was {old}, now gone)")
+            others.append(f"{label} back to its default (was {old})")
         else:
             others.append(f"{label} from {old} to {new}")
     shown = others[:3 - bool(servers)]

@@ -97,7 +97,9 @@ def test_versions():
     assert fsconfig.parse_mpi_version("mpirun (Open MPI) 4.1.4\n\nReport bugs to ...") == \
         "Open MPI 4.1.4"
     hydra = "HYDRA build details:\n    Version:                                 4.0.2\n"
-    assert fsconfig.parse_mpi_version(hydra) == "MPICH (Hydra) 4.0.2"
+    assert fsconfig.parse_mpi_version(hydra) == "MPICH 4.0.2"
+    assert fsconfig.parse_mpi_version("MPICH Version:    \t4.0.2\n") == "MPICH 4.0.2"
+    assert fsconfig.parse_mpi_version("Open MPI v4.1.4\n\nhttps://...") == "Open MPI 4.1.4"
 
 
 def test_collector_on_this_machine_and_a_failing_site_command(tmp_path):
@@ -144,6 +146,11 @@ def _store_with_configs(tmp_path, configs):
                      (f"r{i}", "sanscratch", "embedded", "batch", "gnu-openmpi",
                       json.dumps(facts) if facts else None,
                       None if facts else "gluster: exit 1: Connection failed"))
+        # another environment's case recorded only its MPI (and sorts first)
+        conn.execute("INSERT INTO filesystem_configs (run_id, scratch_target, system, "
+                     "partition, environ, facts) VALUES (?,?,?,?,?,?)",
+                     (f"r{i}", "sanscratch", "embedded", "batch", "builtin",
+                      json.dumps({"path": "/x", "kernel": "6.1", "mpi": "Open MPI 4.1.4"})))
     return conn
 
 
@@ -171,10 +178,23 @@ def test_diary_lists_only_changes_with_their_dates(tmp_path):
 
 def test_migration_refuses_a_second_config_of_the_same_case(tmp_path):
     conn = _store_with_configs(tmp_path, [(0, {"kernel": "6.1"})])
+    assert conn.execute("SELECT COUNT(*) FROM filesystem_configs").fetchone()[0] == 2
     conn.execute("INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
                  "partition, environ) VALUES ('r0', 'sanscratch', 'embedded', 'batch', "
                  "'gnu-openmpi')")
-    assert conn.execute("SELECT COUNT(*) FROM filesystem_configs").fetchone()[0] == 1
+    assert conn.execute("SELECT COUNT(*) FROM filesystem_configs").fetchone()[0] == 2
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute("INSERT INTO filesystem_configs (run_id, scratch_target) VALUES "
                      "('no-such-run', 'x')")
+
+
+def test_a_nightly_change_says_when_the_file_system_changed():
+    from reports import naming
+    entry = {"verdict": "regression", "name": "write bandwidth", "target": "sanscratch",
+             "environ": "gnu-openmpi", "unit": "MiB/s", "relative_change": -0.4,
+             "median_before": 100.0, "median_after": 60.0, "since": "2026-11-26",
+             "config_change": "sanscratch went from 2 to 4 servers"}
+    assert "since 2026-11-26, when sanscratch went from 2 to 4 servers:" in \
+        naming.change_sentence(entry)
+    del entry["config_change"]
+    assert "since 2026-11-26:" in naming.change_sentence(entry)

@@ -327,10 +327,12 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             "facts_command") or ""
         # the path stays a template ("$MYSANSCRATCH"), expanded by the job's shell
         path = self.scratch_path.replace('"', '\\"')
-        self.prerun_cmds = [f'bash {shlex.quote(FSFACTS_SCRIPT)} "{path}" '
+        mpi = shlex.quote(str(self.current_environ.extras.get("mpi") or ""))
+        self.prerun_cmds = [f'FSFACTS_MPI={mpi} bash {shlex.quote(FSFACTS_SCRIPT)} "{path}" '
                             f'{shlex.quote(site_command)}{" versions" * versions_only} '
                             f'> {FSFACTS_OUTPUT} 2>&1 || true',
                             *self.prerun_cmds]
+        self.keep_files = [*self.keep_files, FSFACTS_OUTPUT]   # the evidence, in output/
 
     @run_before("sanity")
     def read_file_system_facts(self):

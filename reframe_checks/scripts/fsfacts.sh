@@ -27,7 +27,15 @@ elapsed() {
 real=$(readlink -f -- "$target" 2>/dev/null || echo "$target")
 section path readlink -f -- "$target"
 section kernel uname -r
-if command -v mpirun >/dev/null 2>&1; then section mpi mpirun --version; fi
+# the environment's MPI (FSFACTS_MPI: the environment's extras['mpi']; none: no MPI), by
+# the launcher its module names ($MPIRUN) or the family's own version command
+if [ -n "${FSFACTS_MPI:-}" ]; then
+    if [ -n "${MPIRUN:-}" ]; then section mpi "$MPIRUN" --version
+    elif [ "$FSFACTS_MPI" = mpich ]; then section mpi mpichversion
+    elif [ "$FSFACTS_MPI" = openmpi ]; then section mpi ompi_info --version
+    else section mpi mpirun --version
+    fi
+fi
 if [ "$only_versions" = versions ]; then
     elapsed
     exit 0
