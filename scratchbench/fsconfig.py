@@ -237,7 +237,7 @@ def parse_slurm_version(text):
 def parse_mpi_version(text):
     """`mpirun --version`, `ompi_info --version` or `mpichversion` -> 'Open MPI 4.1.4'
     or 'MPICH 4.0.2'."""
-    match = re.search(r"\(Open MPI\)\s+(\S+)", text) or re.search(r"^Open MPI v(\S+)", text,
+    match = re.search(r"\((?:Open MPI|OpenRTE)\)\s+(\S+)", text) or re.search(r"^Open MPI v(\S+)", text,
                                                                   re.M)
     if match:
         return f"Open MPI {match.group(1)}"

@@ -96,6 +96,8 @@ def test_versions():
     assert fsconfig.parse_slurm_version("slurm 22.05.8\n") == "22.05.8"
     assert fsconfig.parse_mpi_version("mpirun (Open MPI) 4.1.4\n\nReport bugs to ...") == \
         "Open MPI 4.1.4"
+    # what Open MPI's module names as $MPIRUN (Debian's mpirun.openmpi) says
+    assert fsconfig.parse_mpi_version("mpirun.openmpi (OpenRTE) 4.1.4\n") == "Open MPI 4.1.4"
     hydra = "HYDRA build details:\n    Version:                                 4.0.2\n"
     assert fsconfig.parse_mpi_version(hydra) == "MPICH 4.0.2"
     assert fsconfig.parse_mpi_version("MPICH Version:    \t4.0.2\n") == "MPICH 4.0.2"
