@@ -398,6 +398,10 @@ def change_words(target, changes):
     """'sanscratch went from 2 to 4 servers and changed stripes from no stripes to 4 MiB
     shards' (the first three changes, then 'and N more')."""
     servers, others = "", []
+    # what an admin changes first (servers, stripes, block size, options), then the rest
+    rank = {"servers": 0, "stripes": 1, "block size": 1, "data replicas": 1}
+    changes = sorted(changes, key=lambda c: rank.get(c[0], 2 if c[0].startswith("option ")
+                                                     else 3))
     for label, old, new in changes:
         if label == "servers" and old and new:
             servers = f"went from {old} to {new} servers"

@@ -60,7 +60,10 @@ def after_change(quick_runs, cluster, tmp_path_factory):
     try:
         run = scratchbench("run", "--tag", "quick", "--name", "StageInOut", "--note",
                            "after write-behind off", timeout=900)
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+        # (stored whatever its figures: with write-behind off a loaded machine may miss
+        # the staging check's loose reference, a performance failure, exit 1)
+        assert run.returncode in (0, 1) and "figures added to" in run.stdout, \
+            run.stdout[-3000:] + run.stderr[-2000:]
         report = next(ln.split("run report:", 1)[1].strip() for ln in run.stdout.splitlines()
                       if ln.startswith("run report:"))
         run_id = report.split("/")[-2]
