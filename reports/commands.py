@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scratchbench import paths, units
 from scratchbench.errors import ConfigError, ScratchbenchError
-from reports import naming, pages, store, suite, verdicts
+from reports import fs_diary, naming, pages, store, suite, verdicts
 
 
 def progress(message):
@@ -177,6 +177,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     groups = [_group_words(row) for row in latest_rows]
     suite_verdict = suite.judge(histories, groups,
                                 sorted(started, key=lambda r: (started[r], r)))
+    config_changes = fs_diary.ChangeFinder(conn)
     figures = [dict(verdicts.as_dict(v), name=name,
                     nights_needed=max(0, verdicts.MIN_HISTORY - v.history)
                     if v.verdict == "insufficient-history" else 0)
@@ -187,6 +188,9 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         entry["detail"] = _dated(entry["detail"], started)
         if entry["verdict"] in naming.CHANGE_WORDS:
             _describe_change(entry, row, started)
+            # "since 2026-11-26, when sanscratch went from 2 to 4 servers"
+            entry["config_change"] = config_changes.at(
+                row["scratch_target"], entry.get("change_run") or entry["latest_run"])
         entry["group"] = group
         alert = alert_of.get((entry["series"], entry["metric"]))
         # Notified: a figure that a new alert names, with a change of its own.
@@ -407,6 +411,7 @@ def acceptance(before, after, out=None, db=None):
     if overlap:
         raise ConfigError(f"--before and --after both select run(s) {', '.join(sorted(overlap))}")
     b, a = _runs_of(conn, before_ids), _runs_of(conn, after_ids)
+    configuration = fs_diary.acceptance_sides(conn, before_ids, after_ids)
     conn.close()
     figures = []
     for key in sorted(set(b) & set(a)):
@@ -423,12 +428,16 @@ def acceptance(before, after, out=None, db=None):
               "after": {"selection": after, "runs": after_ids},
               "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "method": verdicts.ACCEPTANCE_METHOD,
-              "alpha": verdicts.ACCEPTANCE_ALPHA, "figures": figures}
+              "alpha": verdicts.ACCEPTANCE_ALPHA, "configuration": configuration,
+              "figures": figures}
     for label in verdicts.ACCEPTANCE_LABELS:
         result[label.replace(" ", "_")] = sum(f["verdict"] == label for f in figures)
     path = Path(out) if out else verdict_dir() / \
         f"acceptance-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
     _write_json(path, result)
+    # the acceptance page: the configuration before and after above the verdicts
+    result["page"] = str(path.with_suffix(".html"))
+    Path(result["page"]).write_text(fs_diary.acceptance_page(result, configuration))
     if result["insufficient"] == len(figures):
         need_b = max(f["runs_needed_before"] for f in figures)
         need_a = max(f["runs_needed_after"] for f in figures)
@@ -442,12 +451,15 @@ def format_acceptance(result, path):
     lines = [f"Acceptance verdict: {len(result['before']['runs'])} run(s) before "
              f"({result['before']['selection']}) vs {len(result['after']['runs'])} after "
              f"({result['after']['selection']})"]
+    lines += fs_diary.acceptance_lines(result.get("configuration") or [])
     for f in result["figures"]:
         lines.append(f"  {f['verdict']:<22} {f['name']}: {f['detail']}")
     lines.append(f"  {result['better']} better, {result['worse']} worse, "
                  f"{result['no_significant_change']} no significant change, "
                  f"{result['insufficient']} undecided (too few runs)")
     lines.append(f"verdict file: {path}")
+    if result.get("page"):
+        lines.append(f"verdict page: {result['page']}")
     return "\n".join(lines)
 
 

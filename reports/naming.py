@@ -107,4 +107,6 @@ def change_sentence(entry):
         values = (f"median {units.quantity(entry['median_before'], unit)} before, "
                   f"{units.quantity(entry['median_after'], unit)} since")
         since = f"since {entry['since']}"
+        if entry.get("config_change"):
+            since += f", when {entry['config_change']}"
     return f"{kind} ({news}): {what} {where}, {since}: {much}; {values}"

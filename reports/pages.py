@@ -68,7 +68,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from reports import advisor, naming, runreport, store
+from reports import advisor, fs_diary, naming, runreport, store
 from scratchbench import units
 from scratchbench.figures import DESCRIPTIVE_ROLES
 
@@ -1317,7 +1317,7 @@ def run_page_data(conn, run, out):
                                            if r["case"]["workload_words"]})})
     wall = (run["finished"] - run["started"]) if run["finished"] and run["started"] else None
     return {"tables": tables, "problems": problems(cases, with_target=True),
-            "wall": duration(wall)}
+            "wall": duration(wall), "filesystems": fs_diary.run_section(conn, run["run_id"])}
 
 
 # ---- the build -----------------------------------------------------------------------------
@@ -1345,6 +1345,7 @@ def _environment(cache):
 def _code_digest():
     """Changes whenever the page code or a template changes: every page is rebuilt then."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(fs_diary.__file__).read_bytes())
     for path in sorted((Path(__file__).parent / "templates").iterdir()):
         if path.name != PLOTLY_CARTESIAN:    # 1.5 MB that no run page loads
             digest.update(path.name.encode() + path.read_bytes())
@@ -1408,11 +1409,13 @@ def _build(conn, out, nightly_verdicts, title):
         s = series.get((key, metric))
         if s is not None:
             verdict_counts[s.target][v["verdict"]] += 1
+    config_changes = fs_diary.change_dates(conn)
     for target in targets:
         run, cases = latest.get(target, (None, []))
         state = problems(cases)
         fs_plots = Plots()
         page = fs_page(target, series, headline_rankings, verdicts, fs_plots)
+        fs_diary.mark_plots(page, config_changes.get(target))
         # what the target was in its latest run, in the site's words
         page["kind"] = next((c["scratch_kind"] for c in cases if c["scratch_kind"]),
                             page["kind"])
@@ -1420,6 +1423,7 @@ def _build(conn, out, nightly_verdicts, title):
                                     if c["scratch_description"]), "")
         write(fs_pages[target], "fs.html", name=target, page=page, run=run, state=state,
               advice=advice(target, headline_rankings, series),
+              diary=fs_diary.diary_section(conn, target, _run_page_name),
               verdict_counts=sorted(verdict_counts[target].items()), plots=fs_plots.bundle,
               quartiles=True)
         summary.append({"name": target, "kind": page["kind"], "partitions": page["partitions"],

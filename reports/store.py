@@ -7,6 +7,14 @@ results DB stores per session.  Perflogs, by contrast, have whatever layout a si
 config gives them and lack the parameters.  Each run directory also has ``run.json``
 (site, tag, revision, note) from ``scratchbench run``.
 
+Tables: ``runs`` (one per run), ``cases`` (one per test case, with its target and
+parameters), ``figures`` (each performance figure with its declaration), ``samples``
+(per-repetition values) and ``filesystem_configs`` (what each scratch target was in the
+run, as a job saw it: one row per target, partition and environment that collected it,
+``facts`` the JSON of ``scratchbench.fsconfig.parse_collected``, ``problem`` why it or
+part of it could not be read; a target no case collected gets a row with only the
+problem).
+
 Ingestion is idempotent (a run already stored is left as it is) and safe under
 concurrency (each ingest is one ``BEGIN IMMEDIATE`` transaction; SQLite serialises
 writers and a busy writer waits).  The schema evolves through numbered migrations in
@@ -206,6 +214,7 @@ def ingest_report(conn, report, meta=None, source=""):
                 conn.executemany("INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
                                  [(fig.lastrowid, i, v) for i, v in enumerate(values)
                                   if _num(v) is not None])
+        _insert_filesystem_configs(conn, run_id, cases)
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         conn.execute("ROLLBACK")
@@ -216,6 +225,66 @@ def ingest_report(conn, report, meta=None, source=""):
         conn.execute("ROLLBACK")
         raise
     return added
+
+
+def _insert_filesystem_configs(conn, run_id, cases):
+    """What each scratch target was in this run (the ``fs_facts`` of the case that
+    collected it: one per target, partition and environment), and, for a target none of
+    whose cases collected it, a row saying why."""
+    collected, targets = set(), {}
+    for case in cases:
+        target = case.get("scratch_target")
+        if case.get("fixture") or not target:
+            continue
+        targets.setdefault(target, []).append(case)
+        facts = case.get("fs_facts") or {}
+        if not case.get("collects_fs_facts") and not facts:
+            continue
+        problems = facts.get("problems") or []
+        readable = {k: v for k, v in facts.items() if k != "problems"}
+        conn.execute(
+            "INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
+            "partition, environ, collected, facts, problem) VALUES (?,?,?,?,?,?,?,?)",
+            (run_id, target, case.get("system"), case.get("partition"), case.get("environ"),
+             case.get("job_completion_time_unix"),
+             json.dumps(facts, sort_keys=True) if readable else None,
+             "\n".join(problems) or (None if readable else
+                                     f"the case that collected it ({case.get('display_name')}) "
+                                     f"ended {case.get('result')} before its job ran")))
+        collected.add(target)
+    for target, mine in targets.items():
+        if target in collected:
+            continue
+        results = sorted({str(c.get("result")) for c in mine})
+        conn.execute(
+            "INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
+            "partition, environ, problem) VALUES (?,?,?,?,?,?)",
+            (run_id, target, mine[0].get("system"), mine[0].get("partition"), "",
+             f"not recorded: none of its {len(mine)} case(s) ran a job in this run "
+             f"({', '.join(results)}), or the run predates the collector"))
+
+
+def filesystem_configs(conn, run_ids=None, target=None):
+    """Rows of filesystem_configs with the run's start, oldest run first; ``facts``
+    decoded (None when none were read)."""
+    clauses, args = [], []
+    if run_ids is not None:
+        run_ids = list(run_ids)
+        clauses.append(f"c.run_id IN ({','.join('?' * len(run_ids))})")
+        args += run_ids
+    if target is not None:
+        clauses.append("c.scratch_target = ?")
+        args.append(target)
+    rows = conn.execute(
+        "SELECT c.*, r.started, r.revision, r.tag FROM filesystem_configs c JOIN runs r "
+        f"ON c.run_id = r.run_id {'WHERE ' + ' AND '.join(clauses) if clauses else ''} "
+        "ORDER BY r.started, c.run_id, c.scratch_target, c.environ", args).fetchall()
+    out = []
+    for row in rows:
+        entry = dict(row)
+        entry["facts"] = json.loads(row["facts"]) if row["facts"] else None
+        out.append(entry)
+    return out
 
 
 def _db_name(conn):

@@ -60,6 +60,11 @@ class ScratchTarget:
     #: of sanscratch is down"), and nothing when it is healthy; the failed case's cause
     #: then starts with it.  Empty: none.
     health_command: str = ""
+    #: a shell command, run inside a job on a node of the partition once per run (with
+    #: the collector of what the file system is, ``reframe_checks/scripts/fsfacts.sh``),
+    #: whose output is stored verbatim with the run as the site's own facts of this
+    #: target (``lctl get_param osc.*.max_rpcs_in_flight``, say).  Empty: none.
+    facts_command: str = ""
 
     def validate(self, where):
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
@@ -99,6 +104,9 @@ class ScratchTarget:
                               "False or left out")
         if not isinstance(self.health_command, str):
             raise ConfigError(f"{where}: scratch target '{self.name}': health_command must be "
+                              "a shell command (a string), or left out")
+        if not isinstance(self.facts_command, str):
+            raise ConfigError(f"{where}: scratch target '{self.name}': facts_command must be "
                               "a shell command (a string), or left out")
         if not isinstance(self.references, dict):
             raise ConfigError(f"{where}: scratch target '{self.name}': references must be a "

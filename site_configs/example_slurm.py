@@ -48,7 +48,9 @@ site_configuration = with_scratch_targets({
     "general": [polling()],
 }, system="example", targets=[
     ScratchTarget(name="scratch", path="/scratch/$USER", kind="parallel",
-                  partitions=["compute"], description="Lustre, 8 OSS, 1 MiB stripes"),
+                  partitions=["compute"], description="Lustre, 8 OSS, 1 MiB stripes",
+                  # the site's own facts, stored verbatim with every run
+                  facts_command="lctl get_param osc.*.max_rpcs_in_flight"),
     ScratchTarget(name="nvme", path="$TMPDIR", kind="local-nvme", partitions=["compute"],
                   per_job=True, cleanup="scheduler",
                   description="per-job directory on node-local NVMe (job_container/tmpfs)"),

@@ -38,6 +38,8 @@ def test_targets_become_features_and_extras():
     (ScratchTarget("s", "/s", "san", []), "at least one partition"),
     (ScratchTarget("s", "/s", "san", ["gpu"]),
      "names partition 'gpu', which system 'sys' does not have (it has: batch)"),
+    (ScratchTarget("s", "/s", "san", ["batch"], facts_command=["lctl", "get_param"]),
+     "facts_command must be a shell command (a string)"),
 ])
 def test_bad_targets(target, message):
     with pytest.raises(ConfigError, match=".*") as err:

@@ -16,6 +16,7 @@ repetition values), ``workload_tag`` and ``skip_reason``.
 """
 
 import os
+import shlex
 import subprocess
 import time
 
@@ -28,9 +29,18 @@ from reframe.core.schedulers.slurm import SlurmJobScheduler
 
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
+from scratchbench import fsconfig
 from scratchbench.figures import FigureDeclaration
 
 _DECLARATION = "_scratchbench_figure"
+# What the file system is (scratchbench/fsconfig.py), collected inside a job.
+FSFACTS_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "scripts", "fsfacts.sh")
+FSFACTS_OUTPUT = "fsfacts.txt"
+# (partition, target, environment) whose facts a case of this run already collects: the
+# first case to reach its job does it, once per run (ReFrame runs a whole run in one
+# process), so a run pays the collector's fraction of a second a few times, not per case.
+_FACTS_CLAIMED = set()
 # What a scheduler's final job state means to a person reading a failed check.
 SCHEDULER_CAUSES = {
     "NODE_FAIL": "a node of the job failed",
@@ -144,6 +154,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     #: per-repetition values of each performance variable, when the tool reports them;
     #: kept in the run report, so acceptance verdicts see each run's spread
     samples = variable(dict, value={})
+    #: what the scratch target was, as this case's job saw it (scratchbench.fsconfig),
+    #: on the one case per target and environment of a run that collected it; {} else
+    fs_facts = variable(dict, value={})
+    collects_fs_facts = variable(bool, value=False)
 
     exclusive_access = True
     maintainers = ["scratchbench"]
@@ -295,6 +309,47 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                             + (f": {reason.strip()}" if reason.strip() not in ("", "none")
                                else ""))
         return sorted(set(down))
+
+    @run_before("run")
+    def collect_file_system_facts(self):
+        """The first case of a run on each target and environment also records what the
+        file system is: the collector runs in its job, before the benchmark, where the
+        job sees the target (per-job directory, the node's own mounts)."""
+        where = (self.current_partition.fullname, self.scratch_target)
+        key = (*where, self.current_environ.name)
+        if key in _FACTS_CLAIMED:
+            return
+        # the file system once per run; each other environment only its MPI's version
+        versions_only = where in _FACTS_CLAIMED
+        _FACTS_CLAIMED.update((key, where))
+        self.collects_fs_facts = True
+        site_command = target_info(self.current_partition, self.scratch_target).get(
+            "facts_command") or ""
+        # the path stays a template ("$MYSANSCRATCH"), expanded by the job's shell
+        path = self.scratch_path.replace('"', '\\"')
+        mpi = shlex.quote(str(self.current_environ.extras.get("mpi") or ""))
+        self.prerun_cmds = [f'FSFACTS_MPI={mpi} bash {shlex.quote(FSFACTS_SCRIPT)} "{path}" '
+                            f'{shlex.quote(site_command)}{" versions" * versions_only} '
+                            f'> {FSFACTS_OUTPUT} 2>&1 || true',
+                            *self.prerun_cmds]
+        self.keep_files = [*self.keep_files, FSFACTS_OUTPUT]   # the evidence, in output/
+
+    @run_before("sanity")
+    def read_file_system_facts(self):
+        if not self.collects_fs_facts:
+            return
+        output = os.path.join(self.stagedir, FSFACTS_OUTPUT)
+        try:
+            with open(output, errors="replace") as f:
+                text = f.read()
+        except OSError as exc:
+            self.fs_facts = {"problems": [f"the collector wrote nothing: {output}: "
+                                          f"{exc.strerror} (did the job start?)"]}
+            return
+        try:
+            self.fs_facts = fsconfig.parse_collected(text)
+        except fsconfig.FactsError as exc:
+            self.fs_facts = {"problems": [f"{output}: {exc}"]}
 
     @run_before("sanity")
     def blame_the_file_system(self):
