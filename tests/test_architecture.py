@@ -59,7 +59,8 @@ def test_every_python_folder_has_a_layer():
     """A new top-level Python folder must be placed in the layers, not slip past them."""
     folders = {p.relative_to(REPO).parts[0] for p in REPO.glob("*/**/*.py")
                if not p.relative_to(REPO).parts[0].startswith(".")}
-    unplaced = folders - OURS - {"tests", "ci"}
+    # var/ holds what runs wrote (a failed case keeps its stage folder, scripts included)
+    unplaced = folders - OURS - {"tests", "ci", "var"}
     assert not unplaced, f"folders with Python code but no layer: {sorted(unplaced)}"
 
 
