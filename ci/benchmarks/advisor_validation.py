@@ -148,7 +148,7 @@ def journal_warning(path):
     return (f"warning: {path} is on {found[0]}, an ext4 without a journal: its file "
             "creations slow down many times for minutes after files are deleted, so the "
             "workloads that create files after others deleted theirs measure that; put "
-            "SCRATCHBENCH_HOME on a journaled file system (README: Benchmarks)")
+            "SCRATCHBENCH_HOME on a journaled file system (docs/benchmarks.md)")
 
 
 def run_suite(args, env):
