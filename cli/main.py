@@ -14,6 +14,7 @@ import os
 import sqlite3
 import sys
 
+from reports import verdict_methods as methods
 from scratchbench import __version__, paths
 from scratchbench.errors import ClusterError, ConfigError, ScratchbenchError
 
@@ -386,9 +387,11 @@ def build_parser():
     vsub.required = True
     nightly = vsub.add_parser(
         "nightly", help="the latest run against its history",
-        description="For each figure of the latest run, look for a change point in its "
-                    "history (E-divisive, permutation test at 1%: at most 1% of figures "
-                    "flagged per night when nothing changed). A check of the run that "
+        description="For each figure of the latest run, look for a change of level in its "
+                    f"history ({methods.SEGMENTATION} segmentation and a scan of the newest "
+                    f"runs, z-tests allowing for {methods.CORRELATED_NIGHTS} correlated "
+                    "nights, critical values calibrated by simulation: at most 1% of "
+                    "unchanged figures flagged per night). A check of the run that "
                     "failed is a verdict of its own, with its cause. Exit 1 on a confirmed "
                     "regression, 4 when checks failed (and nothing regressed), 7 when the "
                     "history store does not exist or holds no run (nothing is judged, "
@@ -406,8 +409,10 @@ def build_parser():
     nightly.set_defaults(func=_verdict)
     accept = vsub.add_parser(
         "acceptance", help="runs before a change against runs after it",
-        description="Per figure: median change, bootstrap 95%% confidence interval, "
-                    "Mann-Whitney U test; better, worse or no significant change. Runs are "
+        description="Per figure: each run is the median of its repetitions; the runs "
+                    f"before and after are compared with {methods.COMPARISON} (95% "
+                    f"confidence interval of the change, {methods.EFFECT_SIZE}); better, "
+                    "worse or no significant change. Runs are "
                     "selected by key:value items joined with commas: tag:, note: "
                     "(substring), since:/until: (dates), run: (ids joined with |). Exit 1 "
                     "when a figure is worse, 3 when too few samples decide nothing.")
