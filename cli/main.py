@@ -15,16 +15,24 @@ import sqlite3
 import sys
 
 from reports import verdict_methods as methods
-from scratchbench import __version__, paths
+from scratchbench import __version__, paths, units
 from scratchbench.errors import ClusterError, ConfigError, ScratchbenchError
 
 EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
           f"default {paths.REPO_ROOT / 'var'}.")
 
 
+def _size(text):
+    """A SAN option's size (GlusterFS's convention: 8g, 8GB and 8GiB are all 8 x 1024^3)."""
+    try:
+        return units.parse_size(text, decimal=False)
+    except ValueError as error:
+        raise ClusterError(str(error)) from None
+
+
 def _cluster(args):
     from cluster import ClusterSpec, EmbeddedCluster
-    from cluster.san import DEFAULT_BRICK_SIZE, parse_size
+    from cluster.san import DEFAULT_BRICK_SIZE
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action != "san" and (args.servers is not None or args.stripe_size is not None
@@ -35,9 +43,9 @@ def _cluster(args):
         spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
                            base_port=args.base_port, san_root=args.scratch_root or "",
                            san_servers=args.san_servers,
-                           san_brick_size=(parse_size(args.san_brick_size)
+                           san_brick_size=(_size(args.san_brick_size)
                                            if args.san_brick_size else DEFAULT_BRICK_SIZE),
-                           san_stripe_size=parse_size(args.san_stripe_size))
+                           san_stripe_size=_size(args.san_stripe_size))
         status = cluster.up(spec)
     elif args.action == "down":
         cluster.down()
@@ -62,7 +70,6 @@ def _change_san(cluster, args):
     """`cluster san`: change the running volume (refused while a run holds the local
     site's run lock: its figures would mix two configurations), or describe it."""
     from cli.housekeeping import RunLock
-    from cluster.san import parse_size
     from scratchbench.sites import resolve_site_config
 
     settings = []
@@ -72,7 +79,7 @@ def _change_san(cluster, args):
             raise ClusterError(f"--set {item}: expected KEY=VALUE, e.g. "
                                "performance.write-behind=off")
         settings.append((key.strip(), value.strip()))
-    stripe = None if args.stripe_size is None else parse_size(args.stripe_size)
+    stripe = None if args.stripe_size is None else _size(args.stripe_size)
     if args.servers is None and stripe is None and not settings:
         volume = cluster.describe_san()
         print(json.dumps(volume, indent=2) if args.json else "\n".join(_format_volume(volume)))
@@ -118,7 +125,7 @@ def _format_status(status):
 
 
 def _format_san(san, spec):
-    from cluster.san import size_words, stripe_words
+    from cluster.san import stripe_words
 
     root = spec.get("san_root")
     if san.get("kind") != "glusterfs":
@@ -127,7 +134,7 @@ def _format_san(san, spec):
                 f"machine, not a SAN{reason}"]
     stripe = stripe_words(san.get("stripe_size"))
     lines = [f"  SAN: GlusterFS volume '{san.get('volume')}' on {san.get('address')}, "
-             f"{san.get('servers')} storage servers of {size_words(san.get('brick_size', 0))}, "
+             f"{san.get('servers')} storage servers of {units.size_words(san.get('brick_size', 0))}, "
              f"{stripe}; mounted at {root} on this machine and on every node (its own client)",
              f"  per-job scratch (MYSANSCRATCH) under {root}"]
     for brick in san.get("bricks", []):

@@ -21,27 +21,14 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (FIO_IOMEM_HELP, goal_verdict, load_average, ratio_interval,  # noqa: E402
-                   spread)
+from pairs import (FIO_IOMEM_HELP, build_kernel, goal_verdict, load_average,
+                   ratio_interval, sh, spread)
 
-REPO = Path(__file__).resolve().parents[2]
-MIB = 2**20
-OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl": "self,vader"}
-
-
-def sh(cmd):
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                            env=dict(os.environ, **OMPI_ENV))
-    if result.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
-    return result.stdout
-
+from scratchbench.units import MIB
 
 def kernel_point(kernel, directory, bs, qd, size):
     """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
@@ -91,8 +78,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
-    kernel = build / "scratchbench-kernel"
+    kernel = build_kernel(build)
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]

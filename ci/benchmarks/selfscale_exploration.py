@@ -36,17 +36,14 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from cluster import ClusterSpec, EmbeddedCluster
+from scratchbench import paths, selfscale as ss
+from pairs import SLURM_OPENMPI_ENV, build_kernel
 
-from cluster import ClusterSpec, EmbeddedCluster  # noqa: E402
-from scratchbench import paths, selfscale as ss  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 MPI_ENV = {
-    "openmpi": {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
-                "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-                "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "PMIX_MCA_gds": "hash",
-                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
+    "openmpi": SLURM_OPENMPI_ENV,
     "mpich": {"SLURM_MPI_TYPE": "pmi2"},
 }
 MPICC = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
@@ -56,14 +53,6 @@ def workload(tag):
     import yaml
     return yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())[
         "selfscale"][tag]
-
-
-def build_kernel(mpi, where):
-    result = subprocess.run(["make", "-C", str(REPO / "src"), f"MPICC={MPICC[mpi]}",
-                             f"BUILD={where}"], capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"selfscale_exploration: the kernel did not build:\n{result.stderr}")
-    return where / "scratchbench-kernel"
 
 
 def job_script(args, params, kernel, work):
@@ -176,7 +165,7 @@ def main():
         print(f"starting the embedded cluster in {paths.cluster_dir()}", flush=True)
         cluster.up(ClusterSpec(nodes=2, cpus_per_node=2))
     build = Path(tempfile.mkdtemp(prefix="selfscale-bench-kernel-"))
-    kernel = build_kernel(args.mpi, build)
+    kernel = build_kernel(build, MPICC[args.mpi])
     print(f"self-scaling exploration, {args.tag} sizes: {json.dumps(params)}", flush=True)
     figures = []
     for index in range(args.runs):

@@ -38,11 +38,12 @@ from reframe_checks.lib.parsers import ParseError
 from scratchbench import paths
 from scratchbench import selfscale as ss
 from scratchbench.figures import FigureDeclaration
+from scratchbench.units import KIB, MIB
 
 RESULT = "selfscale.json"
 REPORTS = "selfscale-reports"
 DRIVER = paths.CHECKS_DIR / "scripts" / "selfscale_search.py"
-MIB = float(ss.MIB)
+
 CHART_TITLES = {p: f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)"
                 for p in ss.PARAMETERS}
 
@@ -145,7 +146,7 @@ class SelfScaleCheckBase(ScratchCheck):
 
 #: the pages' x axes: sizes in MiB and KiB read better than in bytes
 AXES = {"unique_bytes": ("uniqueBytes (MiB touched per node)", MIB),
-        "size_mean": ("sizeMean (mean request size, KiB)", float(ss.KIB))}
+        "size_mean": ("sizeMean (mean request size, KiB)", KIB)}
 
 
 def _chart(parameter, x, line, meta):
