@@ -45,6 +45,7 @@ from pathlib import Path
 from cluster import ClusterSpec, EmbeddedCluster
 from reports import advisor
 from scratchbench import paths
+from scratchbench.sites import TAGS
 from scratchbench.units import MIB
 from pairs import SLURM_OPENMPI_ENV, build_kernel
 
@@ -252,7 +253,7 @@ def seconds_cell(seconds):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tag", default="quick", choices=("quick", "nightly", "acceptance"),
+    p.add_argument("--tag", default="quick", choices=TAGS,
                    help="the suite's sizes for the figures (default quick)")
     p.add_argument("--targets", default="localscratch,sanscratch",
                    type=lambda s: [t for t in s.split(",") if t])

@@ -17,7 +17,6 @@ than a buffer has scattered pages splits each request).  Exits 0 whatever the fi
     .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -25,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (FIO_IOMEM_HELP, build_kernel, goal_verdict, load_average,
+from pairs import (FIO_IOMEM_HELP, build_kernel, goal_verdict, load_average, pair_arguments,
                    ratio_interval, sh, spread)
 
 from scratchbench.units import MIB
@@ -64,10 +63,7 @@ def fio_point(directory, bs, qd, size, iomem="malloc"):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench",
-                        help="directory on the file system to measure (created if missing)")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = pair_arguments(__doc__)
     parser.add_argument("--depths", default="1,4,16,32")
     parser.add_argument("--block-sizes", default="4096,1048576")
     parser.add_argument("--mib-small", type=int, default=128,

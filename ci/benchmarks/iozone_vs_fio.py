@@ -56,7 +56,6 @@ pattern).  Exits 0 whatever the figures are.
         [--record-sizes 4k,1m] [--file-size 512m] [--direct] [--verify] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -64,7 +63,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import build_kernel, goal_verdict, load_average, ratio_interval, sh, spread
+from pairs import (build_kernel, goal_verdict, load_average, pair_arguments, ratio_interval,
+                   sh, spread)
 
 from scratchbench.units import MIB, parse_size
 
@@ -156,10 +156,7 @@ def fio_round(directory, record, size, direct, hints):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench",
-                        help="directory on the file system to measure (created if missing)")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = pair_arguments(__doc__)
     parser.add_argument("--record-sizes", default="4k,1m")
     parser.add_argument("--file-size", default="512m", help="bytes per file (default 512m)")
     parser.add_argument("--direct", action="store_true", help="O_DIRECT on both sides")

@@ -32,7 +32,6 @@ repository never builds them.  Exits 0 whatever the figures are.
         [--ior-bin /work/tools/ior/bin] [--rounds 5]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -41,7 +40,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import FIO_IOMEM_HELP, build_kernel, load_average, ratio_interval, sh, spread
+from pairs import (FIO_IOMEM_HELP, build_kernel, load_average, pair_arguments, ratio_interval,
+                   sh, spread)
 
 from reframe_checks.lib.parsers import parse_ior_json, parse_mdtest
 from scratchbench.units import MIB
@@ -192,14 +192,11 @@ def same_work(samples, key):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench", help="directory on the file "
-                        "system to measure (created if missing)")
+    parser = pair_arguments(__doc__)
     parser.add_argument("--mib", type=int, default=1024, help="MiB per rank (default 1024)")
     parser.add_argument("--files", type=int, default=100000,
                         help="files per rank for metadata (default 100000)")
     parser.add_argument("--ranks", default="1,2")
-    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
     parser.add_argument("--fio-iomem", default="malloc", help=FIO_IOMEM_HELP)

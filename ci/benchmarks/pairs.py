@@ -2,6 +2,7 @@
 environment as root on one machine, and interleaved pairs of one tool against another,
 summarised as the geometric mean of their ratios with a bootstrap interval."""
 
+import argparse
 import math
 import os
 import random
@@ -21,6 +22,16 @@ SLURM_OPENMPI_ENV = {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
                      "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
                      "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
                      "PMIX_MCA_gds": "hash", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def pair_arguments(doc):
+    """The arguments of every side-by-side benchmark: where to measure, how many rounds."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--dir", default="/var/tmp/sb-bench",
+                        help="directory on the file system to measure (created if missing)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds, the order rotating (default 5)")
+    return parser
 
 
 def sh(cmd, env=None):

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from cluster import ClusterSpec, EmbeddedCluster
 from scratchbench import paths, selfscale as ss
+from scratchbench.sites import TAGS
+from scratchbench.units import MIB, size_words
 from pairs import SLURM_OPENMPI_ENV, build_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,7 +107,7 @@ def one_exploration(args, params, kernel, cluster, index):
 def report(result):
     t = result["timing"]
     print(f"\nexploration on {result['target']} ({result['processes']} processes, node memory "
-          f"{ss.size_words(result['node_memory_bytes'])}), work files in {result['_work']}")
+          f"{size_words(result['node_memory_bytes'])}), work files in {result['_work']}")
     if result.get("error"):
         print(f"  FAILED: {result['error']['message']}")
         return None
@@ -121,11 +123,11 @@ def report(result):
           f"{len(v.workloads)} held-out workloads")
     print(f"    kernel launches:               {len(launches)}, "
           f"{statistics.median(launches):.1f} s median, the first (writing "
-          f"{ss.size_words(t['prepare_bytes'])}) {launches[0]:.0f} s")
+          f"{size_words(t['prepare_bytes'])}) {launches[0]:.0f} s")
     knee = ex.model.knee
     print("  knee:                            " + (
-        f"{ss.size_words(knee.unique_bytes)} (cache {knee.cache_level / ss.MIB:.0f} MiB/s, "
-        f"device {knee.device_level / ss.MIB:.0f} MiB/s)" if knee else "none within the range"))
+        f"{size_words(knee.unique_bytes)} (cache {knee.cache_level / MIB:.0f} MiB/s, "
+        f"device {knee.device_level / MIB:.0f} MiB/s)" if knee else "none within the range"))
     held = ex.rounds[-1].get("top_resident") if ex.rounds else None
     if held is not None:
         print(f"  page cache at the largest uniqueBytes: {100 * held:.0f}% resident" +
@@ -133,7 +135,7 @@ def report(result):
     for regime, r in ex.model.regimes.items():
         cv = ex.repeat_cv(regime)
         print(f"  focal point, {regime:6s} regime:     {r.focal.words()}: "
-              f"{r.throughput / ss.MIB:.0f} MiB/s" +
+              f"{r.throughput / MIB:.0f} MiB/s" +
               (f", repeated {len(ex.repeat[regime])}x: variation {100 * cv:.1f}%" if cv else ""))
     print(f"  prediction error, median:        {100 * v.median_error:6.1f}% (goal: 10% or less)")
     print(f"  prediction error, maximum:       {100 * v.max_error:6.1f}%")
@@ -145,14 +147,14 @@ def report(result):
     print("  held-out workloads (predicted / measured MiB/s, error):")
     for w, p, m in sorted(zip(v.workloads, v.predicted, v.measured),
                           key=lambda row: row[0].unique_bytes):
-        print(f"    {w.words():88s} {p / ss.MIB:8.0f} / {m / ss.MIB:8.0f}  "
+        print(f"    {w.words():88s} {p / MIB:8.0f} / {m / MIB:8.0f}  "
               f"{100 * abs(p - m) / m:5.1f}%")
     return t["total_s"], v.median_error, v.max_error
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tag", default="nightly", choices=("quick", "nightly", "acceptance"))
+    p.add_argument("--tag", default="nightly", choices=TAGS)
     p.add_argument("--target", default="localscratch",
                    help="localscratch, sanscratch, or a directory every node sees")
     p.add_argument("--mpi", default="openmpi", choices=sorted(MPI_ENV))

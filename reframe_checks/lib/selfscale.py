@@ -38,7 +38,7 @@ from reframe_checks.lib.parsers import ParseError
 from scratchbench import paths
 from scratchbench import selfscale as ss
 from scratchbench.figures import FigureDeclaration
-from scratchbench.units import KIB, MIB
+from scratchbench.units import KIB, MIB, size_words
 
 RESULT = "selfscale.json"
 REPORTS = "selfscale-reports"
@@ -54,7 +54,7 @@ def curve_figure_name(parameter, value, regime=None):
 
 
 def regime_words(regime, workload):
-    return f"{regime} regime (uniqueBytes {ss.size_words(workload['unique_bytes'])})"
+    return f"{regime} regime (uniqueBytes {size_words(workload['unique_bytes'])})"
 
 
 class SelfScaleCheckBase(ScratchCheck):
@@ -172,7 +172,7 @@ def declared_figures(result):
     curve = model.unique_curve
     for x, y in zip(curve.xs, curve.ys):
         add(curve_figure_name("unique_bytes", x), y / MIB, unit="MiB/s", better="higher",
-            label=f"Throughput at uniqueBytes {ss.size_words(x)}",
+            label=f"Throughput at uniqueBytes {size_words(x)}",
             chart=_chart("unique_bytes", x, "measured", {"role": "curve", "regime": None}))
     for regime, r in model.regimes.items():
         line = regime_words(regime, r.focal.as_dict())
@@ -202,7 +202,7 @@ def declared_figures(result):
     if model.knee:
         knee = model.knee
         add("knee_throughput", knee.throughput / MIB, unit="MiB/s", better="higher",
-            label=f"Throughput at the knee, uniqueBytes {ss.size_words(knee.unique_bytes)}",
+            label=f"Throughput at the knee, uniqueBytes {size_words(knee.unique_bytes)}",
             chart=_chart("unique_bytes", knee.unique_bytes, "knee",
                          {"role": "knee", "cache_level": knee.cache_level / MIB,
                           "device_level": knee.device_level / MIB}))
