@@ -14,16 +14,29 @@ import os
 import sqlite3
 import sys
 
-from scratchbench import __version__, paths
+from reports import verdict_methods as methods
+from scratchbench import __version__, paths, units
 from scratchbench.errors import ClusterError, ConfigError, ScratchbenchError
 
 EPILOG = ("State (cluster, results, history) lives in $SCRATCHBENCH_HOME, "
           f"default {paths.REPO_ROOT / 'var'}.")
 
 
+def _size(text, option=None):
+    """A SAN option's size (GlusterFS's convention: 8g, 8GB and 8GiB are all 8 x 1024^3);
+    a bad one names ``option`` when given."""
+    try:
+        return units.parse_size(text, decimal=False)
+    except ValueError as error:
+        if option:
+            raise ClusterError(f"{option} {text}: expected a number of bytes with an "
+                               "optional unit (4 GiB, 512m, 1048576)") from None
+        raise ClusterError(str(error)) from None
+
+
 def _cluster(args):
     from cluster import ClusterSpec, EmbeddedCluster
-    from cluster.san import DEFAULT_BRICK_SIZE, parse_size
+    from cluster.san import DEFAULT_BRICK_SIZE
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action != "san" and (args.servers is not None or args.stripe_size is not None
@@ -34,9 +47,9 @@ def _cluster(args):
         spec = ClusterSpec(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
                            base_port=args.base_port, san_root=args.scratch_root or "",
                            san_servers=args.san_servers,
-                           san_brick_size=(parse_size(args.san_brick_size)
+                           san_brick_size=(_size(args.san_brick_size)
                                            if args.san_brick_size else DEFAULT_BRICK_SIZE),
-                           san_stripe_size=parse_size(args.san_stripe_size))
+                           san_stripe_size=_size(args.san_stripe_size))
         status = cluster.up(spec)
     elif args.action == "down":
         cluster.down()
@@ -61,7 +74,6 @@ def _change_san(cluster, args):
     """`cluster san`: change the running volume (refused while a run holds the local
     site's run lock: its figures would mix two configurations), or describe it."""
     from cli.housekeeping import RunLock
-    from cluster.san import parse_size
     from scratchbench.sites import resolve_site_config
 
     settings = []
@@ -71,7 +83,7 @@ def _change_san(cluster, args):
             raise ClusterError(f"--set {item}: expected KEY=VALUE, e.g. "
                                "performance.write-behind=off")
         settings.append((key.strip(), value.strip()))
-    stripe = None if args.stripe_size is None else parse_size(args.stripe_size, "--stripe-size")
+    stripe = None if args.stripe_size is None else _size(args.stripe_size, "--stripe-size")
     if args.servers is None and stripe is None and not settings:
         volume = cluster.describe_san()
         print(json.dumps(volume, indent=2) if args.json else "\n".join(_format_volume(volume)))
@@ -117,7 +129,7 @@ def _format_status(status):
 
 
 def _format_san(san, spec):
-    from cluster.san import size_words, stripe_words
+    from cluster.san import stripe_words
 
     root = spec.get("san_root")
     if san.get("kind") != "glusterfs":
@@ -126,7 +138,7 @@ def _format_san(san, spec):
                 f"machine, not a SAN{reason}"]
     stripe = stripe_words(san.get("stripe_size"))
     lines = [f"  SAN: GlusterFS volume '{san.get('volume')}' on {san.get('address')}, "
-             f"{san.get('servers')} storage servers of {size_words(san.get('brick_size', 0))}, "
+             f"{san.get('servers')} storage servers of {units.size_words(san.get('brick_size', 0))}, "
              f"{stripe}; mounted at {root} on this machine and on every node (its own client)",
              f"  per-job scratch (MYSANSCRATCH) under {root}"]
     for brick in san.get("bricks", []):
@@ -391,15 +403,18 @@ def build_parser():
     nightly = vsub.add_parser(
         "nightly", help="the latest run against its history",
         description="For each figure of the latest run, look for a change of level in its "
-                    "history (at most 1%% of unchanged figures get a regression verdict per "
-                    "night). Then the suite layer decides what is notified: each run's "
-                    "common shift is removed (and tested itself), figures are grouped by "
-                    "check, target, system and environment, and every group, figure and the "
-                    "run effect share one budget of 0.1 false notifications a night for the "
-                    "whole suite (about 0.7 a week); an alert is notified once, with every "
-                    "figure it affects. A check of the run that failed is a verdict of its "
-                    "own, with its cause. Exit 1 while a suite alert of a regression lasts "
-                    "(new or ongoing), 4 when checks failed (and no alert), 7 when the "
+                    f"history ({methods.SEGMENTATION} segmentation and a scan of the newest "
+                    f"runs, z-tests allowing for {methods.CORRELATED_NIGHTS} correlated "
+                    "nights, critical values calibrated by simulation: at most 1% of "
+                    "unchanged figures flagged per night). A check of the run that "
+                    "failed is a verdict of its own, with its cause. Then the suite layer "
+                    "decides what is notified: each run's common shift is removed (and "
+                    "tested itself), figures are grouped by check, target, system and "
+                    "environment, and every group, figure and the run effect share one "
+                    "budget of 0.1 false notifications a night for the whole suite (about "
+                    "0.7 a week); an alert is notified once, with every figure it affects. "
+                    "Exit 1 while a suite alert of a regression lasts (new or ongoing), 4 "
+                    "when checks failed (and no alert), 7 when the "
                     "history store does not exist or holds no run (nothing is judged, "
                     "nothing created), 0 otherwise; a verdict file (per-figure verdicts and "
                     "the suite's alerts) is written for every judged run.")
@@ -418,12 +433,13 @@ def build_parser():
         "acceptance", help="runs before a change against runs after it",
         description="Per figure: each run is the median of its repetitions (the run is "
                     "the unit, repetitions are not independent samples); the runs before "
-                    "and after are compared with Welch's t-test (on logarithms for "
-                    "positive figures): the change, its 95%% confidence interval, Hedges' g "
-                    "and p. better or worse only when p < 5%% and the change is at least "
-                    "10%% (a smaller one, even if significant, is no change an admin acts "
+                    f"and after are compared with {methods.COMPARISON} (on logarithms for "
+                    f"positive figures): the change, its 95% confidence interval, "
+                    f"{methods.EFFECT_SIZE} "
+                    "and p. better or worse only when p < 5% and the change is at least "
+                    "10% (a smaller one, even if significant, is no change an admin acts "
                     "on); otherwise no significant change, with the change these runs "
-                    "could resolve and how many more runs a side would resolve 10%%. Runs "
+                    "could resolve and how many more runs a side would resolve 10%. Runs "
                     "are selected by key:value items joined with commas: tag:, note: "
                     "(substring), since:/until: (dates), run: (ids joined with |). Exit 0 "
                     "when no figure is worse, 1 when a figure is worse, 3 when too few runs "

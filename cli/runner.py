@@ -22,9 +22,8 @@ from cli.housekeeping import (RunLock, cancel_jobs, interrupted_runs, jobs_of_ru
 from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ClusterError, ConfigError, RunError, ScratchbenchError
-from scratchbench.sites import load_site_config, resolve_site_config, scratch_targets
+from scratchbench.sites import TAGS, load_site_config, resolve_site_config, scratch_targets
 
-TAGS = ("quick", "nightly", "acceptance")
 LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
 EMBEDDED_SYSTEM = "embedded"
 # The same machine through ReFrame's local scheduler, when Slurm cannot start.

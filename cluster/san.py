@@ -32,6 +32,7 @@ from pathlib import Path
 
 from cluster.processes import process_alive, process_program
 from scratchbench.errors import ClusterError
+from scratchbench.units import parse_size, size_words
 
 GLUSTERD_PORT = 24007           # fixed: bricks fetch their volume file from this port
 VOLUME = "sanscratch"
@@ -63,27 +64,6 @@ SAN_PROGRAMS = ("glusterd", "glusterfs", "glusterfsd", "gluster", "mkfs.xfs", "u
 class SanUnavailable(ClusterError):
     """The SAN cannot start here (no FUSE, no GlusterFS, not root...): the cluster's
     per-job directories fall back to a plain directory, and say so."""
-
-
-def parse_size(text, option=None):
-    """'8g', '512m', '4096' -> bytes (binary multiples); errors name ``option``."""
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    raw = str(text).strip().lower().rstrip("ib").rstrip("b")
-    try:
-        if raw and raw[-1] in units:
-            return int(float(raw[:-1]) * units[raw[-1]])
-        return int(raw)
-    except ValueError:
-        named = f"{option} {text}" if option else f"size {text!r}"
-        raise ClusterError(f"{named}: expected a number of bytes with an optional "
-                           "k, m, g or t suffix") from None
-
-
-def size_words(size):
-    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f"{size >> shift} {unit}"
-    return f"{size} B"
 
 
 def stripe_words(stripe_size):
@@ -215,7 +195,9 @@ class GlusterSan:
         options = {o.findtext("name"): o.findtext("value") for o in volume.iter("option")}
         stripe = 0
         if options.get("features.shard") == "on":
-            stripe = parse_size(options.get("features.shard-block-size") or "64MB")
+            # GlusterFS means 1024 by MB
+            stripe = parse_size(options.get("features.shard-block-size") or "64MB",
+                                decimal=False)
         return {"servers": len(bricks), "bricks": bricks, "stripe_size": stripe,
                 "options": options}
 

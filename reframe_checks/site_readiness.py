@@ -21,11 +21,12 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
 
-from reframe_checks.lib.base import SuiteTest, words
+from reframe_checks.lib.base import SuiteTest
 from reframe_checks.lib.kernel import KERNEL_REPORT, KernelBuild
 from reframe_checks.lib.parsers import ParseError, kernel_problems, parse_kernel_json
 from reframe_checks.lib.targets import declared_targets, target_info
 from reframe_checks.lib.tools import IORProvider
+from scratchbench.units import size_words
 
 PROBE_BYTES = 1024 * 1024
 
@@ -94,7 +95,7 @@ class TargetReady(SiteReadiness):
                 "nodes, or correct its path in the site config")
         self.free_bytes = int(match.group(1)) * 1024
         self.found = (f"{self.scratch_path} is writable from a job, "
-                      f"{words(self.free_bytes)} free")
+                      f"{size_words(self.free_bytes)} free")
         return True
 
 

@@ -7,7 +7,8 @@ import reframe.utility.udeps as udeps
 from reframe.core.builtins import run_after
 
 from reframe_checks.lib.staging import ScratchRemovedCheckBase, StagingCheckBase
-from reframe_checks.lib.targets import TAGS, per_job_somewhere
+from reframe_checks.lib.targets import per_job_somewhere
+from scratchbench.sites import TAGS
 
 
 @rfm.simple_test

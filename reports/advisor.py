@@ -65,10 +65,10 @@ from reports import store
 from scratchbench import selfscale as ss
 from scratchbench import units
 from scratchbench.errors import ScratchbenchError
+from scratchbench.units import GIB, KIB, MIB, size_words
 
-KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
 #: the runs of a series whose figures give a prediction its interval
-RECENT_RUNS = 10
+RECENT_RUNS = store.RECENT_RUNS
 #: the newest runs whose median is the prediction: one noisy night does not move it, a
 #: real change moves it within three nights
 POINT_RUNS = 5
@@ -538,24 +538,16 @@ DESCRIPTION_KEYS = {
                         "files: N}"),
     "stage_out": (False, "results staged out after it: {bytes: SIZE, files: N}"),
 }
-SIZE_UNITS = {"": 1, "b": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GIB,
-              "gib": GIB, "t": TIB, "tib": TIB, "kb": 1000, "mb": 1000 ** 2,
-              "gb": 1000 ** 3, "tb": 1000 ** 4}
 
 
 def parse_size(value, where):
-    """4096, '4k', '4 KiB', '1.5 GiB', '2 GB' -> bytes; AdvisorError otherwise."""
-    if isinstance(value, bool):
+    """4096, '4k', '4 KiB', '1.5 GiB', '2 GB' -> bytes (scratchbench.units); AdvisorError
+    naming ``where`` otherwise."""
+    try:
+        return units.parse_size(value)
+    except ValueError:
         raise AdvisorError(f"{where}: expected a size such as 4 GiB, 512m or 1048576, got "
-                           f"{value!r}")
-    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
-        return int(value)
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", str(value))
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in SIZE_UNITS:
-        raise AdvisorError(f"{where}: expected a size such as 4 GiB, 512m or 1048576, got "
-                           f"{value!r}")
-    return int(float(match.group(1)) * SIZE_UNITS[unit])
+                           f"{value!r}") from None
 
 
 def _count(value, where, minimum=0):
@@ -1248,15 +1240,8 @@ def page_data(conn, classes_path=CLASSES_FILE):
 
 # ---- words ----------------------------------------------------------------------------------
 def seconds_words(seconds):
-    """0.0042 -> '4.2 ms', 75 -> '75 s', 12.3 -> '12.3 s' (scratchbench.units)."""
-    if seconds is None:
-        return "-"
-    return units.quantity(seconds, "s") if seconds else "0 s"
-
-
-def size_words(n):
-    """1048576 -> '1 MiB', 1073741000 -> '1 GiB', never an exponent (scratchbench.units)."""
-    return units.quantity(n, "B")
+    """0.0042 -> '4.2 ms', 75 -> '1 min 15 s', None -> '-' (scratchbench.units)."""
+    return "-" if seconds is None else units.duration_words(seconds)
 
 
 def date_words(ts):

@@ -73,7 +73,7 @@ from scratchbench import units
 from scratchbench.figures import DESCRIPTIVE_ROLES
 
 HISTORY_RUNS = 200        # runs of each tag the pages read and plot
-RECENT_RUNS = 10          # runs a spread, a ranking or a piece of advice rests on
+RECENT_RUNS = store.RECENT_RUNS   # runs a spread, a ranking or a piece of advice rests on
 MIN_RUNS_TO_RANK = 5      # runs on each side before a file system is named best
 MIN_EARLIER_FOR_BOX = 4   # earlier runs before a box plot and quartile colours
 LOG_SCALE_RATIO = 30      # bars on a log axis when values differ by more than this
@@ -136,13 +136,7 @@ def times(ratio):
 
 
 def duration(seconds):
-    if seconds is None:
-        return ""
-    if seconds < 90:
-        return f"{seconds:.1f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    return "" if seconds is None else units.duration_words(seconds)
 
 
 def verdict_words(label):

@@ -34,6 +34,9 @@ from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ScratchbenchError
 
+#: the newest runs of a series that a spread, a ranking, a piece of advice or a
+#: prediction's interval rests on (the pages and the advisor)
+RECENT_RUNS = 10
 
 
 class StoreError(ScratchbenchError):

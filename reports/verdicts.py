@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy import stats
 
+from reports import verdict_methods as methods
 from scratchbench import units
 
 BETTER = ("higher", "lower")
@@ -95,14 +96,15 @@ ACCEPTANCE_LABELS = ("better", "worse", "no significant change", "insufficient",
                      "invalid")
 # One line each for a verdict file.
 NIGHTLY_METHOD = (
-    "E-divisive segmentation (recursive) and a scan of the newest 2-30 runs, z-tests "
-    "with AR(1) night-to-night correlation, critical values calibrated by simulation; "
+    f"{methods.SEGMENTATION} segmentation (recursive) and a scan of the newest 2-30 runs, "
+    f"z-tests with {methods.CORRELATED_NIGHTS} night-to-night correlation, critical values "
+    "calibrated by simulation; "
     f"regression = newest level at least {MIN_EFFECT:.0%} worse than the one before; one "
     "bad night is only suspect (reports/VERDICTS.md)")
 NIGHTLY_FALSE_ALARMS = (f"at most {ALPHA:.0%} of unchanged figures get a regression verdict "
                         "per night, with independent or correlated (AR(1) phi <= 0.5) nights")
-ACCEPTANCE_METHOD = ("each run summarised by the median of its repetitions; Welch's t-test "
-                     f"on the runs (logarithms for positive figures), alpha "
+ACCEPTANCE_METHOD = ("each run summarised by the median of its repetitions; "
+                     f"{methods.COMPARISON} on the runs (logarithms for positive figures), alpha "
                      f"{ACCEPTANCE_ALPHA:.0%}, {1 - ACCEPTANCE_ALPHA:.0%} CI of the change; "
                      f"better or worse only when significant and a change of at least "
                      f"{ACCEPTANCE_MIN_EFFECT:.0%}")

@@ -61,6 +61,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+# Its own copies of scratchbench.units' KIB..GIB, size_words and size_token: this module
+# is pure algorithm, importing numpy and the standard library only
+# (tests/test_selfscale.py::test_the_module_is_pure_numpy).
 KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
 
 #: the five parameters, in the paper's order

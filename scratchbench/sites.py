@@ -22,6 +22,8 @@ NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 KINDS = ("local-disk", "local-raid", "local-nvme", "san", "nfs", "parallel", "tmpfs",
          "burst-buffer", "object", "other")
 CLEANUP_POLICIES = ("scheduler", "check", "none")
+# The suite's tags: each an entry of reframe_checks/workloads.yaml, one per `run --tag`.
+TAGS = ("quick", "nightly", "acceptance")
 # Kinds whose one path is the same storage from every node (Jovian's remote placements
 # need that); node-local kinds give each node its own.
 SHARED_KINDS = ("san", "nfs", "parallel", "burst-buffer", "object")

@@ -1,11 +1,13 @@
 """Numbers in words, one place for every layer: three significant digits with thousands
 separators, sizes, rates and durations in the unit a reader expects, percentages,
-dates.  (Older copies remain in reframe_checks/lib/base.py ``words``, selfscale.py
-``size_words``, advisor.py ``seconds_words``; new code uses these.)"""
+dates; and sizes read from words (``parse_size``), the one size syntax of options,
+descriptions and the kernel's arguments."""
 
 import math
+import re
 from datetime import datetime, timezone
 
+KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
 #: byte units, each 1024 times the one before
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 #: time units in seconds, smallest first
@@ -60,6 +62,59 @@ def quantity(value, unit=""):
             if abs(seconds) >= {"h": 5400.0, "min": 90.0}.get(name, scale) or name == "µs":
                 return f"{number(seconds / scale)} {name}"
     return f"{number(value)} {unit}".strip()
+
+
+def size_words(n):
+    """A number of bytes in words: 1048576 -> '1 MiB', 47008 -> '45.9 KiB', 3 -> '3 B',
+    1073741000 -> '1 GiB' (never an exponent)."""
+    return quantity(n, "B")
+
+
+def size_token(n):
+    """A size in a figure's name, short: 1048576 -> '1m', 65536 -> '64k', 1536 -> '1536'."""
+    n = int(n)
+    for unit, scale in (("g", GIB), ("m", MIB), ("k", KIB)):
+        if n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def duration_words(seconds):
+    """A duration in words: under a minute with three significant digits (0.0042 -> '4.2 ms',
+    3.76 -> '3.76 s', 0 -> '0 s'), from a minute on in whole hours, minutes and seconds
+    (60 -> '1 min', 75 -> '1 min 15 s', 5400 -> '1 h 30 min')."""
+    if not seconds or abs(seconds) < 60:
+        return quantity(seconds, "s") if seconds else "0 s"
+    hours, rest = divmod(int(round(seconds)), 3600)
+    minutes, secs = divmod(rest, 60)
+    return " ".join([f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes)
+                    + [f"{secs} s"] * bool(secs))
+
+
+#: size suffixes, lower case: k, m, g, t and KiB... are powers of 1024; kB, MB, GB, TB
+#: powers of 1000 unless the caller's program means 1024 by them (GlusterFS does)
+SIZE_UNITS = {"": 1, "b": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GIB,
+              "gib": GIB, "t": TIB, "tib": TIB, "kb": 1000, "mb": 1000 ** 2,
+              "gb": 1000 ** 3, "tb": 1000 ** 4}
+
+
+def parse_size(value, decimal=True):
+    """4096, '4k', '4 KiB', '1.5 GiB', '512m', '2 GB' -> bytes.  With ``decimal=False``
+    kB, MB, GB and TB are powers of 1024 too.  ValueError, naming the value and what was
+    expected, for anything else (a negative number, an unknown unit, a bool)."""
+    if isinstance(value, bool):
+        raise ValueError(f"size {value!r}: expected a number of bytes with an optional "
+                         "unit (4 GiB, 512m, 1048576)")
+    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", str(value))
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in SIZE_UNITS:
+        raise ValueError(f"size {value!r}: expected a number of bytes with an optional "
+                         "unit (4 GiB, 512m, 1048576)")
+    scale = SIZE_UNITS[unit] if decimal or not unit.endswith("b") or unit == "b" else \
+        SIZE_UNITS[unit[0]]
+    return int(float(match.group(1)) * scale)
 
 
 def percent(fraction, signed=True):

@@ -75,3 +75,34 @@ def test_the_detector_sees_an_upward_import(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import os\nfrom cli.runner import run_suite\nimport reports.store as s\n")
     assert list(our_imports(bad)) == [(2, "cli"), (3, "reports")]
+
+
+def documented_imports(doc):
+    """part -> the parts its row of ARCHITECTURE.md's table says it imports."""
+    rows = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("/`"):
+            part = cells[0].strip("`/")
+            rows[part] = set() if cells[2] == "nothing of ours" else \
+                {name.strip("` ") for name in cells[2].split(",")}
+    return rows
+
+
+def test_architecture_import_table_is_what_the_code_imports():
+    """ARCHITECTURE.md's "imports" column is the rule above and what the files really
+    import: a part that stops (or starts) importing another must change the table."""
+    table = documented_imports((REPO / "ARCHITECTURE.md").read_text())
+    assert set(table) == set(ALLOWED), \
+        f"ARCHITECTURE.md's table has rows for {sorted(table)}, the layers are {sorted(ALLOWED)}"
+    for part in ALLOWED:
+        imported = {top for path in python_files(part) for _, top in our_imports(path)} - {part}
+        assert table[part] == ALLOWED[part] == imported, (
+            f"{part}/: ARCHITECTURE.md says it imports {sorted(table[part]) or 'nothing of ours'}, "
+            f"this test allows {sorted(ALLOWED[part])}, its files import {sorted(imported)}")
+
+
+def test_the_import_table_reader_sees_a_drift():
+    doc = ("| part | owns | imports |\n|---|---|---|\n| `scratchbench/` | ground | nothing of ours |\n"
+           "| `cli/` | the command | all of the above |\n")
+    assert documented_imports(doc) == {"scratchbench": set(), "cli": {"all of the above"}}

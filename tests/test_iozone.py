@@ -7,7 +7,6 @@ a file damaged between the write and the read (while the kernel reads a FIFO as 
 --scan-file, so the damage lands exactly there) fails the run.
 """
 
-import json
 import os
 import subprocess
 import threading

@@ -42,19 +42,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from cluster import ClusterSpec, EmbeddedCluster
+from reports import advisor
+from scratchbench import paths
+from scratchbench.sites import TAGS
+from scratchbench.units import MIB
+from pairs import SLURM_OPENMPI_ENV, build_kernel
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
-from cluster import ClusterSpec, EmbeddedCluster  # noqa: E402
-from reports import advisor  # noqa: E402
-from scratchbench import paths  # noqa: E402
-
-MIB = 1024 ** 2
 PROCESSES = 2          # ranks of every workload, on one node (the cluster's 2 CPUs)
-MPI_ENV = {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
-           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-           "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "PMIX_MCA_gds": "hash",
-           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 TARGET_DIRS = {"localscratch": "$LOCALSCRATCH", "sanscratch": "$MYSANSCRATCH"}
 SUITE_CHECKS = ("KernelSelfScale", "KernelMetadata", "StageInOut")
 
@@ -148,7 +145,7 @@ def journal_warning(path):
     return (f"warning: {path} is on {found[0]}, an ext4 without a journal: its file "
             "creations slow down many times for minutes after files are deleted, so the "
             "workloads that create files after others deleted theirs measure that; put "
-            "SCRATCHBENCH_HOME on a journaled file system (README: Benchmarks)")
+            "SCRATCHBENCH_HOME on a journaled file system (docs/benchmarks.md)")
 
 
 def run_suite(args, env):
@@ -170,14 +167,6 @@ def run_suite(args, env):
         sys.exit(f"advisor_validation: the suite failed (exit {result.returncode}):\n"
                  f"{result.stderr[-2000:]}")
     return took
-
-
-def build_kernel(where):
-    result = subprocess.run(["make", "-C", str(REPO / "src"), "MPICC=mpicc.openmpi",
-                             f"BUILD={where}"], capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"advisor_validation: the kernel did not build:\n{result.stderr}")
-    return where / "scratchbench-kernel"
 
 
 def predict(figures):
@@ -205,7 +194,7 @@ def job_script(target, kernel, work, repeats, stage_home):
     """One job on one node: every workload `repeats` times, round-robin, each kernel
     report to its own file; the copies timed with date."""
     directory = TARGET_DIRS.get(target, target)
-    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in MPI_ENV.items())
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in SLURM_OPENMPI_ENV.items())
     lines = ["#!/bin/bash", "#SBATCH --job-name=advisor-validation", "#SBATCH --nodes=1",
              f"#SBATCH --ntasks={PROCESSES}", "#SBATCH --exclusive", "#SBATCH --time=30:00",
              f"#SBATCH --output={work}/job.out", f"#SBATCH --error={work}/job.err",
@@ -258,13 +247,13 @@ def measured_seconds(work, index, rep, w):
     return sum(phases[p]["time_s"][w["timer"]]["max"] for p in w["phases"]), ""
 
 
-def seconds_words(seconds):
+def seconds_cell(seconds):
     return "-" if seconds is None else f"{seconds:.3f}"
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tag", default="quick", choices=("quick", "nightly", "acceptance"),
+    p.add_argument("--tag", default="quick", choices=TAGS,
                    help="the suite's sizes for the figures (default quick)")
     p.add_argument("--targets", default="localscratch,sanscratch",
                    type=lambda s: [t for t in s.split(",") if t])
@@ -355,7 +344,7 @@ def main():
                 errors.append(error)
                 inside = low is not None and low <= m <= high
                 within.append(inside)
-                row = (f"{seconds_words(seconds):>9s} {interval:22s}  {m:9.3f} "
+                row = (f"{seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
                        f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
                        f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
                        f"{', inside the interval' if inside else ''}")

@@ -17,31 +17,17 @@ than a buffer has scattered pages splits each request).  Exits 0 whatever the fi
     .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
 """
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (FIO_IOMEM_HELP, goal_verdict, load_average, ratio_interval,  # noqa: E402
-                   spread)
+from pairs import (FIO_IOMEM_HELP, build_kernel, goal_verdict, load_average, pair_arguments,
+                   ratio_interval, sh, spread)
 
-REPO = Path(__file__).resolve().parents[2]
-MIB = 2**20
-OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl": "self,vader"}
-
-
-def sh(cmd):
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                            env=dict(os.environ, **OMPI_ENV))
-    if result.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
-    return result.stdout
-
+from scratchbench.units import MIB
 
 def kernel_point(kernel, directory, bs, qd, size):
     """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
@@ -77,10 +63,7 @@ def fio_point(directory, bs, qd, size, iomem="malloc"):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench",
-                        help="directory on the file system to measure (created if missing)")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = pair_arguments(__doc__)
     parser.add_argument("--depths", default="1,4,16,32")
     parser.add_argument("--block-sizes", default="4096,1048576")
     parser.add_argument("--mib-small", type=int, default=128,
@@ -91,8 +74,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
-    kernel = build / "scratchbench-kernel"
+    kernel = build_kernel(build)
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]

@@ -56,21 +56,18 @@ pattern).  Exits 0 whatever the figures are.
         [--record-sizes 4k,1m] [--file-size 512m] [--direct] [--verify] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, load_average, ratio_interval, spread  # noqa: E402
+from pairs import (build_kernel, goal_verdict, load_average, pair_arguments, ratio_interval,
+                   sh, spread)
 
-REPO = Path(__file__).resolve().parents[2]
-MIB = 2**20
-OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+from scratchbench.units import MIB, parse_size
+
 MPIRUN = ["mpirun.openmpi", "--bind-to", "none"]   # placed as fio is: see above
 STRIDE = 17
 # pattern -> (fio rw, drop the cache before it when buffered, goal applies, note)
@@ -86,20 +83,6 @@ PATTERNS = {
     "stride-read": ("read:{skip}", True, False, "fio re-reads one column: no goal"),
 }
 MIX = "random-mix"
-
-
-def size_bytes(text):
-    text = str(text).strip().lower()
-    scale = {"k": 2**10, "m": 2**20, "g": 2**30}.get(text[-1:], 1)
-    return int(text[:-1] if scale > 1 else text) * scale
-
-
-def sh(cmd, env=None):
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                            env=dict(os.environ, **OMPI_ENV, **(env or {})))
-    if result.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
-    return result.stdout
 
 
 def kernel_round(kernel, directory, record, size, direct, verify):
@@ -173,10 +156,7 @@ def fio_round(directory, record, size, direct, hints):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench",
-                        help="directory on the file system to measure (created if missing)")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = pair_arguments(__doc__)
     parser.add_argument("--record-sizes", default="4k,1m")
     parser.add_argument("--file-size", default="512m", help="bytes per file (default 512m)")
     parser.add_argument("--direct", action="store_true", help="O_DIRECT on both sides")
@@ -188,10 +168,9 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
-    kernel = build / "scratchbench-kernel"
-    size = size_bytes(args.file_size)
-    records = [size_bytes(r) for r in args.record_sizes.split(",")]
+    kernel = build_kernel(build)
+    size = parse_size(args.file_size)
+    records = [parse_size(r) for r in args.record_sizes.split(",")]
     cache = "O_DIRECT" if args.direct else \
         "page cache (dropped before the first read of each kind)"
     print(f"directory {args.dir}; {size // MIB} MiB file, pread/pwrite, {cache}, fsync "

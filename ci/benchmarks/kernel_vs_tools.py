@@ -32,34 +32,19 @@ repository never builds them.  Exits 0 whatever the figures are.
         [--ior-bin /work/tools/ior/bin] [--rounds 5]
 """
 
-import argparse
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "reframe_checks" / "lib"))
-from parsers import parse_ior_json, parse_mdtest  # noqa: E402
+from pairs import (FIO_IOMEM_HELP, build_kernel, load_average, pair_arguments, ratio_interval,
+                   sh, spread)
 
-from pairs import FIO_IOMEM_HELP, load_average, ratio_interval, spread  # noqa: E402
-
-MIB = 2**20
-OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-
-
-def sh(cmd):
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                            env=dict(os.environ, **OMPI_ENV))
-    if result.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
-    return result.stdout
-
+from reframe_checks.lib.parsers import parse_ior_json, parse_mdtest
+from scratchbench.units import MIB
 
 def mpirun(np):
     # Unbound, as fio runs: Open MPI's default binding pins rank 0 to core 0, away from
@@ -207,22 +192,18 @@ def same_work(samples, key):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench", help="directory on the file "
-                        "system to measure (created if missing)")
+    parser = pair_arguments(__doc__)
     parser.add_argument("--mib", type=int, default=1024, help="MiB per rank (default 1024)")
     parser.add_argument("--files", type=int, default=100000,
                         help="files per rank for metadata (default 100000)")
     parser.add_argument("--ranks", default="1,2")
-    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
     parser.add_argument("--fio-iomem", default="malloc", help=FIO_IOMEM_HELP)
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    sh(["make", "-C", REPO / "src", "MPICC=mpicc.openmpi", f"BUILD={build}"])
-    kernel = build / "scratchbench-kernel"
+    kernel = build_kernel(build)
     path = args.ior_bin or os.environ.get("PATH")
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
     dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"

@@ -1,10 +1,58 @@
-"""What the side-by-side benchmarks share: interleaved pairs of one tool against another,
+"""What the benchmarks share: the kernel's build, running a tool (`sh`) with Open MPI's
+environment as root on one machine, and interleaved pairs of one tool against another,
 summarised as the geometric mean of their ratios with a bootstrap interval."""
 
+import argparse
 import math
 import os
 import random
 import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# Open MPI's mpirun on this one machine, as root, ranks over shared memory, more ranks
+# than cores allowed
+OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+# Open MPI under the embedded cluster's srun (PMIx, TCP on the loopback), as the site
+# config's environment sets it for the checks
+SLURM_OPENMPI_ENV = {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
+                     "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+                     "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                     "PMIX_MCA_gds": "hash", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def pair_arguments(doc):
+    """The arguments of every side-by-side benchmark: where to measure, how many rounds."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--dir", default="/var/tmp/sb-bench",
+                        help="directory on the file system to measure (created if missing)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds, the order rotating (default 5)")
+    return parser
+
+
+def sh(cmd, env=None):
+    """Run a command with OMPI_ENV (and env); its stdout, or RuntimeError with the end of
+    its stderr."""
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                            env=dict(os.environ, **OMPI_ENV, **(env or {})))
+    if result.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
+    return result.stdout
+
+
+def build_kernel(where, mpicc="mpicc.openmpi"):
+    """Build scratchbench-kernel from src/ into the directory `where`; its path.  A failed
+    build ends the benchmark with make's errors."""
+    result = subprocess.run(["make", "-C", str(REPO / "src"), f"MPICC={mpicc}",
+                             f"BUILD={where}"], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{Path(sys.argv[0]).name}: the kernel did not build:\n{result.stderr}")
+    return Path(where) / "scratchbench-kernel"
+
 
 FIO_IOMEM_HELP = ("fio's --iomem (default malloc); mmaphuge puts fio's buffers on huge pages, "
                   "as the kernel's are (needs hugetlb pages: sysctl vm.nr_hugepages)")

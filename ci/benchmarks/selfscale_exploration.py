@@ -36,17 +36,16 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from cluster import ClusterSpec, EmbeddedCluster
+from scratchbench import paths, selfscale as ss
+from scratchbench.sites import TAGS
+from scratchbench.units import MIB, size_words
+from pairs import SLURM_OPENMPI_ENV, build_kernel
 
-from cluster import ClusterSpec, EmbeddedCluster  # noqa: E402
-from scratchbench import paths, selfscale as ss  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 MPI_ENV = {
-    "openmpi": {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
-                "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-                "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "PMIX_MCA_gds": "hash",
-                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
+    "openmpi": SLURM_OPENMPI_ENV,
     "mpich": {"SLURM_MPI_TYPE": "pmi2"},
 }
 MPICC = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
@@ -56,14 +55,6 @@ def workload(tag):
     import yaml
     return yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())[
         "selfscale"][tag]
-
-
-def build_kernel(mpi, where):
-    result = subprocess.run(["make", "-C", str(REPO / "src"), f"MPICC={MPICC[mpi]}",
-                             f"BUILD={where}"], capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"selfscale_exploration: the kernel did not build:\n{result.stderr}")
-    return where / "scratchbench-kernel"
 
 
 def job_script(args, params, kernel, work):
@@ -116,7 +107,7 @@ def one_exploration(args, params, kernel, cluster, index):
 def report(result):
     t = result["timing"]
     print(f"\nexploration on {result['target']} ({result['processes']} processes, node memory "
-          f"{ss.size_words(result['node_memory_bytes'])}), work files in {result['_work']}")
+          f"{size_words(result['node_memory_bytes'])}), work files in {result['_work']}")
     if result.get("error"):
         print(f"  FAILED: {result['error']['message']}")
         return None
@@ -132,11 +123,11 @@ def report(result):
           f"{len(v.workloads)} held-out workloads")
     print(f"    kernel launches:               {len(launches)}, "
           f"{statistics.median(launches):.1f} s median, the first (writing "
-          f"{ss.size_words(t['prepare_bytes'])}) {launches[0]:.0f} s")
+          f"{size_words(t['prepare_bytes'])}) {launches[0]:.0f} s")
     knee = ex.model.knee
     print("  knee:                            " + (
-        f"{ss.size_words(knee.unique_bytes)} (cache {knee.cache_level / ss.MIB:.0f} MiB/s, "
-        f"device {knee.device_level / ss.MIB:.0f} MiB/s)" if knee else "none within the range"))
+        f"{size_words(knee.unique_bytes)} (cache {knee.cache_level / MIB:.0f} MiB/s, "
+        f"device {knee.device_level / MIB:.0f} MiB/s)" if knee else "none within the range"))
     held = ex.rounds[-1].get("top_resident") if ex.rounds else None
     if held is not None:
         print(f"  page cache at the largest uniqueBytes: {100 * held:.0f}% resident" +
@@ -144,7 +135,7 @@ def report(result):
     for regime, r in ex.model.regimes.items():
         cv = ex.repeat_cv(regime)
         print(f"  focal point, {regime:6s} regime:     {r.focal.words()}: "
-              f"{r.throughput / ss.MIB:.0f} MiB/s" +
+              f"{r.throughput / MIB:.0f} MiB/s" +
               (f", repeated {len(ex.repeat[regime])}x: variation {100 * cv:.1f}%" if cv else ""))
     print(f"  prediction error, median:        {100 * v.median_error:6.1f}% (goal: 10% or less)")
     print(f"  prediction error, maximum:       {100 * v.max_error:6.1f}%")
@@ -156,14 +147,14 @@ def report(result):
     print("  held-out workloads (predicted / measured MiB/s, error):")
     for w, p, m in sorted(zip(v.workloads, v.predicted, v.measured),
                           key=lambda row: row[0].unique_bytes):
-        print(f"    {w.words():88s} {p / ss.MIB:8.0f} / {m / ss.MIB:8.0f}  "
+        print(f"    {w.words():88s} {p / MIB:8.0f} / {m / MIB:8.0f}  "
               f"{100 * abs(p - m) / m:5.1f}%")
     return t["total_s"], v.median_error, v.max_error
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tag", default="nightly", choices=("quick", "nightly", "acceptance"))
+    p.add_argument("--tag", default="nightly", choices=TAGS)
     p.add_argument("--target", default="localscratch",
                    help="localscratch, sanscratch, or a directory every node sees")
     p.add_argument("--mpi", default="openmpi", choices=sorted(MPI_ENV))
@@ -176,7 +167,7 @@ def main():
         print(f"starting the embedded cluster in {paths.cluster_dir()}", flush=True)
         cluster.up(ClusterSpec(nodes=2, cpus_per_node=2))
     build = Path(tempfile.mkdtemp(prefix="selfscale-bench-kernel-"))
-    kernel = build_kernel(args.mpi, build)
+    kernel = build_kernel(build, MPICC[args.mpi])
     print(f"self-scaling exploration, {args.tag} sizes: {json.dumps(params)}", flush=True)
     figures = []
     for index in range(args.runs):

@@ -28,9 +28,11 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
 from reframe.core.schedulers.slurm import SlurmJobScheduler
 
 from reframe_checks.lib.parsers import ParseError
-from reframe_checks.lib.targets import TAGS, declared_targets, target_info, workload
+from reframe_checks.lib.targets import declared_targets, target_info, workload
 from scratchbench import fsconfig
 from scratchbench.figures import FigureDeclaration
+from scratchbench.sites import TAGS
+from scratchbench.units import duration_words
 
 _DECLARATION = "_scratchbench_figure"
 # What the file system is (scratchbench/fsconfig.py), collected inside a job.
@@ -70,26 +72,6 @@ def figure(unit, label, better="higher", headline="", role=""):
         setattr(perf, _DECLARATION, declared)
         return perf
     return wrap
-
-
-def duration_words(seconds):
-    """60 -> '1 min', 5400 -> '1 h 30 min', 45 -> '45 s'."""
-    seconds = int(round(float(seconds)))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes) + \
-        [f"{secs} s"] * bool(secs)
-    return " ".join(parts) or "0 s"
-
-
-def words(bytes_count):
-    """1048576 -> '1 MiB', 47008 -> '45.9 KiB', 3 -> '3 B'."""
-    value = float(bytes_count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{bytes_count} B"
 
 
 def on_slurm(partition):
@@ -272,7 +254,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             if down:
                 where += f" ({'; '.join(down)})"
         if state == "TIMEOUT" and self.time_limit:
-            where += f" of {duration_words(self.time_limit)}"
+            where += f" of {duration_words(float(self.time_limit))}"
         return f"{where}, during {type(self).__name__} on {self.scratch_target}"
 
     @staticmethod

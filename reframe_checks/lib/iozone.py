@@ -17,11 +17,11 @@ import os
 
 from reframe.core.builtins import run_after, run_before, variable
 
-from reframe_checks.lib.base import words
-from reframe_checks.lib.kernel import KERNEL_REPORT, MIB, KernelCheck, size_bytes, size_token
+from reframe_checks.lib.kernel import KERNEL_REPORT, KernelCheck
 from reframe_checks.lib.parsers import ParseError, parse_kernel_json
 from reframe_checks.lib.targets import target_info
 from scratchbench.figures import FigureDeclaration
+from scratchbench.units import MIB, parse_size, size_token, size_words
 
 #: the kernel's pattern names (as its phases start) and in words, in IOzone's order
 PATTERNS = {
@@ -65,12 +65,12 @@ def cache_marks(config, processes):
     marks = []
     cache = int(config.get("cpu_cache_bytes") or 0)
     if cache:
-        marks.append({"axis": "x", "value": cache, "label": f"CPU cache, {words(cache)}"})
+        marks.append({"axis": "x", "value": cache, "label": f"CPU cache, {size_words(cache)}"})
     memory = int(config.get("node_memory_bytes") or 0)
     if memory:
         per_file = memory // max(1, processes)
-        label = f"node memory, {words(memory)}" if processes == 1 else \
-            f"node memory / {processes} files, {words(per_file)}"
+        label = f"node memory, {size_words(memory)}" if processes == 1 else \
+            f"node memory / {processes} files, {size_words(per_file)}"
         marks.append({"axis": "x", "value": per_file, "label": label})
     return marks
 
@@ -131,14 +131,14 @@ class IOzoneCheckBase(KernelCheck):
                             "--reps", str(p["reps"]), *self.cache_arguments()]
         if p.get("all_records"):
             self.kernel_args.append("--all-records")
-        files = (f"files {words(size_bytes(smallest))} to past the node's memory"
-                 if largest == "memory" else f"files {words(size_bytes(smallest))} to "
-                 f"{words(size_bytes(largest or smallest))}")
+        files = (f"files {size_words(parse_size(smallest))} to past the node's memory"
+                 if largest == "memory" else f"files {size_words(parse_size(smallest))} to "
+                 f"{size_words(parse_size(largest or smallest))}")
         if capped:
             files += f" (not past memory: a {kind} keeps its files in memory)"
         record_lo, _, record_hi = str(p["record_sizes"]).partition(":")
-        records = (f"records {words(size_bytes(record_lo))} to "
-                   f"{words(size_bytes(record_hi or record_lo))}")
+        records = (f"records {size_words(parse_size(record_lo))} to "
+                   f"{size_words(parse_size(record_hi or record_lo))}")
         self.workload_words = (f"{files} x {records}, {self.ranks_in_words()}, "
                                f"{p['reps']} repetition{'s' * (int(p['reps']) != 1)}")
         self.variant_words = (
@@ -169,12 +169,12 @@ class IOzoneCheckBase(KernelCheck):
                     figure_name(pattern, file_size, record),
                     FigureDeclaration(
                         unit="MiB/s", better="higher",
-                        label=f"{PATTERNS[pattern]}, {words(file_size)} file, "
-                              f"{words(record)} records",
+                        label=f"{PATTERNS[pattern]}, {size_words(file_size)} file, "
+                              f"{size_words(record)} records",
                         chart={"title": f"{PATTERNS[pattern]} throughput",
                                "kind": "surface",
-                               "x": ["file size", file_size, words(file_size)],
-                               "y": ["record size", record, words(record)],
+                               "x": ["file size", file_size, size_words(file_size)],
+                               "y": ["record size", record, size_words(record)],
                                "line": "by file size and record size", "marks": marks}),
                     self._point(pattern, file_size, record))
         if not points:
@@ -188,15 +188,15 @@ class IOzoneCheckBase(KernelCheck):
             past = memory and file_size * self.tasks_per_node_used > memory
             # A file that fits in memory is read and written in the page cache: memory
             # speed, not the file system's (IOzone's 1 MiB headline read 10 GiB/s).
-            where = (f"a file larger than the node's memory ({words(file_size)})" if past
-                     else f"a {words(file_size)} file, in the page cache (memory speed)")
+            where = (f"a file larger than the node's memory ({size_words(file_size)})" if past
+                     else f"a {size_words(file_size)} file, in the page cache (memory speed)")
             self.add_figure(
                 name, FigureDeclaration(
                     unit="MiB/s", better="higher",
-                    label=f"{PATTERNS[pattern]} throughput, {words(file_size)} file, "
-                          f"{words(record)} records",
+                    label=f"{PATTERNS[pattern]} throughput, {size_words(file_size)} file, "
+                          f"{size_words(record)} records",
                     headline=f"IOzone {PATTERNS[pattern].lower()} of {where}, "
-                             f"{words(record)} records"),
+                             f"{size_words(record)} records"),
                 self._point(pattern, file_size, record))
 
     def _point(self, pattern, file_size, record):

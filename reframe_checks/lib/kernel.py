@@ -13,14 +13,14 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 
-from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure, words
+from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure
 from reframe_checks.lib.parsers import ParseError, kernel_problems, parse_kernel_json
 from reframe_checks.lib.targets import target_info
 from scratchbench import paths
 from scratchbench.figures import FigureDeclaration
+from scratchbench.units import MIB, parse_size, size_token, size_words
 
 KERNEL_REPORT = "kernel.json"
-MIB = 1024.0 * 1024.0
 
 
 class KernelBuild(rfm.CompileOnlyRegressionTest, SuiteTest):
@@ -153,7 +153,7 @@ class IOTestCheckBase(KernelCheck):
                     self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"))
         transfer = int(p["nr"]) * 8     # NR 64-bit values: the kernel reports the size it used
         per_rank = transfer * int(p["nc"]) * int(p.get("niter", 1))
-        self.workload_words = (f"{words(transfer)} transfers, {words(per_rank)} per rank, "
+        self.workload_words = (f"{size_words(transfer)} transfers, {size_words(per_rank)} per rank, "
                                f"{self.ranks_in_words()}, {p['reps']} repetitions")
         self.kernel_args = ["--nr", str(p["nr"]), "--nc", str(p["nc"]),
                             "--niter", str(p.get("niter", 1)), "--reps", str(p["reps"]),
@@ -254,23 +254,8 @@ class MetadataCheckBase(KernelCheck):
         return self.summary_value("remove", "rate_ops", "min")
 
 
-def size_bytes(text):
-    """'4k' -> 4096, '1m' -> 1048576, 512 -> 512 (the kernel's size syntax)."""
-    text = str(text).strip().lower()
-    scale = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}.get(text[-1:], 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
-
-
-def size_token(size):
-    """1048576 -> '1m', 65536 -> '64k', 1000 -> '1000': short, for figure names."""
-    for unit, scale in (("g", 2**30), ("m", 2**20), ("k", 2**10)):
-        if size % scale == 0:
-            return f"{size // scale}{unit}"
-    return str(size)
-
-
 def size_list(text):
-    return [size_bytes(part) for part in str(text).split(",") if part.strip()]
+    return [parse_size(part) for part in str(text).split(",") if part.strip()]
 
 
 class DiskperfCheckBase(KernelCheck):
@@ -299,7 +284,7 @@ class DiskperfCheckBase(KernelCheck):
                             "--file-size", str(p["file_size"]), "--reps", str(p["reps"]),
                             "--engine", p.get("engine", "io_uring"), *self.cache_arguments()]
         size = "as large as the node's memory" if p["file_size"] == "memory" else \
-            f"{words(size_bytes(p['file_size']))} per file"
+            f"{size_words(parse_size(p['file_size']))} per file"
         self.workload_words = (f"{len(self.kernel_dirs)} director"
                                f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}, {size}, "
                                f"{self.ranks_in_words()}, {p['reps']} repetitions")
@@ -307,17 +292,17 @@ class DiskperfCheckBase(KernelCheck):
         for block in self.block_sizes:
             for depth in self.queue_depths:
                 for op in ("write", "read"):
-                    headline = (f"Asynchronous {op}s, {words(block)} blocks, {depth} in flight"
+                    headline = (f"Asynchronous {op}s, {size_words(block)} blocks, {depth} in flight"
                                 if (block, depth) == (largest, deepest) else "")
                     self.add_figure(
                         f"{op}_bw_{size_token(block)}_qd{depth}",
                         FigureDeclaration(
                             unit="MiB/s", better="higher", headline=headline,
-                            label=f"{op.capitalize()} bandwidth, {words(block)} blocks, "
+                            label=f"{op.capitalize()} bandwidth, {size_words(block)} blocks, "
                                   f"{depth} in flight per rank",
                             chart={"title": f"{op.capitalize()} bandwidth against queue depth",
                                    "kind": "lines", "x": ["requests in flight per rank", depth],
-                                   "line": f"{words(block)} blocks"}),
+                                   "line": f"{size_words(block)} blocks"}),
                         self._point(op, block, depth))
 
     def _point(self, op, block, depth):
@@ -364,7 +349,7 @@ class JovianCheckBase(KernelCheck):
         self.kernel_dirs = list(info["disks"])
         remote = info.get("shared") and self.num_nodes_used > 1
         self.placements = list(PLACEMENTS if remote else PLACEMENTS[:1])
-        stripe = size_bytes(p["stripe_size"])
+        stripe = parse_size(p["stripe_size"])
         self.transfer_size = stripe * len(self.kernel_dirs)
         self.kernel_args = ["--stripe-size", str(stripe), "--data-per-client",
                             str(p["data_per_client"]), "--inflight", str(p.get("inflight", 1)),
@@ -373,10 +358,10 @@ class JovianCheckBase(KernelCheck):
         why = "" if remote else (": the target is node-local, so only local reads apply"
                                  if not info.get("shared") else ": one node only")
         self.variant_words = ", ".join(self.placements) + why
-        self.workload_words = (f"{words(self.transfer_size)} requests ({words(stripe)} x "
+        self.workload_words = (f"{size_words(self.transfer_size)} requests ({size_words(stripe)} x "
                                f"{len(self.kernel_dirs)} director"
                                f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}), "
-                               f"{words(size_bytes(p['data_per_client']))} per client, "
+                               f"{size_words(parse_size(p['data_per_client']))} per client, "
                                f"{self.ranks_in_words()}, {p['reps']} repetitions")
         for placement in self.placements:
             key = placement.replace("-", "_")

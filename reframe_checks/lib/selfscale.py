@@ -38,11 +38,12 @@ from reframe_checks.lib.parsers import ParseError
 from scratchbench import paths
 from scratchbench import selfscale as ss
 from scratchbench.figures import FigureDeclaration
+from scratchbench.units import KIB, MIB, size_words
 
 RESULT = "selfscale.json"
 REPORTS = "selfscale-reports"
 DRIVER = paths.CHECKS_DIR / "scripts" / "selfscale_search.py"
-MIB = float(ss.MIB)
+
 CHART_TITLES = {p: f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)"
                 for p in ss.PARAMETERS}
 
@@ -53,7 +54,7 @@ def curve_figure_name(parameter, value, regime=None):
 
 
 def regime_words(regime, workload):
-    return f"{regime} regime (uniqueBytes {ss.size_words(workload['unique_bytes'])})"
+    return f"{regime} regime (uniqueBytes {size_words(workload['unique_bytes'])})"
 
 
 class SelfScaleCheckBase(ScratchCheck):
@@ -145,7 +146,7 @@ class SelfScaleCheckBase(ScratchCheck):
 
 #: the pages' x axes: sizes in MiB and KiB read better than in bytes
 AXES = {"unique_bytes": ("uniqueBytes (MiB touched per node)", MIB),
-        "size_mean": ("sizeMean (mean request size, KiB)", float(ss.KIB))}
+        "size_mean": ("sizeMean (mean request size, KiB)", KIB)}
 
 
 def _chart(parameter, x, line, meta):
@@ -171,7 +172,7 @@ def declared_figures(result):
     curve = model.unique_curve
     for x, y in zip(curve.xs, curve.ys):
         add(curve_figure_name("unique_bytes", x), y / MIB, unit="MiB/s", better="higher",
-            label=f"Throughput at uniqueBytes {ss.size_words(x)}",
+            label=f"Throughput at uniqueBytes {size_words(x)}",
             chart=_chart("unique_bytes", x, "measured", {"role": "curve", "regime": None}))
     for regime, r in model.regimes.items():
         line = regime_words(regime, r.focal.as_dict())
@@ -201,7 +202,7 @@ def declared_figures(result):
     if model.knee:
         knee = model.knee
         add("knee_throughput", knee.throughput / MIB, unit="MiB/s", better="higher",
-            label=f"Throughput at the knee, uniqueBytes {ss.size_words(knee.unique_bytes)}",
+            label=f"Throughput at the knee, uniqueBytes {size_words(knee.unique_bytes)}",
             chart=_chart("unique_bytes", knee.unique_bytes, "knee",
                          {"role": "knee", "cache_level": knee.cache_level / MIB,
                           "device_level": knee.device_level / MIB}))

@@ -18,14 +18,14 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure, on_slurm, words
+from reframe_checks.lib.base import SuiteTest, ScratchCheck, figure, on_slurm
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import declared_targets, target_info
+from scratchbench.units import MIB, size_words
 
 SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "scripts")
 STAGING_REPORT = "staging.json"
-MIB = 1024.0 * 1024.0
 
 
 #: the three sets of the data set, workloads.yaml sizes each: many small files (a copy's
@@ -134,7 +134,7 @@ class StagingCheckBase(ScratchCheck):
         self.layout(1, 1)
         self.job.launcher = getlauncher("local")()
         self.workload_words = " and ".join(
-            f"{files} files of {words(size)}" for files, size in self.sets().values()) + \
+            f"{files} files of {size_words(size)}" for files, size in self.sets().values()) + \
             " staged in and back, checksums verified both ways"
 
     def sets(self):

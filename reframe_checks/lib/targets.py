@@ -15,7 +15,6 @@ from reframe.core.exceptions import ReframeFatalError
 from scratchbench import paths
 
 WORKLOADS_FILE = paths.CHECKS_DIR / "workloads.yaml"
-TAGS = ("quick", "nightly", "acceptance")
 
 
 def _runtime():

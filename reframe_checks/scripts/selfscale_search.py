@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from scratchbench import selfscale as ss
+from scratchbench import units
 
 SCHEMA = "scratchbench-selfscale 1"
 
@@ -48,9 +49,8 @@ def parse_size(text):
     text = str(text).strip().lower()
     if text in ("", "memory"):
         return None
-    scale = {"k": ss.KIB, "m": ss.MIB, "g": ss.GIB, "t": 1024 * ss.GIB}.get(text[-1:], 1)
     try:
-        return int(float(text[:-1] if scale > 1 else text) * scale)
+        return units.parse_size(text)
     except ValueError:
         raise SystemExit(f"selfscale_search: error: expected a size such as 512m or 4g, or "
                          f"'memory', got '{text}'") from None
@@ -210,10 +210,10 @@ def search(args, kernel, result):
                                 size_spread=args.size_spread)
     result.update(node_memory_bytes=node_memory(), free_bytes=free.f_bavail * free.f_frsize,
                   domain=domain.as_dict(), rules=rules.as_dict())
-    say(f"{args.dir}: uniqueBytes {ss.size_words(domain.unique_bytes[0])} to "
-        f"{ss.size_words(domain.unique_bytes[1])} (node memory "
-        f"{ss.size_words(node_memory())}), sizeMean {ss.size_words(domain.size_mean[0])} to "
-        f"{ss.size_words(domain.size_mean[1])}, processNum 1 to {args.processes}")
+    say(f"{args.dir}: uniqueBytes {units.size_words(domain.unique_bytes[0])} to "
+        f"{units.size_words(domain.unique_bytes[1])} (node memory "
+        f"{units.size_words(node_memory())}), sizeMean {units.size_words(domain.size_mean[0])} to "
+        f"{units.size_words(domain.size_mean[1])}, processNum 1 to {args.processes}")
     # The data is written once, as large as the search can go.
     args.prepare = domain.unique_bytes[1]
     exploration = ss.explore(lambda ws, reps: kernel.measure(ws, reps), domain, rules,
@@ -267,8 +267,8 @@ def main(argv=None):
                         "not depend on the ones before; inside times it; none leaves "
                         "write-back to the kernel")
     p.add_argument("--size-spread", type=float, default=0.5)
-    p.add_argument("--size-min", type=parse_size, default=ss.KIB)
-    p.add_argument("--size-max", type=parse_size, default=16 * ss.MIB)
+    p.add_argument("--size-min", type=parse_size, default=units.KIB)
+    p.add_argument("--size-max", type=parse_size, default=16 * units.MIB)
     p.add_argument("--unique-max", type=parse_size, default=None,
                    help="largest uniqueBytes, or 'memory' for the rule of the node's memory")
     p.add_argument("--rules", default="", help="JSON of scratchbench.selfscale.Rules fields")
