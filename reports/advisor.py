@@ -881,8 +881,12 @@ def workload_of(profile, size, direction, model, processes=None):
 #: one process (the check's ``request_rate_*`` figures)
 REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
 #: how a size class's request time and byte time combine: "max" (the larger) or "sum".
-#: Chosen by measurement (ci/benchmarks/advisor_validation.py --only request, which
-#: prints both): see README, "The workload advisor".
+#: Chosen by measurement (ci/benchmarks/advisor_validation.py --only request prints
+#: both): on 2026-11-26 at quick sizes (load 12 to 26 on 2 cores), over 18 rows of dd
+#: requests of 1 B, 512 B and 4 KiB on node-local disk and the SAN, the max form's
+#: median error was 45.8%, the sum form's 43.5% (sum better on 512 B, worse on 4 KiB
+#: and on the SAN's reads): no clear winner, so the bound that never charges a request
+#: twice stays.
 REQUEST_COST = "max"
 
 
@@ -899,20 +903,21 @@ def request_rate(profile, direction, model, stored=None):
     return stored.value * at_job / one
 
 
-def class_seconds(profile, model, direction, size, moved, stored=None, form=None):
+def class_seconds(profile, model, direction, size, moved, stored=None, form=None, rate=None):
     """(seconds, by requests?) of one size class: its bytes over the predicted
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
     the throughput curve is carried flat and would make a 1-byte request cost as little
     as 1/4096 of a 4 KiB one; the request rate says what a request costs whatever its
-    size."""
+    size.  ``rate``: request_rate() of the same arguments, when the caller has it."""
     form = form or REQUEST_COST
     if form not in ("max", "sum"):
         raise AdvisorError(f"request cost form: expected 'max' or 'sum', got {form!r}")
     throughput = model.predict(workload_of(profile, size, direction, model))
     by_bytes = moved / (throughput * profile.nodes)
     requests = moved / max(size, 1)
-    by_requests = requests / (request_rate(profile, direction, model, stored) * profile.nodes)
+    rate = rate or request_rate(profile, direction, model, stored)
+    by_requests = requests / (rate * profile.nodes)
     seconds = max(by_bytes, by_requests) if form == "max" else by_bytes + by_requests
     return seconds, by_requests > by_bytes
 
@@ -1296,18 +1301,21 @@ def _grid_throughputs(figures):
     the newest model measured."""
     stored = {d: _rate(figures, role) for d, role in REQUEST_ROLES.items()}
     out = {}
-    for size in FORM_GRID["request_size"]:
-        for seq in FORM_GRID["sequential_fraction"]:
-            for procs in FORM_GRID["processes_per_node"]:
-                for unique in FORM_GRID["footprint_per_node"]:
+    for seq in FORM_GRID["sequential_fraction"]:
+        for procs in FORM_GRID["processes_per_node"]:
+            for unique in FORM_GRID["footprint_per_node"]:
+                profile = Profile(source="form", processes=procs, unique_bytes=unique,
+                                  consecutive={"read": seq, "write": seq})
+                # a request's cost does not depend on its size: once per model
+                rates = {d: [request_rate(profile, d, m, stored[d])
+                             for _, m in figures.models] for d in ("read", "write")}
+                for size in FORM_GRID["request_size"]:
                     key = f"{size}|{seq:g}|{procs}|{unique}"
-                    profile = Profile(source="form", processes=procs, unique_bytes=unique,
-                                      consecutive={"read": seq, "write": seq},
-                                      size_classes={"read": [[size, MIB]],
-                                                    "write": [[size, MIB]]})
-                    out[key] = {d: [MIB / class_seconds(profile, m, d, size, MIB,
-                                                        stored[d])[0]
-                                    for _, m in figures.models] for d in ("read", "write")}
+                    out[key] = {d: [MIB / class_seconds(profile, m, d, size, MIB, stored[d],
+                                                        rate=rate)[0]
+                                    for (_, m), rate in zip(figures.models, rates[d])]
+                                for d in ("read", "write")}
+                    profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
                     out[key]["extrapolation"] = extrapolation(profile,
                                                               figures.models[0][1])[0]
     return out
