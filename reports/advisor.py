@@ -18,9 +18,14 @@ splits the job's I/O time into
 
 * *data*: each size class and direction through the target's self-scaling model
   (``scratchbench.selfscale.Model``, rebuilt from the figures whose declarations carry
-  a ``selfscale`` chart entry): time = bytes / predicted throughput; with the model's
-  measured validation error beside it (the figures declared with the roles
-  ``model_error_median`` and ``model_error_max``);
+  a ``selfscale`` chart entry): each class the larger of bytes / predicted throughput
+  and requests / request rate (roles ``read_requests_per_s``, ``write_requests_per_s``:
+  the self-scaling check's smallest requests); how far the job lies outside what the
+  model measured (:func:`extrapolation`) and the error known at that distance beside
+  it: the model's validation error (roles ``model_error_median``, ``model_error_max``)
+  only inside the measured range (:func:`error_words`); the regime as the check
+  measured it (:func:`regime_words`); each other environment's (MPI's) models'
+  prediction beside the newest environment's;
 * *metadata*: files created (the files the job writes), other opens and stats at the
   stored rates (roles ``creations_per_s``, ``opens_per_s``, ``stats_per_s``);
 * *deletion*: the files it writes, at the stored deletion rate (``deletions_per_s``) of the
@@ -715,6 +720,10 @@ class TargetFigures:
     name: str
     kind: str = ""
     models: list = field(default_factory=list)     # [(run date, Model)], newest first
+    #: the environment (programming environment: its MPI) the models were measured in
+    environ: str = ""
+    #: the other environments' newest models: {environ: [(run date, Model)]}
+    other_models: dict = field(default_factory=dict)
     model_notes: list = field(default_factory=list)
     errors: dict = field(default_factory=dict)      # role -> Rate (a fraction)
     rates: dict = field(default_factory=dict)       # role -> [Rate], the leading one first
@@ -741,7 +750,7 @@ def stored_figures(conn, recent=RECENT_RUNS):
     cases = {}
     for row in conn.execute(
             "SELECT f.metric, f.value, f.unit, f.label, f.better, f.chart, c.case_id, "
-            "c.series, c.scratch_target, c.scratch_kind, r.started FROM figures f "
+            "c.series, c.scratch_target, c.scratch_kind, c.environ, r.started FROM figures f "
             "JOIN cases c ON f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id "
             "WHERE f.chart LIKE '%\"selfscale\"%' AND f.value IS NOT NULL"):
         entry = cases.setdefault(row["case_id"], {"row": row, "figures": {}})
@@ -752,22 +761,35 @@ def stored_figures(conn, recent=RECENT_RUNS):
     for case_id, entry in cases.items():
         row = entry["row"]
         by_series.setdefault((row["scratch_target"], row["series"]), []).append(entry)
+    # the newest series of each target and environment (one per MPI): the newest
+    # environment's models predict, the others' are shown beside them, never dropped
     newest = {}
     for (name, series), entries in by_series.items():
+        environ = entries[0]["row"]["environ"] or ""
         last = max(e["row"]["started"] or 0 for e in entries)
-        if name not in newest or last > newest[name][0]:
-            newest[name] = (last, series)
+        if (name, environ) not in newest or last > newest[name, environ][0]:
+            newest[name, environ] = (last, series)
+    leading = {}
+    for (name, environ), (last, _) in newest.items():
+        if name not in leading or last > leading[name][0]:
+            leading[name] = (last, environ)
     for (name, series), entries in by_series.items():
-        if newest[name][1] != series:
+        environ = entries[0]["row"]["environ"] or ""
+        if newest[name, environ][1] != series:
             continue
         t = target(entries[0]["row"])
+        models = []
         for entry in sorted(entries, key=lambda e: e["row"]["started"] or 0,
                             reverse=True)[:recent]:
             try:
-                t.models.append((entry["row"]["started"], ss.Model.from_figures(
+                models.append((entry["row"]["started"], ss.Model.from_figures(
                     entry["figures"])))
             except ss.SelfScaleError as exc:
                 t.model_notes.append(f"a run's self-scaling figures give no model: {exc}")
+        if leading[name][1] == environ:
+            t.models, t.environ = models, environ
+        elif models:
+            t.other_models[environ] = models
 
     # Rates by role: per series, the median of the newest runs and the spread of the
     # recent runs.
@@ -835,9 +857,10 @@ def point(values):
     return statistics.median(values[:POINT_RUNS])
 
 
-def workload_of(profile, size, direction, model):
-    """The self-scaling workload of one size class and direction, per node."""
-    per_node = max(1, math.ceil(profile.processes / profile.nodes))
+def workload_of(profile, size, direction, model, processes=None):
+    """The self-scaling workload of one size class and direction, per node (with
+    ``processes`` per node instead of the job's when given)."""
+    per_node = processes or max(1, math.ceil(profile.processes / profile.nodes))
     unique = max(ss.UNIT, profile.unique_bytes / profile.nodes)
     return ss.Workload.from_dict({
         "unique_bytes": unique, "size_mean": min(max(size, ss.UNIT), GIB),
@@ -845,44 +868,61 @@ def workload_of(profile, size, direction, model):
         "seq_frac": profile.consecutive[direction], "process_num": per_node})
 
 
-#: the roles of a stored request rate per direction (requests per second of the smallest
-#: requests measured, all ranks of one node together)
+#: the roles of a stored request rate per direction: requests per second of the
+#: smallest requests the self-scaling check may use, sequential, in the page cache, on
+#: one process (the check's ``request_rate_*`` figures)
 REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
+#: how a size class's request time and byte time combine: "max" (the larger) or "sum".
+#: Chosen by measurement (ci/benchmarks/advisor_validation.py --only request prints
+#: both): on 2026-11-26 at quick sizes (load 12 to 26 on 2 cores), over 18 rows of dd
+#: requests of 1 B, 512 B and 4 KiB on node-local disk and the SAN, the max form's
+#: median error was 45.8%, the sum form's 43.5% (sum better on 512 B, worse on 4 KiB
+#: and on the SAN's reads): no clear winner, so the bound that never charges a request
+#: twice stays.
+REQUEST_COST = "max"
 
 
 def request_rate(profile, direction, model, stored=None):
-    """Requests per second per node of one direction: the stored rate (a figure with a
-    REQUEST_ROLES role) where there is one, else the model's at the smallest request
-    size it measured (its throughput there over that size)."""
-    if stored is not None:
-        return stored.value
+    """Requests per second per node of one direction.  The stored rate (a figure with a
+    REQUEST_ROLES role, measured on one process) where there is one, scaled to the job's
+    processes per node as the model scales its smallest requests; else the model's own
+    at the smallest request size it measured (its throughput there over that size)."""
     smallest = _measured_range(model)["size_mean"][0]
-    return model.predict(workload_of(profile, smallest, direction, model)) / smallest
+    at_job = model.predict(workload_of(profile, smallest, direction, model))
+    if stored is None:
+        return at_job / smallest
+    one = model.predict(workload_of(profile, smallest, direction, model, processes=1))
+    return stored.value * at_job / one
 
 
-def class_seconds(profile, model, direction, size, moved, stored=None):
-    """(seconds, by requests?) of one size class: the larger of its bytes over the
-    predicted throughput and its requests over the request rate.  Below the smallest
-    request size measured, the throughput curve is carried flat and would make a 1-byte
-    request cost as little as 1/4096 of a 4 KiB one; a request costs at least what one
-    of the smallest measured did (an upper bound: a smaller request is not dearer)."""
+def class_seconds(profile, model, direction, size, moved, stored=None, form=None, rate=None):
+    """(seconds, by requests?) of one size class: its bytes over the predicted
+    throughput and its requests over the request rate, the larger of the two or their
+    sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
+    the throughput curve is carried flat and would make a 1-byte request cost as little
+    as 1/4096 of a 4 KiB one; the request rate says what a request costs whatever its
+    size.  ``rate``: request_rate() of the same arguments, when the caller has it."""
+    form = form or REQUEST_COST
+    if form not in ("max", "sum"):
+        raise AdvisorError(f"request cost form: expected 'max' or 'sum', got {form!r}")
     throughput = model.predict(workload_of(profile, size, direction, model))
     by_bytes = moved / (throughput * profile.nodes)
     requests = moved / max(size, 1)
-    by_requests = requests / (request_rate(profile, direction, model, stored) * profile.nodes)
-    return max(by_bytes, by_requests), by_requests > by_bytes
+    rate = rate or request_rate(profile, direction, model, stored)
+    by_requests = requests / (rate * profile.nodes)
+    seconds = max(by_bytes, by_requests) if form == "max" else by_bytes + by_requests
+    return seconds, by_requests > by_bytes
 
 
-def data_seconds(profile, model, stored_rates=None):
+def data_seconds(profile, model, stored_rates=None, form=None):
     """Seconds to move the profile's bytes with one model: each size class and
-    direction at the larger of its bytes' and its requests' time, the nodes adding
-    up."""
+    direction by class_seconds, the nodes adding up."""
     seconds = 0.0
     for direction in ("read", "write"):
         for size, moved in profile.size_classes.get(direction, []):
             if moved > 0:
                 seconds += class_seconds(profile, model, direction, size, moved,
-                                         (stored_rates or {}).get(direction))[0]
+                                         (stored_rates or {}).get(direction), form)[0]
     return seconds
 
 
@@ -896,28 +936,57 @@ def _measured_range(model):
     return ranges
 
 
-def _beyond(profile, model):
-    """Where the job lies outside what the model measured, in words."""
+#: a prediction this many times past the measured range (or less) is taken as inside it
+INSIDE = 1.01
+
+
+def extrapolation(profile, model):
+    """(factor, [words]): how far the job lies outside what the model measured, per
+    parameter (processes per node, bytes touched per node, request sizes above or
+    below the sizes measured), and the largest of those factors (1.0: inside)."""
     ranges = _measured_range(model)
     per_node = math.ceil(profile.processes / profile.nodes)
     unique = profile.unique_bytes / profile.nodes
     sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, [])
                     if b})
-    words = []
+    factor, words = 1.0, []
     lo, hi = ranges["process_num"]
-    if per_node > hi:
-        words.append(f"{per_node} processes per node, more than the {hi:.0f} measured (the "
-                     f"curve's end is used)")
+    if per_node > hi * INSIDE:
+        factor = max(factor, per_node / hi)
+        words.append(f"{per_node} processes per node, {per_node / hi:,.1f}x the {hi:.0f} "
+                     "measured (the curve's end is used)")
     lo, hi = ranges["unique_bytes"]
-    if unique > hi * 1.001:
-        words.append(f"{size_words(unique)} touched per node, beyond the "
+    if unique > hi * INSIDE:
+        factor = max(factor, unique / hi)
+        words.append(f"{size_words(unique)} touched per node, {unique / hi:,.1f}x the "
                      f"{size_words(hi)} measured")
     lo, hi = ranges["size_mean"]
-    out = [s for s in sizes if s < lo * 0.999 or s > hi * 1.001]
-    if out:
-        words.append(f"requests of {', '.join(size_words(s) for s in out)} outside the "
-                     f"{size_words(lo)} to {size_words(hi)} measured")
-    return words
+    for s in sizes:
+        if s > hi * INSIDE or s * INSIDE < lo:
+            far = s / hi if s > hi else lo / max(s, 1)
+            factor = max(factor, far)
+            words.append(f"requests of {size_words(s)}, {far:,.1f}x "
+                         f"{'above' if s > hi else 'below'} the {size_words(lo)} to "
+                         f"{size_words(hi)} measured")
+    return factor, words
+
+
+def regime_words(profile, model):
+    """The regime the job's footprint falls in, named only as it was measured: an
+    upper regime the page cache still held when the check measured it is not "beyond
+    the page cache"."""
+    weight = model.regime_weight(workload_of(profile, MIB, "read", model))
+    if weight <= 0.0:
+        return "page cache regime"
+    knee = model.knee
+    if knee is not None and knee.upper_in_page_cache:
+        upper = (f"upper regime, which the self-scaling check measured still in the page "
+                 f"cache ({knee.top_resident:.0%} of its largest footprint held)")
+    elif knee is None or knee.top_resident is None:
+        upper = "upper regime (whether the page cache still held it was not recorded)"
+    else:
+        upper = "upper regime, beyond the page cache"
+    return upper if weight >= 1.0 else f"between the page cache regime and the {upper}"
 
 
 def predict_data(profile, figures):
@@ -930,16 +999,22 @@ def predict_data(profile, figures):
     stored = {d: _rate(figures, role) for d, role in REQUEST_ROLES.items()}
     values = [data_seconds(profile, m, stored) for _, m in figures.models]
     low, high = _interval(values)
-    regime = "page cache" if model.regime_weight(workload_of(
-        profile, MIB, "read", model)) <= 0.0 else (
-            "beyond the page cache" if model.regime_weight(workload_of(
-                profile, MIB, "read", model)) >= 1.0 else "between page cache and device")
     seconds = point(values)
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
+    factor, far = extrapolation(profile, model)
+    within = f" of the {figures.environ} environment" if figures.other_models else ""
     part = Part(seconds=seconds, low=low, high=high, runs=len(values), date=date,
-                rests_on=f"self-scaling model ({regime}), "
+                rests_on=f"self-scaling model{within} ({regime_words(profile, model)}), "
                          f"{units.quantity(throughput, 'B/s')} predicted",
-                notes=_beyond(profile, model) + list(figures.model_notes))
+                notes=far + list(figures.model_notes))
+    part.extra["extrapolation"] = factor
+    for environ, models in sorted(figures.other_models.items()):
+        other = point([data_seconds(profile, m, stored) for _, m in models])
+        part.extra.setdefault("other_environments", {})[environ] = other
+        part.notes.append(
+            f"with the self-scaling model of the {environ} environment (another MPI): "
+            f"{seconds_words(other)}; the table uses {figures.environ}'s, the newest (the "
+            f"advisor does not know which MPI the job used)")
     for direction in ("read", "write"):
         bound = [size for size, moved in profile.size_classes.get(direction, []) if moved
                  and class_seconds(profile, model, direction, size, moved,
@@ -961,7 +1036,23 @@ def predict_data(profile, figures):
     if not figures.errors:
         part.notes.append("the model's validation error is not in the store (no figure "
                           "declares the roles model_error_median/max)")
+    part.extra["error_words"] = error_words(part.extra)
     return part
+
+
+def error_words(extra):
+    """The error to print beside a data prediction: the model's validation error where
+    the job lies inside the range the check measured (its held-out workloads lie
+    there), else how far it extrapolates and that no error is known that far."""
+    factor = extra.get("extrapolation") or 1.0
+    if factor > INSIDE:
+        return (f"extrapolated {factor:,.1f}x beyond what was measured; no error known at "
+                "that distance")
+    med, top = extra.get("model_error_median"), extra.get("model_error_max")
+    if med is None:
+        return ""
+    return (f"inside the measured range: validation error median {med:.0%}"
+            + (f", max {top:.0%}" if top is not None else ""))
 
 
 def _rate(figures, role):
@@ -1195,19 +1286,30 @@ def load_classes(path=CLASSES_FILE):
 
 
 def _grid_throughputs(figures):
-    """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...]}}: what
-    the models predict at every point of the form's grid, newest model first."""
+    """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...],
+    "extrapolation": factor}}: what the models predict at every point of the form's
+    grid, newest model first, each the throughput of class_seconds (requests charged at
+    the request rate as the CLI charges them), and how far the point lies outside what
+    the newest model measured."""
+    stored = {d: _rate(figures, role) for d, role in REQUEST_ROLES.items()}
     out = {}
-    for size in FORM_GRID["request_size"]:
-        for seq in FORM_GRID["sequential_fraction"]:
-            for procs in FORM_GRID["processes_per_node"]:
-                for unique in FORM_GRID["footprint_per_node"]:
+    for seq in FORM_GRID["sequential_fraction"]:
+        for procs in FORM_GRID["processes_per_node"]:
+            for unique in FORM_GRID["footprint_per_node"]:
+                profile = Profile(source="form", processes=procs, unique_bytes=unique,
+                                  consecutive={"read": seq, "write": seq})
+                # a request's cost does not depend on its size: once per model
+                rates = {d: [request_rate(profile, d, m, stored[d])
+                             for _, m in figures.models] for d in ("read", "write")}
+                for size in FORM_GRID["request_size"]:
                     key = f"{size}|{seq:g}|{procs}|{unique}"
-                    out[key] = {d: [m.predict(ss.Workload.from_dict({
-                        "unique_bytes": unique, "size_mean": size,
-                        "read_frac": 1.0 if d == "read" else 0.0, "seq_frac": seq,
-                        "process_num": procs})) for _, m in figures.models]
-                        for d in ("read", "write")}
+                    out[key] = {d: [MIB / class_seconds(profile, m, d, size, MIB, stored[d],
+                                                        rate=rate)[0]
+                                    for (_, m), rate in zip(figures.models, rates[d])]
+                                for d in ("read", "write")}
+                    profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
+                    out[key]["extrapolation"] = extrapolation(profile,
+                                                              figures.models[0][1])[0]
     return out
 
 
@@ -1278,12 +1380,8 @@ def format_advice(result):
                 rows.append((name, "-", "", part["missing"]))
                 continue
             rests = part["rests_on"]
-            if name == "data" and "model_error_median" in part["extra"]:
-                med, top = part["extra"].get("model_error_median"), \
-                    part["extra"].get("model_error_max")
-                if med is not None:
-                    rests += f"; model's validation error median {med:.0%}" + (
-                        f", max {top:.0%}" if top is not None else "")
+            if name == "data" and part["extra"].get("error_words"):
+                rests += f"; {part['extra']['error_words']}"
             rows.append((name, seconds_words(part["seconds"]), interval_words(part), rests))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         for r in rows:

@@ -493,6 +493,13 @@ class Knee:
     cache_level: float
     device_level: float
     throughput: float          # the curve at the knee
+    #: the share of the largest uniqueBytes the page cache held after its measurement
+    #: (None: not known): at HELD or more, the upper regime is still the page cache's
+    top_resident: float = None
+
+    @property
+    def upper_in_page_cache(self):
+        return self.top_resident is not None and self.top_resident >= HELD
 
     def as_dict(self):
         return asdict(self)
@@ -697,7 +704,8 @@ class Model:
             elif role == "knee":
                 knee = Knee(unique_bytes=int(meta["x"]), throughput=float(value) * scale,
                             cache_level=float(meta["cache_level"]) * scale,
-                            device_level=float(meta["device_level"]) * scale)
+                            device_level=float(meta["device_level"]) * scale,
+                            top_resident=meta.get("top_resident"))
         if ("unique_bytes", None) not in curves:
             raise SelfScaleError("stored figures: no uniqueBytes curve of a self-scaling run")
         if "cache" not in focal:
@@ -839,6 +847,8 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
         knee = find_knee(unique_curve, rules)
         top_resident = resident(base.with_value("unique_bytes", unique_curve.xs[-1])) \
             if resident else None
+        if knee:
+            knee.top_resident = top_resident
         if knee and top_resident is not None and top_resident >= HELD:
             say(f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
                 f"largest uniqueBytes ({size_words(unique_curve.xs[-1])}): the fall at "

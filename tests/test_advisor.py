@@ -303,9 +303,10 @@ def known_model(scale=1.0):
         "cache", focal, 1000 * MIB * scale, curves)})
 
 
-def selfscale_case(target, model, error_median, error_max):
+def selfscale_case(target, model, error_median, error_max, environ="gnu-openmpi",
+                   request_rates=None):
     """The figures a self-scaling check stores for this model (its two prediction errors
-    declare their roles)."""
+    and, given ``request_rates``, its request rates declare their roles)."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
     exploration = ss.Exploration(domain=domain, rules=ss.Rules(), model=model, rounds=[],
                                  settled=True, points_measured=40)
@@ -314,13 +315,14 @@ def selfscale_case(target, model, error_median, error_max):
     validation = ss.Validation(workloads, predicted, [p / (1 + error_median) for p in predicted])
     figures, samples = declared_figures({"exploration": exploration.as_dict(),
                                          "validation": validation.as_dict(),
-                                         "timing": {"total_s": 300.0}})
+                                         "timing": {"total_s": 300.0},
+                                         "request_rates": request_rates})
     declarations = {n: d.as_dict() for n, (_, d) in figures.items()}
     values = {n: v for n, (v, _) in figures.items()}
     assert declarations["prediction_error_median"]["role"] == "model_error_median"
     assert declarations["prediction_error_max"]["role"] == "model_error_max"
     values["prediction_error_max"] = 100 * error_max
-    return make_case("SelfScaleCheck", {"scratch_target": target}, "gnu-openmpi", target,
+    return make_case("SelfScaleCheck", {"scratch_target": target}, environ, target,
                      {n: (values[n], d["unit"], samples.get(n, [])) for n, d in
                       declarations.items()}, declarations=declarations)
 
@@ -442,7 +444,7 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert result["recommendation"]["target"] == "fastfs"
     text = advisor.format_advice(result)
     assert "no self-scaling curves yet" in text
-    assert "model's validation error median 8%, max 20%" in text
+    assert "inside the measured range: validation error median 8%, max 20%" in text
 
 
 def test_the_target_is_named_only_when_the_intervals_part(known_history):
@@ -462,9 +464,9 @@ def test_a_job_beyond_the_measured_range_says_so(known_history):
     wide = dict(KNOWN, processes=64, request_size="256 MiB", footprint="64 GiB")
     result = advisor.advise(advisor.description_profile(wide, "wide"), db_path=db)
     notes = " ".join(result["targets"][0]["parts"]["data"]["notes"])
-    assert "64 processes per node, more than the 4 measured" in notes
-    assert "beyond the 1 GiB measured" in notes
-    assert "requests of 256 MiB outside the 4 KiB to 16 MiB measured" in notes
+    assert "64 processes per node, 16.0x the 4 measured" in notes
+    assert "64 GiB touched per node, 64.0x the 1 GiB measured" in notes
+    assert "requests of 256 MiB, 16.0x above the 4 KiB to 16 MiB measured" in notes
 
 
 def test_a_log_with_several_nodes_divides_the_job_evenly(known_history):
@@ -613,6 +615,14 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
     assert beyond == ["stage-out: 2 GiB is 4.0x the largest copy the staging check timed "
                       "(512 MiB): its sustained bandwidth is carried past what was measured"]
     assert beyond[0] in result_words
+    # 16 GiB touched per node, 16x the 1 GiB measured: the page states the distance as
+    # advise does, and not the in-range error
+    fast_data = next(t for t in expected["targets"] if t["target"] == "fastfs")[
+        "parts"]["data"]
+    assert fast_data["extra"]["error_words"] == ("extrapolated 16.0x beyond what was "
+                                                 "measured; no error known at that distance")
+    assert fast_data["extra"]["error_words"] in result_words
+    assert "validation error" not in result_words
     print(f"screenshot: {ARTIFACTS / 'advisor-page.png'}")
 
 
@@ -732,3 +742,128 @@ def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
     data = advisor.predict_data(profile, advisor.load_figures(db_path=db)["fastfs"])
     assert data.seconds == pytest.approx(2.0, rel=1e-6)
     assert any("500,000 requests/s (the stored read requests per s)" in n for n in data.notes)
+
+
+def history_of(tmp_path, nights):
+    """A history store of [(night, [cases])]: each night one run, a day apart."""
+    runs = tmp_path / "runs"
+    for night, cases in nights:
+        (runs / f"night{night}").mkdir(parents=True)
+        (runs / f"night{night}" / "report.json").write_text(json.dumps(make_report(
+            f"night{night}", START + night * DAY, cases)))
+    db = tmp_path / "history.sqlite"
+    conn = store.connect(db)
+    assert store.ingest_all(conn, runs)[0] == len(nights)
+    conn.close()
+    return db
+
+
+def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
+    """The rate the self-scaling check measures (on one process, at its smallest
+    requests) is stored with its role and charges each request: a million 1-byte
+    reads at 400,000 requests/s take 2.5 s; 4 processes per node take what the
+    model's processNum curve says (flat here: as long); the sum form adds the bytes'
+    time."""
+    rates = {"read": 400_000.0, "write": 100_000.0, "size": KIB, "unique_bytes": 64 * MIB}
+    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2,
+                                                   request_rates=rates)])])
+    figures = advisor.load_figures(db_path=db)["fastfs"]
+    assert figures.rates["read_requests_per_s"][0].value == 400_000.0
+    assert figures.rates["write_requests_per_s"][0].value == 100_000.0
+    one = advisor.description_profile(ONE_BYTE_READS, "bytes")
+    data = advisor.predict_data(one, figures)
+    assert data.seconds == pytest.approx(2.5, rel=1e-9)
+    assert any("400,000 requests/s (the stored read requests per s)" in n for n in data.notes)
+    four = advisor.description_profile(dict(ONE_BYTE_READS, processes=4), "four")
+    assert advisor.predict_data(four, figures).seconds == pytest.approx(2.5, rel=1e-9)
+    writes = advisor.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
+    assert advisor.predict_data(writes, figures).seconds == pytest.approx(10.0, rel=1e-9)
+    # 4 KiB reads (consecutive): 250 MiB/s by their bytes, 64,000/s; 400,000/s by number
+    model = figures.models[0][1]
+    kib = advisor.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
+                                           request_size="4 KiB"), "4k")
+    by_bytes, by_requests = 4096 * 1000 / (250 * MIB), 1000 / 400_000
+    for form, expected in (("max", by_bytes), ("sum", by_bytes + by_requests)):
+        seconds, bound = advisor.class_seconds(kib, model, "read", 4096, 4096 * 1000,
+                                               figures.rates["read_requests_per_s"][0], form)
+        assert seconds == pytest.approx(expected, rel=1e-9) and not bound
+    with pytest.raises(advisor.AdvisorError, match="expected 'max' or 'sum', got 'min'"):
+        advisor.class_seconds(kib, model, "read", 4096, 4096, None, "min")
+
+
+def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_history):
+    """Inside the measured range, the check's validation error (its held-out workloads
+    lie there); a real log far outside it (sample-goodost: 48 processes and 48 GiB on
+    one node against 4 and 1 GiB measured, IOR's 17-byte writes to stdout 241x below
+    the 4 KiB requests measured, its 8 MiB writes inside) says how far it extrapolates
+    and that no error is known that far, not the in-range error."""
+    _, db = known_history
+    figures = advisor.load_figures(db_path=db)
+    inside = advisor.predict_all(advisor.description_profile(KNOWN, "known"), figures)
+    data = inside["targets"][0]["parts"]["data"]
+    assert data["extra"]["extrapolation"] == 1.0
+    assert data["extra"]["error_words"] == ("inside the measured range: validation error "
+                                            "median 8%, max 20%")
+    log = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan")
+    far = advisor.predict_all(log, figures)
+    data = far["targets"][0]["parts"]["data"]
+    assert data["extra"]["extrapolation"] == pytest.approx(4096 / 17, rel=1e-9)
+    assert "48 processes per node, 12.0x the 4 measured (the curve's end is used)" in \
+        data["notes"]
+    assert "48 GiB touched per node, 48.0x the 1 GiB measured" in data["notes"]
+    assert "requests of 17 B, 240.9x below the 4 KiB to 16 MiB measured" in data["notes"]
+    text = advisor.format_advice(far)
+    assert "extrapolated 240.9x beyond what was measured; no error known at that " \
+           "distance" in text
+    assert "validation error median" not in text
+    # one byte is 4,096x below the 4 KiB requests measured
+    tiny = advisor.predict_all(advisor.description_profile(ONE_BYTE_READS, "b"), figures)
+    assert tiny["targets"][0]["parts"]["data"]["extra"]["extrapolation"] == 4096.0
+
+
+def two_regime_model(top_resident):
+    """The known model with a device regime 10x slower from 1 GiB, the knee at 256 MiB
+    and what the page cache held of the largest footprint when it was measured."""
+    cache = known_model()
+    device = ss.Regime("device", ss.Workload(GIB, MIB, 0.5, 0.5, 2), 100 * MIB,
+                       {p: ss.Curve(p, c.xs, [y / 10 for y in c.ys], regime="device")
+                        for p, c in cache.regimes["cache"].curves.items()})
+    knee = ss.Knee(unique_bytes=256 * MIB, cache_level=1000 * MIB, device_level=100 * MIB,
+                   throughput=300 * MIB, top_resident=top_resident)
+    return ss.Model(unique_curve=cache.unique_curve,
+                    regimes={"cache": cache.regimes["cache"], "device": device}, knee=knee)
+
+
+@pytest.mark.parametrize("held, words", [
+    (1.0, "upper regime, which the self-scaling check measured still in the page cache "
+          "(100% of its largest footprint held)"),
+    (0.05, "upper regime, beyond the page cache"),
+    (None, "upper regime (whether the page cache still held it was not recorded)")])
+def test_the_regime_is_named_only_as_the_check_measured_it(tmp_path, held, words):
+    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", two_regime_model(held), 0.1,
+                                                   0.3)])])
+    figures = advisor.load_figures(db_path=db)["fastfs"]
+    assert figures.models[0][1].knee.top_resident == held
+    big = advisor.description_profile(dict(KNOWN, footprint="1 GiB"), "big")
+    assert f"self-scaling model ({words})" in advisor.predict_data(big, figures).rests_on
+    small = advisor.description_profile(KNOWN, "small")
+    assert "(page cache regime)" in advisor.predict_data(small, figures).rests_on
+
+
+def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
+    """Two self-scaling series of one target, one per MPI: the newest environment's
+    predicts, the other's prediction is beside it with its name."""
+    db = history_of(tmp_path, [
+        (0, [selfscale_case("fastfs", known_model(0.5), 0.8, 1.5, environ="gnu-mpich")]),
+        (1, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi")])])
+    figures = advisor.load_figures(db_path=db)["fastfs"]
+    assert figures.environ == "gnu-openmpi" and list(figures.other_models) == ["gnu-mpich"]
+    data = advisor.predict_data(advisor.description_profile(KNOWN, "known"), figures)
+    expected = 512 / 1000 + 512 / 640
+    assert data.seconds == pytest.approx(expected, rel=1e-9)
+    assert data.extra["other_environments"]["gnu-mpich"] == pytest.approx(2 * expected,
+                                                                           rel=1e-9)
+    assert "self-scaling model of the gnu-openmpi environment" in data.rests_on
+    assert (f"with the self-scaling model of the gnu-mpich environment (another MPI): "
+            f"{advisor.seconds_words(2 * expected)}; the table uses gnu-openmpi's, the "
+            "newest (the advisor does not know which MPI the job used)") in data.notes

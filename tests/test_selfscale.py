@@ -672,6 +672,20 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     assert data["timing"]["launches"] == len(list((tmp_path / "reports").glob("launch-*.json")))
     assert ex.domain.unique_bytes[1] == 64 * MIB
     assert list(shm_dir.iterdir()) == [], "the kept data was left behind"
+    # what one request costs, measured at the smallest request size the search may use,
+    # stored with the roles the advisor charges requests by
+    rates = data["request_rates"]
+    assert rates["size"] == ex.domain.size_mean[0] and rates["read"] > 0 and rates["write"] > 0
+    assert "selfscale: request rate at 1 KiB sequential requests, 1 process" in result.stdout
+    figures, _ = declared_figures(data)
+    for direction in ("read", "write"):
+        value, declaration = figures[f"request_rate_{direction}"]
+        assert (value, declaration.role, declaration.unit) == (
+            rates[direction], f"{direction}_requests_per_s", "ops/s")
+    # tmpfs is the page cache: a knee found there is recorded as still in it
+    if ex.model.knee:
+        assert ex.model.knee.top_resident == 1.0 and ex.model.knee.upper_in_page_cache
+        assert figures["knee_throughput"][1].chart["selfscale"]["top_resident"] == 1.0
 
 
 def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):

@@ -53,7 +53,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROCESSES = 2          # ranks of every workload, on one node (the cluster's 2 CPUs)
 TARGET_DIRS = {"localscratch": "$LOCALSCRATCH", "sanscratch": "$MYSANSCRATCH"}
-SUITE_CHECKS = ("KernelSelfScale", "KernelMetadata", "StageInOut")
+#: the check whose figures each part of a prediction rests on
+SUITE_CHECKS = {"data": "KernelSelfScale", "metadata": "KernelMetadata",
+                "deletion": "KernelMetadata", "staging": "StageInOut"}
 
 # The workloads: what the user says (the advisor's description keys), how the job runs
 # it, and which parts of the prediction its measurement covers.  Sizes are small enough
@@ -123,6 +125,26 @@ WORKLOADS = [
      "copy": name, "parts": ("staging",)}
     for name, (files, size) in STAGE_SETS.items()
 ]
+#: the per-request workloads (issue 26, section 1): one process, `dd` with requests of
+#: 1 B, 512 B and 4 KiB, as a user's program would issue them; writes into the page
+#: cache, reads of a file the page cache holds ("cached") and of one whose pages were
+#: dropped just before (dd iflag=nocache, posix_fadvise DONTNEED: "uncached"; readahead
+#: still fetches ahead of the requests).  (request bytes, requests)
+REQUEST_SIZES = ((1, 200_000), (512, 100_000), (4096, 25_000))
+WORKLOADS += [
+    {"name": f"request {direction} {size} B{' ' + cache if direction == 'read' else ''}",
+     "words": f"dd bs={size} count={count:,} {'from' if direction == 'read' else 'into'} "
+              f"one file ({cache}), one process",
+     "description": {"processes": 1, "bytes": size * count,
+                     "read_fraction": 1.0 if direction == "read" else 0.0,
+                     "request_size": size, "sequential_fraction": 1.0,
+                     "footprint": size * count, "files": 1,
+                     "files_written": 0 if direction == "read" else 1, "opens": 1},
+     "dd": {"size": size, "count": count, "direction": direction, "cache": cache},
+     "parts": ("data",)}
+    for size, count in REQUEST_SIZES
+    for direction, cache in (("write", "cached"), ("read", "cached"), ("read", "uncached"))
+]
 
 
 def journal_warning(path):
@@ -153,7 +175,7 @@ def run_suite(args, env):
     # slowed by another beside it would give figures no lone job sees.
     command = [str(REPO / ".venv" / "bin" / "scratchbench"), "run", "--tag", args.tag,
                "--serial", "--note", "advisor validation: the figures it predicts from"]
-    for check in SUITE_CHECKS:
+    for check in sorted({SUITE_CHECKS[p] for w in WORKLOADS for p in w["parts"]}):
         command += ["--name", check]
     if len(args.targets) == 1:
         command += ["--target", args.targets[0]]
@@ -202,6 +224,9 @@ def job_script(target, kernel, work, repeats, stage_home):
              'mkdir -p "$dir" || exit 3']
     for rep in range(repeats):
         for i, w in enumerate(WORKLOADS):
+            if w.get("dd"):
+                lines += dd_lines(w["dd"], i, rep)
+                continue
             if w.get("copy"):
                 dest = f'"$dir/stage-{rep}"'
                 source = shlex.quote(str(stage_home / w["copy"]))
@@ -220,9 +245,35 @@ def job_script(target, kernel, work, repeats, stage_home):
     return "\n".join(lines) + "\n"
 
 
+def dd_lines(dd, index, rep):
+    """One timed dd of a per-request workload; the file's resident share (fincore)
+    just before the timed part is written beside the times."""
+    size, count = dd["size"], dd["count"]
+    f = f'"$dir/request-{index}"'
+    timed = (f"dd if=/dev/zero of={f} bs={size} count={count} status=none"
+             if dd["direction"] == "write" else
+             f"dd if={f} of=/dev/null bs={size} count={count} status=none")
+    lines = [f"rm -f {f}"]
+    if dd["direction"] == "read":
+        lines.append(f"head -c {size * count} /dev/zero > {f} && cat {f} > /dev/null")
+    lines.append("sync")
+    if dd["cache"] == "uncached":
+        lines.append(f"dd if={f} iflag=nocache count=0 status=none")
+    lines += [f"res=$(fincore --bytes --noheadings --output RES {f} 2>/dev/null || echo -)",
+              f"t0=$(date +%s.%N); {timed} || exit 6; t1=$(date +%s.%N)",
+              f"echo \"$t0 $t1 $res\" > dd-{index}-{rep}.txt; rm -f {f}; sync"]
+    return lines
+
+
 def measured_seconds(work, index, rep, w):
     """The I/O time one run of a workload measured; None (with a reason) when it did
     not complete."""
+    if w.get("dd"):
+        path = work / f"dd-{index}-{rep}.txt"
+        if not path.exists():
+            return None, "dd did not run"
+        t0, t1 = path.read_text().split()[:2]
+        return float(t1) - float(t0), ""
     if w.get("copy"):
         path = work / f"copy-{index}-{rep}.txt"
         if not path.exists():
@@ -262,9 +313,16 @@ def main():
                    help="CPUs each node of a cluster this benchmark starts advertises "
                         "(default 2 for quick, 4 for the nightly and acceptance sizes, "
                         "whose self-scaling search runs 4 processes)")
+    p.add_argument("--only", default="",
+                   help="only the workloads whose name holds this text (e.g. 'request': "
+                        "the per-request workloads); the suite runs only the checks they "
+                        "rest on")
     p.add_argument("--reuse-history", action="store_true",
                    help="predict from the figures already stored; do not run the suite")
     args = p.parse_args()
+    WORKLOADS[:] = [w for w in WORKLOADS if args.only in w["name"]]
+    if not WORKLOADS:
+        sys.exit(f"advisor_validation: --only {args.only!r}: no workload's name holds it")
     started = time.monotonic()
     env = dict(os.environ)
     warning = journal_warning(paths.state_dir())
@@ -284,7 +342,15 @@ def main():
     missing = [t for t in args.targets if t not in figures]
     if missing:
         sys.exit(f"advisor_validation: the store has no figures of {', '.join(missing)}")
-    predictions = predict(figures)
+    # both ways of adding a class's request time to its byte time, so that the
+    # measurements decide between them (advisor.REQUEST_COST is the one it uses)
+    chosen = advisor.REQUEST_COST
+    by_form = {}
+    for form in ("max", "sum"):
+        advisor.REQUEST_COST = form
+        by_form[form] = predict(figures)
+    advisor.REQUEST_COST = chosen
+    predictions = by_form[chosen]
     predicted_at = time.time()
     print(f"\npredictions made at {advisor.date_words(predicted_at)}, before any workload ran, "
           f"from figures of {', '.join(f'{t}: {advisor.date_words(figures[t].models[0][0])}' for t in args.targets if figures[t].models)}",
@@ -296,11 +362,12 @@ def main():
 
     build = Path(tempfile.mkdtemp(prefix="advisor-validation-kernel-"))
     kernel = build_kernel(build)
-    measured = {}
+    measured, works = {}, {}
     for target in args.targets:
         work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-",
                                      dir=paths.state_dir()))
         os.chmod(work, 0o755)
+        works[target] = work
         stage_home = work / "home-input"
         for name, (files, size) in STAGE_SETS.items():
             (stage_home / name).mkdir(parents=True)
@@ -348,6 +415,16 @@ def main():
                        f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
                        f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
                        f"{', inside the interval' if inside else ''}")
+                other = "sum" if chosen == "max" else "max"
+                alternative = by_form[other][w["name"], target][0]
+                if w.get("dd") and alternative is not None:
+                    resident = sorted({(works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt")
+                                       .read_text().split()[2]
+                                       for r in range(args.repeats) if (works[target] /
+                                       f"dd-{WORKLOADS.index(w)}-{r}.txt").exists()})
+                    row += (f"; {other} form {alternative:.3f} s "
+                            f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
+                            f"{'/'.join(resident)} B")
             print(f"  {'+'.join(w['parts']):43s} {target:13s} {row}")
     if errors:
         print(f"\nmedian relative error over {len(errors)} workload x target rows: "

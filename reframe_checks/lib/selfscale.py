@@ -205,7 +205,10 @@ def declared_figures(result):
             label=f"Throughput at the knee, uniqueBytes {size_words(knee.unique_bytes)}",
             chart=_chart("unique_bytes", knee.unique_bytes, "knee",
                          {"role": "knee", "cache_level": knee.cache_level / MIB,
-                          "device_level": knee.device_level / MIB}))
+                          "device_level": knee.device_level / MIB,
+                          # what the page cache held of the largest uniqueBytes: an
+                          # upper regime it held is no "beyond the page cache"
+                          "top_resident": knee.top_resident}))
 
     # the performance variables
     samples = {}
@@ -241,6 +244,14 @@ def declared_figures(result):
     add("prediction_error_max", 100.0 * validation.max_error, unit="%", better="lower",
         role="model_error_max", label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
               "workloads")
+    rates = result.get("request_rates") or {}
+    for direction in ("read", "write"):
+        if rates.get(direction):
+            add(f"request_rate_{direction}", rates[direction], unit="ops/s", better="higher",
+                role=f"{direction}_requests_per_s",
+                label=f"{direction.capitalize()} requests per second, "
+                      f"{ss.size_words(rates['size'])} sequential, 1 process, "
+                      f"{ss.size_words(rates['unique_bytes'])} touched (in the page cache)")
     if validation.spread is not None:
         add("validation_spread", 100.0 * validation.spread, unit="%", better="lower",
             label="Noise under the prediction error: how far one measurement of a held-out "

@@ -226,6 +226,8 @@ def search(args, kernel, result):
         f"{'settled' if exploration.settled else 'not settled'} after "
         f"{len(exploration.rounds)} round(s)")
 
+    result["request_rates"] = request_rates(kernel, model, domain)
+
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
     say(f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed}), "
         f"{args.passes} passes each")
@@ -240,6 +242,32 @@ def search(args, kernel, result):
         f"maximum {100 * validation.max_error:.1f}%" +
         (f"; one measurement lies {100 * spread:.1f}% from the median of its passes "
          "(median over the workloads): the noise the errors stand on" if spread else ""))
+
+
+def request_rates(kernel, model, domain):
+    """{"read", "write": requests per second, "size", "unique_bytes"}: what one request
+    costs, measured on one process at the smallest request size the search may use,
+    sequential (the cheapest order), in the cache regime's footprint (the page cache
+    holds it: the cost is the file system's per request, not the device's).  The
+    advisor charges a job's requests at this rate (a 1-byte read costs no less than
+    this); one launch of two points, before the validation (whose launch discards the
+    data)."""
+    base = model.regimes["cache"].focal
+    size = domain.size_mean[0]
+    points = [ss.Workload(unique_bytes=base.unique_bytes, size_mean=size,
+                          read_frac=frac, seq_frac=1.0, process_num=1)
+              for frac in (1.0, 0.0)]
+    kernel.measure(points, 1, label="request rate")
+    measured = kernel.points[-2:]
+    rates = {"size": size, "unique_bytes": base.unique_bytes}
+    for point in measured:
+        direction = "read" if point["workload"]["read_frac"] == 1.0 else "write"
+        values = sorted(v for v in point["requests_per_s"] if v)
+        rates[direction] = values[len(values) // 2] if values else None
+    say(f"request rate at {ss.size_words(size)} sequential requests, 1 process, "
+        f"{ss.size_words(base.unique_bytes)} touched: "
+        + ", ".join(f"{d} {rates[d]:,.0f}/s" for d in ("read", "write") if rates.get(d)))
+    return rates
 
 
 def main(argv=None):

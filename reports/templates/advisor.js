@@ -115,9 +115,16 @@
                         many ? Math.max.apply(null, values) : null, values.length,
                         "self-scaling model, " + Math.round(d.bytes / point / MIB)
                           .toLocaleString("en") + " MiB/s predicted");
-      if (t.errors.model_error_median !== undefined) {
-        parts.data.rests_on += "; model's validation error median " +
-          Math.round(100 * t.errors.model_error_median) + "%";
+      // as error_words in reports/advisor.py: the in-range error only inside the range
+      if (tp.extrapolation > 1.01) {
+        parts.data.rests_on += "; extrapolated " + tp.extrapolation.toLocaleString("en",
+          {minimumFractionDigits: 1, maximumFractionDigits: 1}) +
+          "x beyond what was measured; no error known at that distance";
+      } else if (t.errors.model_error_median !== undefined) {
+        parts.data.rests_on += "; inside the measured range: validation error median " +
+          Math.round(100 * t.errors.model_error_median) + "%" +
+          (t.errors.model_error_max !== undefined ? ", max " +
+           Math.round(100 * t.errors.model_error_max) + "%" : "");
       }
     }
     // metadata
