@@ -89,6 +89,9 @@ LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"
 HOVER_NUMBER = ",.3~r"
 #: plots open before the reader asks for more (a screenful: the rest are in a fold)
 SCREENFUL = 4
+# at most this many labelled ticks on a numeric x axis of a line chart: more overlap at
+# the charts' width
+MOST_TICKS = 6
 #: plotly.js bundles: the full one (3-D surfaces), shipped by the plotly package, and the
 #: cartesian one (2-D plots only), vendored in templates/ at the same version
 PLOTLY_FULL, PLOTLY_CARTESIAN = "plotly.min.js", "plotly-cartesian.min.js"
@@ -609,6 +612,23 @@ def _axis_type(values):
         max(positive) / min(positive) >= 16 else "linear"
 
 
+def _spaced_ticks(values, log, most=MOST_TICKS):
+    """Of sorted x values, the ones to label: the first, then each at least 1/most of the
+    axis beyond the last labelled (self-scaling's sizes crowd: 64 KiB, 96 KiB, 128 KiB
+    ... labelled each would overlap), and the last in place of a too-close neighbour."""
+    if len(values) <= 2:
+        return list(values)
+    where = [math.log10(v) for v in values] if log else list(values)
+    gap = (where[-1] - where[0]) / most
+    kept = [0]
+    for i in range(1, len(values)):
+        if where[i] - where[kept[-1]] >= gap * 0.999:
+            kept.append(i)
+    if kept[-1] != len(values) - 1:
+        kept[-1 if len(kept) > 1 else len(kept):] = [len(values) - 1]
+    return [values[i] for i in kept]
+
+
 def lines_plot(x_name, lines, unit, error_bars=None):
     """x against value, one line per name: lines = {name: {x: value}};
     error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
@@ -635,6 +655,7 @@ def lines_plot(x_name, lines, unit, error_bars=None):
         xaxis["categoryorder"] = "array"
         xaxis["categoryarray"] = [str(x) for x in ticks]
     elif kind == "log" or len(ticks) <= 12:
+        ticks = _spaced_ticks(ticks, log=kind == "log")
         xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
     # the legend's rows add to the height: they never squeeze the plot
     top = 30 + LINE_PX * (_legend_rows([d["name"] for d in data], 480) if len(data) > 1 else 0)
