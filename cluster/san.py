@@ -112,6 +112,20 @@ def _mounted(path, mountinfo="/proc/self/mountinfo"):
     return top[0] if top else None
 
 
+def _unmount_disk(disk, timeout=10):
+    """A server's XFS disk image, if mounted.  A brick process just killed may hold it
+    busy for a moment: retry, then detach it lazily rather than leave it mounted (a
+    mounted disk under a removed home blocks every later clean-up of that directory)."""
+    deadline = time.monotonic() + timeout
+    while _mounted(disk) == "xfs":
+        if subprocess.run(["umount", str(disk)], capture_output=True).returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+            return
+        time.sleep(0.5)
+
+
 def free_loopback_address():
     """127.0.0.N (N >= 2) whose port 24007 is free: glusterd's address for one cluster."""
     for n in range(2, 255):
@@ -284,8 +298,7 @@ class GlusterSan:
         for i in range(count + 1, have + 1):
             disk, image = self.servers_dir / f"s{i}", self.servers_dir / f"s{i}.xfs"
             self._stop_brick(f"s{i}")
-            if _mounted(disk) == "xfs":
-                subprocess.run(["umount", str(disk)], capture_output=True)
+            _unmount_disk(disk)
             # kept (what the migration left is there), out of the way of a new server i
             image.rename(self.servers_dir / f"s{i}.removed-{stamp}.xfs")
 
@@ -708,6 +721,6 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
         if _mounted(self.mount_point) == "fuse.glusterfs":
             subprocess.run(["umount", "-l", str(self.mount_point)], capture_output=True)
         for disk in sorted(self.servers_dir.glob("s*")):
-            if disk.is_dir() and _mounted(disk) == "xfs":
-                subprocess.run(["umount", str(disk)], capture_output=True)
+            if disk.is_dir():
+                _unmount_disk(disk)
 
