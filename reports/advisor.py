@@ -53,6 +53,7 @@ own time (a job's phases follow each other); metadata rates are those measured a
 check's rank count.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -1313,11 +1314,54 @@ def _grid_throughputs(figures):
     return out
 
 
-def page_data(conn, classes_path=CLASSES_FILE):
+class PredictionCache:
+    """The models' predictions kept between page builds, in one JSON file under the
+    pages' cache directory: a night adds one model per target and environment, and only
+    its points are computed (the form's grid is thousands of predictions per model).
+    Keyed by a digest of each model (its curves, regimes and knee) and by the prediction code itself (a changed
+    scratchbench/selfscale.py starts afresh); an unreadable file is rebuilt."""
+
+    CODE = Path(ss.__file__)
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.code = hashlib.sha256(self.CODE.read_bytes()).hexdigest()[:16]
+        try:
+            kept = json.loads(self.path.read_text())
+            self.models = kept["models"] if kept.get("code") == self.code else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.models = {}
+        self.used = {}
+
+    def attach(self, figures):
+        """Every model of every target (leading and other environments) reads and
+        fills its memo here."""
+        for t in figures.values():
+            for _, model in t.models + [m for ms in t.other_models.values() for m in ms]:
+                fp = hashlib.sha256(json.dumps(model.as_dict(), sort_keys=True)
+                                    .encode()).hexdigest()[:32]
+                memo = self.used.setdefault(fp, self.models.get(fp, {}))
+                model.remember_predictions(memo)
+
+    def save(self):
+        """Only the models this build used (the file does not grow with the history);
+        written whole and renamed, so a build that dies never leaves half a file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"code": self.code, "models": self.used}))
+        tmp.replace(self.path)
+
+
+def page_data(conn, classes_path=CLASSES_FILE, cache_dir=None):
     """What the advisor page shows: the common workloads predicted here, and for the
     form, each target's model throughputs on the form's grid and its stored rates.  The
-    caller holds the store's snapshot (a page build reads one)."""
+    caller holds the store's snapshot (a page build reads one).  ``cache_dir``: where
+    the predictions are kept between builds (PredictionCache); none, all computed."""
     figures = stored_figures(conn)
+    cache = PredictionCache(Path(cache_dir) / "advisor-predictions.json") if cache_dir \
+        else None
+    if cache:
+        cache.attach(figures)
     classes = []
     for name, words, profile in load_classes(classes_path):
         result = predict_all(profile, figures)
@@ -1335,6 +1379,8 @@ def page_data(conn, classes_path=CLASSES_FILE):
             "measured": _measured_range(t.models[0][1]) if t.models else None,
             "errors": {role: r.value for role, r in t.errors.items()},
             "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()}})
+    if cache:
+        cache.save()
     return {"classes": classes, "targets": targets, "grid": FORM_GRID,
             "parts": list(PARTS), "recent_runs": RECENT_RUNS, "point_runs": POINT_RUNS,
             "keys": {k: words for k, (_, words) in DESCRIPTION_KEYS.items()}}

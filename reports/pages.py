@@ -96,7 +96,7 @@ MOST_TICKS = 6
 #: cartesian one (2-D plots only), vendored in templates/ at the same version
 PLOTLY_FULL, PLOTLY_CARTESIAN = "plotly.min.js", "plotly-cartesian.min.js"
 MANIFEST = ".scratchbench-pages.json"   # what each run page was built from
-CACHE = ".scratchbench-cache"           # compiled templates
+CACHE = ".scratchbench-cache"           # compiled templates, the advisor's predictions
 
 # Verdict labels in words; a label not listed here is shown as it is.
 VERDICT_WORDS = {"ok": "no change", "regression": "regression", "improvement": "improvement",
@@ -1458,7 +1458,7 @@ def _build(conn, out, nightly_verdicts, title):
     write("runs.html", "runs.html", runs=list(reversed(runs)), plots=False)
     # The advisor: pre-computed here (one implementation of the prediction, in Python);
     # its form does only the arithmetic on what this build computed (see advisor.py).
-    advisor_data = advisor.page_data(conn)
+    advisor_data = advisor.page_data(conn, cache_dir=out / CACHE)
     write("advisor.html", "advisor.html", advisor=advisor_data,
           advisor_json=plot_json(advisor_data),
           seconds=advisor.seconds_words, size=advisor.ss.size_words, plots=False)

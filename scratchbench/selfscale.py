@@ -55,6 +55,7 @@ figures a check stored in the history (their declarations carry a ``selfscale`` 
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Sequence
@@ -409,13 +410,28 @@ class Curve:
         self.xs = [x for x, _ in pairs]
         self.ys = [y for _, y in pairs]
 
+    def _scaled(self):
+        """(xs in the parameter's scale, log ys), computed once (a curve is not changed
+        after it is made): a page build asks hundreds of thousands of points of the same
+        few curves."""
+        if "_scaled_cache" not in self.__dict__:
+            log = self.parameter in LOG_SCALE
+            self.__dict__["_scaled_cache"] = ([math.log(x) if log else x for x in self.xs],
+                                              [math.log(y) for y in self.ys])
+        return self.__dict__["_scaled_cache"]
+
     def at(self, x):
         """Interpolated throughput at x: straight lines in the parameter's scale (log for
         sizes and processes) and in log throughput; flat beyond the measured ends."""
         if len(self.xs) == 1:
             return self.ys[0]
-        a = _axis(self.parameter, [min(max(float(x), self.xs[0]), self.xs[-1])])[0]
-        return float(np.exp(np.interp(a, _axis(self.parameter, self.xs), np.log(self.ys))))
+        axis, logs = self._scaled()
+        x = min(max(float(x), self.xs[0]), self.xs[-1])
+        a = math.log(x) if self.parameter in LOG_SCALE else x
+        k = min(max(bisect.bisect_right(axis, a), 1), len(axis) - 1)
+        width = axis[k] - axis[k - 1]
+        share = (a - axis[k - 1]) / width if width > 0 else 0.0
+        return math.exp(logs[k - 1] + share * (logs[k] - logs[k - 1]))
 
     @property
     def span(self):
@@ -611,13 +627,21 @@ class Model:
         is fine, and a ratio to one noisy point at the focal uniqueBytes would move
         every prediction of the regime)."""
         r = self.regimes[regime_name]
-        unique = self.unique_curve.smoothed(self.knee.unique_bytes if self.knee else None)
+        unique = self._smoothed_unique()
         value = r.throughput * unique.at(workload.unique_bytes) / \
             unique.at(r.focal.unique_bytes)
         for p in SHAPE_PARAMETERS:
             curve = r.curves[p]
             value *= curve.at(workload.get(p)) / curve.at(r.focal.get(p))
         return value
+
+    def _smoothed_unique(self):
+        """The smoothed uniqueBytes curve, made once (a model is not changed after it is
+        made; every prediction uses it)."""
+        if "_smoothed_cache" not in self.__dict__:
+            self.__dict__["_smoothed_cache"] = self.unique_curve.smoothed(
+                self.knee.unique_bytes if self.knee else None)
+        return self.__dict__["_smoothed_cache"]
 
     def regime_weight(self, workload):
         """0 in the cache regime, 1 in the device regime, between them in log uniqueBytes."""
@@ -638,7 +662,13 @@ class Model:
         """The fastest throughput per process (bytes/s) of any measured point of the
         model: every curve point, the uniqueBytes curve's included, and the focal
         points.  A curve's processes are those it was measured with (``fixed``), or
-        its regime's focal point's (a model rebuilt from stored figures)."""
+        its regime's focal point's (a model rebuilt from stored figures).  Computed
+        once."""
+        if "_ceiling_cache" not in self.__dict__:
+            self.__dict__["_ceiling_cache"] = self._per_process_ceiling()
+        return self.__dict__["_ceiling_cache"]
+
+    def _per_process_ceiling(self):
         def processes(curve, regime):
             return curve.fixed.get("process_num", regime.focal.process_num)
         cache = self.regimes["cache"]
@@ -651,11 +681,27 @@ class Model:
                                           processes(curve, regime)))
         return best
 
+    def remember_predictions(self, memo):
+        """Keep this model's predictions in ``memo`` (workload's five values -> bytes/s)
+        and answer from it first: a caller that keeps the memo across processes (the
+        page build's cache, under a digest of the model) computes each point once."""
+        self.__dict__["_memo"] = memo
+
     def predict(self, workload):
         """Predicted throughput of a workload (bytes/s): the product form, at most
         per_process_ceiling per process."""
         if isinstance(workload, dict):
             workload = Workload.from_dict(workload)
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            return self._predict(workload)
+        key = (f"{workload.unique_bytes}:{workload.size_mean}:{float(workload.read_frac)!r}:"
+               f"{float(workload.seq_frac)!r}:{workload.process_num}")
+        if key not in memo:
+            memo[key] = self._predict(workload)
+        return memo[key]
+
+    def _predict(self, workload):
         weight = self.regime_weight(workload)
         cache = self.predict_in(workload, "cache")
         if weight <= 0.0:

@@ -867,3 +867,31 @@ def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
     assert (f"with the self-scaling model of the gnu-mpich environment (another MPI): "
             f"{advisor.seconds_words(2 * expected)}; the table uses gnu-openmpi's, the "
             "newest (the advisor does not know which MPI the job used)") in data.notes
+
+
+def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_unsure(
+        known_history, tmp_path):
+    """The page build keeps the models' predictions between builds: the page data from
+    the kept predictions equals the data computed afresh; the file keeps the models in
+    use only; a damaged file or a changed prediction code is computed afresh."""
+    _, db = known_history
+    conn = store.connect(db)
+    try:
+        fresh = advisor.page_data(conn)
+        cache = tmp_path / "cache"
+        assert advisor.page_data(conn, cache_dir=cache) == fresh
+        kept_path = cache / "advisor-predictions.json"
+        kept = json.loads(kept_path.read_text())
+        assert len(kept["models"]) == 3 and all(kept["models"].values()), \
+            "the three nights' models, each with its predictions"
+        # the second build answers from the file: a changed value there shows through
+        fp, memo = next(iter(kept["models"].items()))
+        kept["models"] = {fp: {k: v * 2 for k, v in memo.items()}, "gone": {"x": 1.0}}
+        kept_path.write_text(json.dumps(kept))
+        assert advisor.page_data(conn, cache_dir=cache) != fresh
+        assert "gone" not in json.loads(kept_path.read_text())["models"]
+        for damaged in ("{not json", json.dumps(dict(kept, code="another-version"))):
+            kept_path.write_text(damaged)
+            assert advisor.page_data(conn, cache_dir=cache) == fresh
+    finally:
+        conn.close()
