@@ -62,10 +62,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-# Its own copies of scratchbench.units' KIB..GIB, size_words and size_token: this module
-# is pure algorithm, importing numpy and the standard library only
-# (tests/test_selfscale.py::test_the_module_is_pure_numpy).
-KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
+# Pure algorithm: numpy, the standard library and scratchbench.units (itself standard
+# library only) are all it imports (tests/test_selfscale.py::test_the_module_is_pure_numpy).
+from scratchbench.units import GIB, KIB, MIB, size_token, size_words  # noqa: F401 (re-exported)
 
 #: the five parameters, in the paper's order
 PARAMETERS = ("unique_bytes", "size_mean", "read_frac", "seq_frac", "process_num")
@@ -173,25 +172,6 @@ def _kernel_value(name, value):
     if name == "process_num":
         return max(1, int(round(value)))
     return min(1.0, max(0.0, round(value, 6)))
-
-
-def size_words(n):
-    """1048576 -> '1 MiB', 1536 -> '1.5 KiB'."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
-def size_token(n):
-    """Short names for figures: 1048576 -> '1m', 65536 -> '64k', 1536 -> '1536'."""
-    n = int(n)
-    for unit, scale in (("g", GIB), ("m", MIB), ("k", KIB)):
-        if n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
 
 
 def value_token(name, value):

@@ -347,8 +347,11 @@ def test_the_module_is_pure_numpy():
                 if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "bisect", "math", "dataclasses", "typing", "numpy"}, \
-        imported
+    assert imported <= {"__future__", "bisect", "math", "dataclasses", "typing", "numpy",
+                        "scratchbench"}, imported
+    ours = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            and node.module.startswith("scratchbench")}
+    assert ours <= {"scratchbench.units"}, ours
     calls = {node.func.id for node in ast.walk(tree)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert "open" not in calls and "print" not in calls
