@@ -709,6 +709,7 @@ class Rate:
     ranks: int
     nodes: int
     leads: bool
+    environ: str = ""
 
     def as_dict(self):
         return asdict(self)
@@ -796,7 +797,8 @@ def stored_figures(conn, recent=RECENT_RUNS):
     # recent runs.
     rows = conn.execute(
         "SELECT f.role, f.metric, f.value, f.unit, f.label, c.case_id, c.series, "
-        "c.scratch_target, c.scratch_kind, c.variant, c.num_tasks, c.nodes, r.started, "
+        "c.scratch_target, c.scratch_kind, c.variant, c.num_tasks, c.nodes, c.environ, "
+        "r.started, "
         "EXISTS (SELECT 1 FROM figures h WHERE h.case_id = c.case_id AND h.headline IS NOT "
         "NULL AND h.headline != '') AS leads FROM figures f JOIN cases c ON "
         "f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id WHERE f.role IS NOT NULL "
@@ -816,7 +818,8 @@ def stored_figures(conn, recent=RECENT_RUNS):
         rate = Rate(role=role, value=point(values), low=min(values), high=max(values),
                     runs=len(values), date=row["started"] or 0, label=row["label"] or role,
                     variant=row["variant"] or "", ranks=row["num_tasks"] or 0,
-                    nodes=row["nodes"] or 0, leads=bool(row["leads"]))
+                    nodes=row["nodes"] or 0, leads=bool(row["leads"]),
+                    environ=row["environ"] or "")
         t = target(row)
         if role in ERROR_ROLES:
             if role not in t.errors or rate.date > t.errors[role].date:
@@ -997,7 +1000,7 @@ def predict_data(profile, figures):
         return Part(seconds=0.0, rests_on="no data moved", runs=len(figures.models),
                     date=figures.models[0][0])
     date, model = figures.models[0]
-    stored = {d: _rate(figures, role) for d, role in REQUEST_ROLES.items()}
+    stored = {d: _request_rate_of(figures, role) for d, role in REQUEST_ROLES.items()}
     values = [data_seconds(profile, m, stored) for _, m in figures.models]
     low, high = _interval(values)
     seconds = point(values)
@@ -1010,7 +1013,9 @@ def predict_data(profile, figures):
                 notes=far + list(figures.model_notes))
     part.extra["extrapolation"] = factor
     for environ, models in sorted(figures.other_models.items()):
-        other = point([data_seconds(profile, m, stored) for _, m in models])
+        own = {d: _request_rate_of(figures, role, environ)
+               for d, role in REQUEST_ROLES.items()}
+        other = point([data_seconds(profile, m, own) for _, m in models])
         part.extra.setdefault("other_environments", {})[environ] = other
         part.notes.append(
             f"with the self-scaling model of the {environ} environment (another MPI): "
@@ -1054,6 +1059,16 @@ def error_words(extra):
         return ""
     return (f"inside the measured range: validation error median {med:.0%}"
             + (f", max {top:.0%}" if top is not None else ""))
+
+
+def _request_rate_of(figures, role, environ=None):
+    """The stored request rate measured in the environment of the models (the
+    self-scaling check measures both in one job; default: the environment that
+    predicts), else the leading one."""
+    rates = figures.rates.get(role) or []
+    environ = figures.environ if environ is None else environ
+    same = [r for r in rates if r.environ == environ]
+    return (same or rates or [None])[0]
 
 
 def _rate(figures, role):
@@ -1292,7 +1307,7 @@ def _grid_throughputs(figures):
     grid, newest model first, each the throughput of class_seconds (requests charged at
     the request rate as the CLI charges them), and how far the point lies outside what
     the newest model measured."""
-    stored = {d: _rate(figures, role) for d, role in REQUEST_ROLES.items()}
+    stored = {d: _request_rate_of(figures, role) for d, role in REQUEST_ROLES.items()}
     out = {}
     for seq in FORM_GRID["sequential_fraction"]:
         for procs in FORM_GRID["processes_per_node"]:

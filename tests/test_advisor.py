@@ -854,8 +854,13 @@ def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
     """Two self-scaling series of one target, one per MPI: the newest environment's
     predicts, the other's prediction is beside it with its name."""
     db = history_of(tmp_path, [
-        (0, [selfscale_case("fastfs", known_model(0.5), 0.8, 1.5, environ="gnu-mpich")]),
-        (1, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi")])])
+        (0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi",
+                            request_rates={"read": 400_000.0, "write": 1e9, "size": KIB,
+                                           "unique_bytes": MIB})]),
+        (1, [selfscale_case("fastfs", known_model(0.5), 0.8, 1.5, environ="gnu-mpich",
+                            request_rates={"read": 100_000.0, "write": 1e9, "size": KIB,
+                                           "unique_bytes": MIB})]),
+        (2, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi")])])
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.environ == "gnu-openmpi" and list(figures.other_models) == ["gnu-mpich"]
     data = advisor.predict_data(advisor.description_profile(KNOWN, "known"), figures)
@@ -867,6 +872,11 @@ def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
     assert (f"with the self-scaling model of the gnu-mpich environment (another MPI): "
             f"{advisor.seconds_words(2 * expected)}; the table uses gnu-openmpi's, the "
             "newest (the advisor does not know which MPI the job used)") in data.notes
+    # requests are charged at the rate measured in the environment that predicts,
+    # not at the newest rate of any environment
+    one = advisor.predict_data(advisor.description_profile(ONE_BYTE_READS, "b"), figures)
+    assert one.seconds == pytest.approx(2.5, rel=1e-9)
+    assert one.extra["other_environments"]["gnu-mpich"] == pytest.approx(10.0, rel=1e-9)
 
 
 def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_unsure(
