@@ -572,18 +572,130 @@ static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint6
     return done;
 }
 
-static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+/* What one rank did in a point's timed window. */
+typedef struct {
+    uint64_t bytes, requests, reads, read_bytes, seq, digest;
+    double verify, window, fsync_time;
+} ss_tally;
+
+/* The point's request stream on one active rank: a warm-up, then requests until the
+ * duration (or the request count) is reached, the verification of sampled reads left out
+ * of the window; write-back after it, inside the window or not as asked. */
+static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t unique, sbk_rec *rec,
+                      ss_tally *t)
 {
-    ss_state *s = ctx->state;
     const ss_opts *o = s->o;
     const ss_point *p = &o->points.v[ph->kind];
     const char *phase = ph->name;
+    uint64_t lo, hi;
+    size_range(p, o->spread, s->unit, &lo, &hi);
+    uint64_t offsets = unique / s->unit; /* unit positions in the footprint */
+    ss_rng rng = {stream_seed(ctx, p, ctx->rep)};
+    uint64_t prev_end = UINT64_MAX, nreads_all = 0;
+    int wrote = 0;
+    double start = sbk_now(), window_start = start;
+    int measuring = o->warmup <= 0.0;
+    for (uint64_t k = 0;; k++) {
+        double now = sbk_now();
+        if (!measuring && now - start >= o->warmup) {
+            measuring = 1;
+            window_start = now;
+            t->verify = 0.0;
+        }
+        if (sbk_stop_signal)
+            break; /* SIGTERM: the core records it after the phase */
+        if (measuring) {
+            if (o->requests ? t->requests >= (uint64_t)o->requests
+                            : now - window_start - t->verify >= o->duration)
+                break;
+        }
+        uint64_t units = lo + (hi > lo ? rng_below(&rng, hi - lo + 1) : 0);
+        uint64_t size = units * s->unit;
+        int is_read = rng_unit(&rng) < p->read_frac;
+        int is_seq = prev_end != UINT64_MAX && rng_unit(&rng) < p->seq_frac;
+        uint64_t off;
+        if (is_seq)
+            off = prev_end + size <= unique ? prev_end : 0;
+        else
+            off = rng_below(&rng, offsets - units + 1) * s->unit;
+        prev_end = off + size;
+        if (!is_read)
+            sbk_pattern_fill(&s->pat, s->buf, size / 8, (uint64_t)ctx->node_index, 1, off / 8, 1);
+        size_t moved = 0;
+        int e = s->be->xfer(&s->file, !is_read, s->buf, (size_t)size, off, &moved);
+        if (e) {
+            sbk_fail(ctx, e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT : sbk_code_for_errno(e),
+                     e, phase, t->bytes, "%s %llu bytes at %llu of %s/selfscale.data.%d: %s",
+                     is_read ? "read" : "write", (unsigned long long)size, (unsigned long long)off,
+                     ctx->targets[0].rundir, ctx->node_index,
+                     e == ENODATA ? "short transfer" : strerror(e));
+            break;
+        }
+        wrote |= !is_read;
+        if (is_read && nreads_all++ % SS_VERIFY_EVERY == 0 && ctx->cfg->verify) {
+            double v0 = sbk_now();
+            sbk_verify_result r =
+                sbk_pattern_check(&s->pat, s->buf, size / 8, (uint64_t)ctx->node_index, 1, off / 8);
+            sbk_rec_verify(rec, &r);
+            t->verify += sbk_now() - v0;
+            if (r.bad_words) /* restore the fill for later writes */
+                sbk_pattern_fill(&s->pat, s->buf, s->buf_bytes / 8, 0, 1, 0, 0);
+        }
+        if (!measuring)
+            continue;
+        t->bytes += size;
+        t->requests++;
+        if (is_read) {
+            t->reads++;
+            t->read_bytes += size;
+        }
+        t->seq += (uint64_t)is_seq;
+        t->digest = sbk_mix64(t->digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
+    }
+    t->window = sbk_now() - window_start - t->verify;
+    if (wrote && ctx->cfg->fsync != FSYNC_NONE && ctx->error.code == 0) {
+        double f0 = sbk_now();
+        int e = s->be->sync(&s->file);
+        if (e)
+            sbk_fail(ctx, sbk_code_for_errno(e), e, phase, t->bytes,
+                     "fsync %s/selfscale.data.%d: %s", ctx->targets[0].rundir, ctx->node_index,
+                     strerror(e));
+        t->fsync_time = sbk_now() - f0;
+        if (ctx->cfg->fsync == FSYNC_INSIDE)
+            t->window += t->fsync_time;
+    }
+}
+
+/* Rank 0 says each point's throughput as it is measured (--progress). */
+static void ss_say_progress(sbk_ctx *ctx, const sbk_phase *ph, const ss_point *p, const ss_tally *t)
+{
+    const ss_opts *o = ((ss_state *)ctx->state)->o;
+    double slowest = 0;
+    uint64_t all = 0;
+    MPI_Reduce(&t->window, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&t->bytes, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (ctx->rank != 0)
+        return;
+    char u[32], m[32];
+    sbk_format_size(p->unique_bytes, u, sizeof u);
+    sbk_format_size(p->size_mean, m, sizeof m);
+    fprintf(stderr,
+            "selfscale: point %d/%d rep %d: uniqueBytes %s, sizeMean %s, "
+            "readFrac %.2f, seqFrac %.2f, processNum %ld: %.1f MiB/s\n",
+            ph->kind + 1, o->points.n, ctx->rep + 1, u, m, p->read_frac, p->seq_frac,
+            p->process_num, slowest > 0 ? (double)all / slowest / 1048576.0 : 0.0);
+}
+
+static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+{
+    ss_state *s = ctx->state;
+    const ss_point *p = &s->o->points.v[ph->kind];
     uint64_t unique = round_down(p->unique_bytes, s->unit);
     int active = s->active_index < p->process_num;
     int active_count = 0;
     MPI_Allreduce(&active, &active_count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (active_count != p->process_num && ctx->rank == 0)
-        sbk_fail(ctx, SBK_EUSAGE, EINVAL, phase, 0,
+        sbk_fail(ctx, SBK_EUSAGE, EINVAL, ph->name, 0,
                  "processNum %ld cannot be placed evenly "
                  "over %d node(s) with %d ranks each",
                  p->process_num, ctx->nnodes, ctx->ranks_per_node);
@@ -594,125 +706,29 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         residency(ctx, s, unique, &before, &pages);
     idle_barrier();
 
-    uint64_t lo, hi;
-    size_range(p, o->spread, s->unit, &lo, &hi);
-    uint64_t offsets = unique / s->unit; /* unit positions in the footprint */
-    ss_rng rng = {stream_seed(ctx, p, ctx->rep)};
-    uint64_t prev_end = UINT64_MAX, digest = sbk_mix64((uint64_t)ctx->cfg->seed);
-    uint64_t bytes = 0, requests = 0, reads = 0, read_bytes = 0, seq = 0, nreads_all = 0;
-    double verify = 0.0, window = 0.0, fsync_time = 0.0;
-    int wrote = 0;
-    if (active && ctx->error.code == 0) {
-        double start = sbk_now(), window_start = start;
-        int measuring = o->warmup <= 0.0;
-        for (uint64_t k = 0;; k++) {
-            double now = sbk_now();
-            if (!measuring && now - start >= o->warmup) {
-                measuring = 1;
-                window_start = now;
-                verify = 0.0;
-            }
-            if (sbk_stop_signal)
-                break; /* SIGTERM: the core records it after the phase */
-            if (measuring) {
-                if (o->requests ? requests >= (uint64_t)o->requests
-                                : now - window_start - verify >= o->duration)
-                    break;
-            }
-            uint64_t units = lo + (hi > lo ? rng_below(&rng, hi - lo + 1) : 0);
-            uint64_t size = units * s->unit;
-            int is_read = rng_unit(&rng) < p->read_frac;
-            int is_seq = prev_end != UINT64_MAX && rng_unit(&rng) < p->seq_frac;
-            uint64_t off;
-            if (is_seq)
-                off = prev_end + size <= unique ? prev_end : 0;
-            else
-                off = rng_below(&rng, offsets - units + 1) * s->unit;
-            prev_end = off + size;
-            if (!is_read)
-                sbk_pattern_fill(&s->pat, s->buf, size / 8, (uint64_t)ctx->node_index, 1, off / 8,
-                                 1);
-            size_t moved = 0;
-            int e = s->be->xfer(&s->file, !is_read, s->buf, (size_t)size, off, &moved);
-            if (e) {
-                sbk_fail(ctx,
-                         e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT : sbk_code_for_errno(e), e,
-                         phase, bytes, "%s %llu bytes at %llu of %s/selfscale.data.%d: %s",
-                         is_read ? "read" : "write", (unsigned long long)size,
-                         (unsigned long long)off, ctx->targets[0].rundir, ctx->node_index,
-                         e == ENODATA ? "short transfer" : strerror(e));
-                break;
-            }
-            wrote |= !is_read;
-            if (is_read && nreads_all++ % SS_VERIFY_EVERY == 0 && ctx->cfg->verify) {
-                double v0 = sbk_now();
-                sbk_verify_result r = sbk_pattern_check(&s->pat, s->buf, size / 8,
-                                                        (uint64_t)ctx->node_index, 1, off / 8);
-                sbk_rec_verify(rec, &r);
-                verify += sbk_now() - v0;
-                if (r.bad_words) /* restore the fill for later writes */
-                    sbk_pattern_fill(&s->pat, s->buf, s->buf_bytes / 8, 0, 1, 0, 0);
-            }
-            if (!measuring)
-                continue;
-            bytes += size;
-            requests++;
-            if (is_read) {
-                reads++;
-                read_bytes += size;
-            }
-            seq += (uint64_t)is_seq;
-            digest = sbk_mix64(digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
-        }
-        window = sbk_now() - window_start - verify;
-        if (wrote && ctx->cfg->fsync != FSYNC_NONE && ctx->error.code == 0) {
-            double f0 = sbk_now();
-            int e = s->be->sync(&s->file);
-            if (e)
-                sbk_fail(ctx, sbk_code_for_errno(e), e, phase, bytes,
-                         "fsync %s/"
-                         "selfscale.data.%d: %s",
-                         ctx->targets[0].rundir, ctx->node_index, strerror(e));
-            fsync_time = sbk_now() - f0;
-            if (ctx->cfg->fsync == FSYNC_INSIDE)
-                window += fsync_time;
-        }
-    }
+    ss_tally t = {.digest = sbk_mix64((uint64_t)ctx->cfg->seed)};
+    if (active && ctx->error.code == 0)
+        ss_stream(ctx, s, ph, unique, rec, &t);
     idle_barrier();
     uint64_t after = 0;
     residency(ctx, s, unique, &after, &pages);
-    rec->time[F_WINDOW] += window;
-    rec->time[F_VERIFY] += verify;
-    rec->time[F_FSYNC] += fsync_time;
-    rec->count[F_BYTES] += bytes;
-    rec->count[F_REQUESTS] += requests;
-    rec->count[F_READS] += reads;
-    rec->count[F_READ_BYTES] += read_bytes;
-    rec->count[F_SEQ] += seq;
+    rec->time[F_WINDOW] += t.window;
+    rec->time[F_VERIFY] += t.verify;
+    rec->time[F_FSYNC] += t.fsync_time;
+    rec->count[F_BYTES] += t.bytes;
+    rec->count[F_REQUESTS] += t.requests;
+    rec->count[F_READS] += t.reads;
+    rec->count[F_READ_BYTES] += t.read_bytes;
+    rec->count[F_SEQ] += t.seq;
     rec->count[F_ACTIVE] += (uint64_t)active;
     rec->count[F_PRIMED] += primed;
     rec->count[F_RES_BEFORE] = before;
     rec->count[F_RES_AFTER] = after;
     rec->count[F_FOOTPRINT] = pages;
-    rec->count[F_DIGEST] = active ? digest : 0;
-    ctx->phase_bytes = bytes;
-
-    if (o->progress) {
-        double slowest = 0;
-        uint64_t all = 0;
-        MPI_Reduce(&window, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&bytes, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-        if (ctx->rank == 0) {
-            char u[32], m[32];
-            sbk_format_size(p->unique_bytes, u, sizeof u);
-            sbk_format_size(p->size_mean, m, sizeof m);
-            fprintf(stderr,
-                    "selfscale: point %d/%d rep %d: uniqueBytes %s, sizeMean %s, "
-                    "readFrac %.2f, seqFrac %.2f, processNum %ld: %.1f MiB/s\n",
-                    ph->kind + 1, o->points.n, ctx->rep + 1, u, m, p->read_frac, p->seq_frac,
-                    p->process_num, slowest > 0 ? (double)all / slowest / 1048576.0 : 0.0);
-        }
-    }
+    rec->count[F_DIGEST] = active ? t.digest : 0;
+    ctx->phase_bytes = t.bytes;
+    if (s->o->progress)
+        ss_say_progress(ctx, ph, p, &t);
 }
 
 static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathered *g, sbk_json *j)
