@@ -790,6 +790,31 @@ static double timed_close(sbk_ctx *ctx, iz *z, const sbk_phase *ph, sbk_file *f,
 /* One rank's pass of one pattern over its file.  `time` runs from after the open to the
  * end of the pass (or the stonewall), with the fsync and close where they are timed,
  * less the time spent filling and checking the data pattern. */
+/* The random patterns' record order: the same in every repetition, as IOzone's fixed
+ * seed; --seed changes it. */
+static void random_order(sbk_ctx *ctx, iz *z, const sbk_phase *ph, uint64_t n)
+{
+    int pattern = ph->kind;
+    if (pattern != P_RANDOM_READ && pattern != P_RANDOM_WRITE && pattern != P_RANDOM_MIX)
+        return;
+    uint64_t seed = (uint64_t)ctx->cfg->seed * 0x100000001B3ULL ^ ((uint64_t)ctx->rank << 40) ^
+                    ((uint64_t)ph->arg[2] << 8) ^ (uint64_t)pattern;
+    if (shuffle(z, n, seed))
+        sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, ph->name, 0,
+                 "cannot allocate the order of %llu records", (unsigned long long)n);
+}
+
+static void xfer_failed(sbk_ctx *ctx, const iz *z, const sbk_phase *ph, int write, uint64_t offset,
+                        uint64_t bytes, int err)
+{
+    if (err == EINVAL && ctx->cfg->direct)
+        sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, bytes,
+                 "the file system at %s refuses O_DIRECT transfers (EINVAL)", ctx->targets[0].path);
+    else
+        sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes, "%s %s at byte %llu: %s",
+                 write ? "write" : "read", z->path, (unsigned long long)offset, strerror(err));
+}
+
 static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
 {
     iz *z = ctx->state;
@@ -802,16 +827,7 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
 
     /* What this pass writes, or what it must find. */
     uint64_t gen = write ? ++z->next_gen : 0;
-    if (pattern == P_RANDOM_READ || pattern == P_RANDOM_WRITE || pattern == P_RANDOM_MIX) {
-        /* The same order in every repetition, as IOzone's fixed seed; --seed changes it. */
-        uint64_t seed = (uint64_t)c->seed * 0x100000001B3ULL ^ ((uint64_t)ctx->rank << 40) ^
-                        ((uint64_t)ph->arg[2] << 8) ^ (uint64_t)pattern;
-        if (shuffle(z, n, seed))
-            sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, ph->name, 0,
-                     "cannot allocate the order of "
-                     "%llu records",
-                     (unsigned long long)n);
-    }
+    random_order(ctx, z, ph, n);
     walk w = {.pattern = pattern, .n = n, .stride = (uint64_t)z->o->stride, .order = z->order};
 
     sbk_file f = {.fd = -1};
@@ -843,17 +859,7 @@ static void iz_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
         if (measured < 0)
             timed_bytes += moved;
         if (err) {
-            if (err == EINVAL && c->direct)
-                sbk_fail(ctx, SBK_ENODIRECT, err, ph->name, bytes,
-                         "the file system at %s "
-                         "refuses O_DIRECT transfers (EINVAL)",
-                         ctx->targets[0].path);
-            else
-                sbk_fail(ctx, sbk_code_for_errno(err), err, ph->name, bytes,
-                         "%s %s at byte "
-                         "%llu: %s",
-                         write ? "write" : "read", z->path, (unsigned long long)offset,
-                         strerror(err));
+            xfer_failed(ctx, z, ph, write, offset, bytes, err);
             break;
         }
         if (measured < 0)
