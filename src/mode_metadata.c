@@ -329,115 +329,129 @@ static void *remove_some(void *arg)
     return NULL;
 }
 
-static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+/* Each phase's loop returns the files it handled; a failure is recorded by sbk_fail and
+ * ends the loop (the files created so far stay counted for the clean-up). */
+static long md_create(sbk_ctx *ctx, md *m, const char *pname, sbk_rec *rec, double start)
 {
-    md *m = ctx->state;
     const md_opts *o = m->o;
-    const char *pname = ph->name;
+    char name[8300];
+    long done = 0;
+    int dir = lookup_dir(m, 0);
+    for (long i = 0; i < o->files; i++) {
+        if (sbk_stonewall_reached(ctx, start)) {
+            rec->stonewall_hit = 1;
+            break;
+        }
+        lookup_name(m, 0, ctx->rank, i, name, sizeof name);
+        int fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "create %s%s: %s",
+                     o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(errno));
+            break;
+        }
+        m->created++;
+        if (o->file_size > 0) {
+            ssize_t n = write(fd, m->data, (size_t)o->file_size);
+            if (n != (ssize_t)o->file_size) {
+                int e = n < 0 ? errno : ENOSPC;
+                sbk_fail(ctx, sbk_code_for_errno(e), e, pname,
+                         (uint64_t)done * (uint64_t)o->file_size, "write %s%s: %s",
+                         o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(e));
+                close(fd);
+                break;
+            }
+        }
+        if (close(fd) != 0) {
+            sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "close %s: %s", name,
+                     strerror(errno));
+            break;
+        }
+        done++;
+    }
+    return done;
+}
+
+/* Open and close, or stat, every file of the peer rank (the shifted one). */
+static long md_visit(sbk_ctx *ctx, md *m, const char *pname, int stat_only)
+{
     int peer = (ctx->rank + ctx->shift) % ctx->size;
     long peer_files = m->created_all[peer];
     char name[8300];
     long done = 0;
+    int dir = lookup_dir(m, 1);
+    for (long i = 0; i < peer_files; i++) {
+        lookup_name(m, 1, peer, i, name, sizeof name);
+        int failed;
+        if (stat_only) {
+            struct stat st;
+            failed = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0;
+        } else {
+            int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            failed = fd < 0 || close(fd) != 0;
+        }
+        if (failed) {
+            sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "%s %s: %s",
+                     stat_only ? "stat" : "open", name, strerror(errno));
+            break;
+        }
+        done++;
+    }
+    return done;
+}
+
+/* Remove this rank's files with o->removers threads, each every k-th file. */
+static long md_remove(sbk_ctx *ctx, md *m, const char *pname)
+{
+    int k = (int)m->o->removers;
+    long done = 0;
+    remover *rs = calloc((size_t)k, sizeof *rs);
+    pthread_t *th = calloc((size_t)k, sizeof *th);
+    if (!rs || !th) {
+        sbk_fail(ctx, SBK_EINTERNAL, ENOMEM, pname, 0, "cannot allocate %d removers", k);
+        free(rs);
+        free(th);
+        return 0;
+    }
+    for (int i = 0; i < k; i++) {
+        rs[i] = (remover){.m = m, .rank = ctx->rank, .first = i, .step = k, .count = m->created};
+        if (k > 1)
+            pthread_create(&th[i], NULL, remove_some, &rs[i]);
+        else
+            remove_some(&rs[i]);
+    }
+    for (int i = 0; i < k; i++) {
+        if (k > 1)
+            pthread_join(th[i], NULL);
+        done += rs[i].removed;
+        if (rs[i].err)
+            sbk_fail(ctx, sbk_code_for_errno(rs[i].err), rs[i].err, pname, 0, "remove %s: %s",
+                     rs[i].where, strerror(rs[i].err));
+    }
+    /* Files not removed stay counted so the final clean-up finds them. */
+    if (done == m->created)
+        m->created = 0;
+    free(rs);
+    free(th);
+    return done;
+}
+
+static void md_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
+{
+    md *m = ctx->state;
+    long done = 0;
     double start = sbk_now();
     if (ctx->error.code == 0) {
         switch (ph->kind) {
-        case P_CREATE: {
-            int dir = lookup_dir(m, 0);
-            for (long i = 0; i < o->files; i++) {
-                if (sbk_stonewall_reached(ctx, start)) {
-                    rec->stonewall_hit = 1;
-                    break;
-                }
-                lookup_name(m, 0, ctx->rank, i, name, sizeof name);
-                int fd =
-                    openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (fd < 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "create %s%s: %s",
-                             o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(errno));
-                    break;
-                }
-                m->created++;
-                if (o->file_size > 0) {
-                    ssize_t n = write(fd, m->data, (size_t)o->file_size);
-                    if (n != (ssize_t)o->file_size) {
-                        int e = n < 0 ? errno : ENOSPC;
-                        sbk_fail(ctx, sbk_code_for_errno(e), e, pname,
-                                 (uint64_t)done * (uint64_t)o->file_size, "write %s%s: %s",
-                                 o->lookup == LOOKUP_HANDLE ? m->prefix : "", name, strerror(e));
-                        close(fd);
-                        break;
-                    }
-                }
-                if (close(fd) != 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "close %s: %s", name,
-                             strerror(errno));
-                    break;
-                }
-                done++;
-            }
-            break;
-        }
-        case P_OPEN: {
-            int dir = lookup_dir(m, 1);
-            for (long i = 0; i < peer_files; i++) {
-                lookup_name(m, 1, peer, i, name, sizeof name);
-                int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0 || close(fd) != 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "open %s: %s", name,
-                             strerror(errno));
-                    break;
-                }
-                done++;
-            }
-            break;
-        }
-        case P_STAT: {
-            int dir = lookup_dir(m, 1);
-            for (long i = 0; i < peer_files; i++) {
-                struct stat st;
-                lookup_name(m, 1, peer, i, name, sizeof name);
-                if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, pname, 0, "stat %s: %s", name,
-                             strerror(errno));
-                    break;
-                }
-                done++;
-            }
-            break;
-        }
-        case P_REMOVE: {
-            int k = (int)o->removers;
-            remover *rs = calloc((size_t)k, sizeof *rs);
-            pthread_t *th = calloc((size_t)k, sizeof *th);
-            for (int i = 0; i < k; i++) {
-                rs[i] = (remover){
-                    .m = m, .rank = ctx->rank, .first = i, .step = k, .count = m->created};
-                if (k > 1)
-                    pthread_create(&th[i], NULL, remove_some, &rs[i]);
-                else
-                    remove_some(&rs[i]);
-            }
-            for (int i = 0; i < k; i++) {
-                if (k > 1)
-                    pthread_join(th[i], NULL);
-                done += rs[i].removed;
-                if (rs[i].err)
-                    sbk_fail(ctx, sbk_code_for_errno(rs[i].err), rs[i].err, pname, 0,
-                             "remove %s: %s", rs[i].where, strerror(rs[i].err));
-            }
-            /* Files not removed stay counted so the final clean-up finds them. */
-            if (done == m->created)
-                m->created = 0;
-            free(rs);
-            free(th);
-            break;
-        }
+        case P_CREATE: done = md_create(ctx, m, ph->name, rec, start); break;
+        case P_OPEN:
+        case P_STAT: done = md_visit(ctx, m, ph->name, ph->kind == P_STAT); break;
+        case P_REMOVE: done = md_remove(ctx, m, ph->name); break;
         }
     }
     rec->time[F_TIME] += sbk_now() - start;
     rec->count[F_ITEMS] += (uint64_t)done;
     if (ph->kind == P_CREATE) {
-        ctx->phase_bytes = (uint64_t)done * (uint64_t)o->file_size;
+        ctx->phase_bytes = (uint64_t)done * (uint64_t)m->o->file_size;
         /* open and stat may visit another rank's files: they need its count. */
         MPI_Allgather(&m->created, 1, MPI_LONG, m->created_all, 1, MPI_LONG, MPI_COMM_WORLD);
     }
