@@ -429,6 +429,86 @@ static void print_table(const sbk_ctx *ctx, const struct sbk_run_state *rs)
 }
 
 /* ---- the loop ---- */
+/* One repetition: every iteration's phases in plan order (the cache defeated before the
+ * phases that ask), then its JSON record with the phases that ran.  Returns the code
+ * every rank agreed on. */
+static int run_repetition(sbk_ctx *ctx, struct sbk_run_state *rs, sbk_rec *recs, int *ran,
+                          sbk_json *j, uint64_t *bad_total)
+{
+    const sbk_config *c = ctx->cfg;
+    const sbk_mode *m = ctx->mode;
+    int code = 0;
+    clear_records(rs, recs);
+    memset(ran, 0, (size_t)(rs->nplan ? rs->nplan : 1) * sizeof *ran);
+    double resident = -1.0, scan_s = 0.0;
+    for (long it = 0; it < ctx->iterations && code == 0; it++) {
+        ctx->iter = it;
+        if (!c->existing)
+            ctx->generation = (uint64_t)(ctx->rep * ctx->iterations + it + 1);
+        for (int p = 0; p < rs->nplan && code == 0; p++) {
+            if (rs->plan[p].flags & SBK_PH_DEFEAT_CACHE) {
+                defeat_cache(ctx, &resident, &scan_s);
+                if ((code = sbk_agree(ctx)))
+                    break;
+            }
+            ctx->phase_bytes = 0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            m->run_phase(ctx, &rs->plan[p], &recs[p]);
+            ran[p] = 1;
+            sbk_stopped(ctx);
+            code = sbk_agree(ctx);
+        }
+    }
+    double max_resident = -1.0;
+    MPI_Reduce(&resident, &max_resident, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    rs->keep_figures = code == 0;
+    jw_obj(j, NULL);
+    jw_int(j, "rep", ctx->rep);
+    jw_bool(j, "complete", code == 0);
+    if (m->features & SBK_F_READS) {
+        jw_obj(j, "cache");
+        if (c->fadvise)
+            jw_num(j, "resident_fraction_after_drop", max_resident);
+        if (c->scan_file)
+            jw_num(j, "scan_s", scan_s);
+        jw_end_obj(j);
+    }
+    jw_obj(j, "phases");
+    for (int p = 0; p < rs->nplan; p++)
+        if (ran[p] && (rs->plan[p].flags & SBK_PH_REPORT))
+            *bad_total += gather_and_report(ctx, &rs->plan[p], &recs[p], j);
+    jw_end_obj(j);
+    jw_end_obj(j);
+    return code;
+}
+
+/* After the repetitions: the summary, a verification failure of any rank as the run's
+ * code, and the table when asked.  Returns the run's code. */
+static int finish_run(sbk_ctx *ctx, struct sbk_run_state *rs, sbk_json *j, int code,
+                      uint64_t bad_total)
+{
+    if (ctx->rank == 0)
+        write_summary(rs, j, bad_total);
+    int bad_any = ctx->rank == 0 && bad_total > 0;
+    MPI_Bcast(&bad_any, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (code == 0 && bad_any) {
+        if (ctx->rank == 0)
+            sbk_fail(ctx, SBK_EVERIFY, 0, "read", 0,
+                     "data verification failed: %llu of the 64-bit words read back differ "
+                     "from those written (see verify in the JSON)",
+                     (unsigned long long)bad_total);
+        code = SBK_EVERIFY;
+    }
+    if (ctx->rank == 0 && ctx->cfg->table) {
+        print_table(ctx, rs);
+        if (code)
+            printf("FAILED (exit %d, %s): the figures above are of the %d complete "
+                   "repetition(s) only; the JSON's errors say which rank failed where\n",
+                   code, sbk_reason_name(code), ctx->rep + (code == SBK_EVERIFY));
+    }
+    return code;
+}
+
 int sbk_run(sbk_ctx *ctx, sbk_json *j)
 {
     const sbk_config *c = ctx->cfg;
@@ -450,47 +530,7 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
     jw_arr(j, "repetitions");
     for (int rep = 0; rep < c->reps && code == 0; rep++) {
         ctx->rep = rep;
-        clear_records(rs, recs);
-        memset(ran, 0, (size_t)(rs->nplan ? rs->nplan : 1) * sizeof *ran);
-        double resident = -1.0, scan_s = 0.0;
-        for (long it = 0; it < ctx->iterations && code == 0; it++) {
-            ctx->iter = it;
-            if (!c->existing)
-                ctx->generation = (uint64_t)(rep * ctx->iterations + it + 1);
-            for (int p = 0; p < rs->nplan && code == 0; p++) {
-                if (rs->plan[p].flags & SBK_PH_DEFEAT_CACHE) {
-                    defeat_cache(ctx, &resident, &scan_s);
-                    if ((code = sbk_agree(ctx)))
-                        break;
-                }
-                ctx->phase_bytes = 0;
-                MPI_Barrier(MPI_COMM_WORLD);
-                m->run_phase(ctx, &rs->plan[p], &recs[p]);
-                ran[p] = 1;
-                sbk_stopped(ctx);
-                code = sbk_agree(ctx);
-            }
-        }
-        double max_resident = -1.0;
-        MPI_Reduce(&resident, &max_resident, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        rs->keep_figures = code == 0;
-        jw_obj(j, NULL);
-        jw_int(j, "rep", rep);
-        jw_bool(j, "complete", code == 0);
-        if (m->features & SBK_F_READS) {
-            jw_obj(j, "cache");
-            if (c->fadvise)
-                jw_num(j, "resident_fraction_after_drop", max_resident);
-            if (c->scan_file)
-                jw_num(j, "scan_s", scan_s);
-            jw_end_obj(j);
-        }
-        jw_obj(j, "phases");
-        for (int p = 0; p < rs->nplan; p++)
-            if (ran[p] && (rs->plan[p].flags & SBK_PH_REPORT))
-                bad_total += gather_and_report(ctx, &rs->plan[p], &recs[p], j);
-        jw_end_obj(j);
-        jw_end_obj(j);
+        code = run_repetition(ctx, rs, recs, ran, j, &bad_total);
         if (m->end_rep)
             m->end_rep(ctx, rep + 1 >= c->reps || code != 0);
     }
@@ -498,25 +538,7 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
     free_records(rs, recs);
     free(ran);
 
-    if (ctx->rank == 0)
-        write_summary(rs, j, bad_total);
-    int bad_any = ctx->rank == 0 && bad_total > 0;
-    MPI_Bcast(&bad_any, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (code == 0 && bad_any) {
-        if (ctx->rank == 0)
-            sbk_fail(ctx, SBK_EVERIFY, 0, "read", 0,
-                     "data verification failed: %llu of the 64-bit words read back differ "
-                     "from those written (see verify in the JSON)",
-                     (unsigned long long)bad_total);
-        code = SBK_EVERIFY;
-    }
-    if (ctx->rank == 0 && c->table) {
-        print_table(ctx, rs);
-        if (code)
-            printf("FAILED (exit %d, %s): the figures above are of the %d complete "
-                   "repetition(s) only; the JSON's errors say which rank failed where\n",
-                   code, sbk_reason_name(code), ctx->rep + (code == SBK_EVERIFY));
-    }
+    code = finish_run(ctx, rs, j, code, bad_total);
     MPI_Barrier(MPI_COMM_WORLD);
     if (c->keep && (m->features & SBK_F_EXISTING) && !c->existing && code == 0 && ctx->rank == 0)
         write_manifest(ctx);
