@@ -431,6 +431,67 @@ static void modes_with(unsigned feature, char *out, size_t len, int *count)
         }
 }
 
+/* getopt_long's table: the core's options, then the mode's; val = 256 + index. */
+static struct option *option_table(const sbk_mode *mode, int *ncore_out)
+{
+    int ncore = 0, nmine = 0;
+    while (core_options[ncore].name)
+        ncore++;
+    while (mode->options && mode->options[nmine].name)
+        nmine++;
+    struct option *table = calloc((size_t)(ncore + nmine + 1), sizeof *table);
+    for (int i = 0; table && i < ncore + nmine; i++) {
+        const sbk_option *o = i < ncore ? &core_options[i] : &mode->options[i - ncore];
+        int flag = o->kind == SBK_OPT_FLAG || o->kind == SBK_OPT_CLEAR;
+        table[i] = (struct option){o->name, flag ? no_argument : required_argument, 0, 256 + i};
+    }
+    *ncore_out = ncore;
+    return table;
+}
+
+/* An option getopt did not know (or whose value is missing): another mode's option is
+ * named as such. */
+static int unknown_option(const char *arg, const sbk_mode *mode)
+{
+    char owners[200], bare[100];
+    int n;
+    const char *name = arg;
+    while (*name == '-')
+        name++;
+    snprintf(bare, sizeof bare, "%s", name);
+    char *eq = strchr(bare, '=');
+    if (eq)
+        *eq = '\0';
+    owners_of(bare, owners, sizeof owners, &n);
+    if (n > 0 && strncmp(arg, "--", 2) == 0)
+        return bad("--%s is an option of mode%s %s, not %s", bare, n > 1 ? "s" : "", owners,
+                   mode->name);
+    /* getopt_long reports a missing value as '?' too when optstring lacks ':'. */
+    return bad("unknown option or missing value: '%s'", arg);
+}
+
+/* What the options together must satisfy, the core's then the mode's. */
+static int check_config(const sbk_config *c, const sbk_mode *mode, void *opts)
+{
+    if (c->dirs.n == 0 && !c->existing)
+        return bad("--dir is required: the directory to test");
+    if (c->dirs.n > 1 && !(mode->features & SBK_F_MULTI_DIR)) {
+        char which[200];
+        int n;
+        modes_with(SBK_F_MULTI_DIR, which, sizeof which, &n);
+        return bad("--dir given %d times: mode %s tests one directory (%s take several)", c->dirs.n,
+                   mode->name, which);
+    }
+    if (c->scan_file && access(c->scan_file, R_OK) != 0)
+        return bad("--scan-file %s: %s", c->scan_file, strerror(errno));
+    if (mode->check) {
+        char err[400] = "";
+        if (mode->check(c, opts, err, sizeof err))
+            return bad("%s", err);
+    }
+    return 0;
+}
+
 int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_out, void **opts_out)
 {
     *c = (sbk_config){.reps = 1,
@@ -462,23 +523,18 @@ int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_o
     if (!mode)
         return bad("unknown mode '%s': expected %s", c->mode_name, names);
     void *opts = calloc(1, mode->opts_size ? mode->opts_size : 1);
+    int ncore;
+    struct option *table = option_table(mode, &ncore);
+    if (!opts || !table) {
+        free(opts);
+        free(table);
+        return bad("out of memory parsing the options");
+    }
     if (mode->defaults)
         mode->defaults(opts);
     *mode_out = mode;
     *opts_out = opts;
 
-    /* getopt_long table: the core's options, then the mode's; val = 256 + index. */
-    int ncore = 0, nmine = 0;
-    while (core_options[ncore].name)
-        ncore++;
-    while (mode->options && mode->options[nmine].name)
-        nmine++;
-    struct option *table = calloc((size_t)(ncore + nmine + 1), sizeof *table);
-    for (int i = 0; i < ncore + nmine; i++) {
-        const sbk_option *o = i < ncore ? &core_options[i] : &mode->options[i - ncore];
-        int flag = o->kind == SBK_OPT_FLAG || o->kind == SBK_OPT_CLEAR;
-        table[i] = (struct option){o->name, flag ? no_argument : required_argument, 0, 256 + i};
-    }
     /* Options follow the mode: parse argv[1..] with the mode as getopt's argv[0];
      * optind = 0 makes glibc start afresh (the unit tests parse many command lines). */
     int sub_argc = argc - 1;
@@ -488,24 +544,7 @@ int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_o
     optind = 0;
     while (!rc && (opt = getopt_long(sub_argc, sub_argv, "", table, NULL)) != -1) {
         if (opt == '?' || opt == ':') {
-            const char *arg = optind - 1 < sub_argc ? sub_argv[optind - 1] : "?";
-            char owners[200];
-            int n;
-            const char *name = arg;
-            while (*name == '-')
-                name++;
-            char bare[100];
-            snprintf(bare, sizeof bare, "%s", name);
-            char *eq = strchr(bare, '=');
-            if (eq)
-                *eq = '\0';
-            owners_of(bare, owners, sizeof owners, &n);
-            if (n > 0 && strncmp(arg, "--", 2) == 0)
-                rc = bad("--%s is an option of mode%s %s, not %s", bare, n > 1 ? "s" : "", owners,
-                         mode->name);
-            else
-                /* getopt_long reports a missing value as '?' too when optstring lacks ':'. */
-                rc = bad("unknown option or missing value: '%s'", arg);
+            rc = unknown_option(optind - 1 < sub_argc ? sub_argv[optind - 1] : "?", mode);
             break;
         }
         int idx = opt - 256;
@@ -525,21 +564,5 @@ int sbk_parse_args(int argc, char **argv, sbk_config *c, const sbk_mode **mode_o
         return rc;
     if (optind < sub_argc)
         return bad("unexpected argument '%s'", sub_argv[optind]);
-    if (c->dirs.n == 0 && !c->existing)
-        return bad("--dir is required: the directory to test");
-    if (c->dirs.n > 1 && !(mode->features & SBK_F_MULTI_DIR)) {
-        char which[200];
-        int n;
-        modes_with(SBK_F_MULTI_DIR, which, sizeof which, &n);
-        return bad("--dir given %d times: mode %s tests one directory (%s take several)", c->dirs.n,
-                   mode->name, which);
-    }
-    if (c->scan_file && access(c->scan_file, R_OK) != 0)
-        return bad("--scan-file %s: %s", c->scan_file, strerror(errno));
-    if (mode->check) {
-        char err[400] = "";
-        if (mode->check(c, opts, err, sizeof err))
-            return bad("%s", err);
-    }
-    return 0;
+    return check_config(c, mode, opts);
 }
