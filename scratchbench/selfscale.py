@@ -64,7 +64,7 @@ import numpy as np
 
 # Pure algorithm: numpy, the standard library and scratchbench.units (itself standard
 # library only) are all it imports (tests/test_selfscale.py::test_the_module_is_pure_numpy).
-from scratchbench.units import GIB, KIB, MIB, size_token, size_words  # noqa: F401 (re-exported)
+from scratchbench.units import GIB, KIB, MIB, size_token, size_words
 
 #: the five parameters, in the paper's order
 PARAMETERS = ("unique_bytes", "size_mean", "read_frac", "seq_frac", "process_num")
