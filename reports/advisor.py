@@ -1065,10 +1065,9 @@ def _request_rate_of(figures, role, environ=None):
     """The stored request rate measured in the environment of the models (the
     self-scaling check measures both in one job; default: the environment that
     predicts), else the leading one."""
-    rates = figures.rates.get(role) or []
     environ = figures.environ if environ is None else environ
-    same = [r for r in rates if r.environ == environ]
-    return (same or rates or [None])[0]
+    same = [r for r in figures.rates.get(role) or [] if r.environ == environ]
+    return same[0] if same else _rate(figures, role)
 
 
 def _rate(figures, role):
@@ -1333,8 +1332,9 @@ class PredictionCache:
     """The models' predictions kept between page builds, in one JSON file under the
     pages' cache directory: a night adds one model per target and environment, and only
     its points are computed (the form's grid is thousands of predictions per model).
-    Keyed by a digest of each model (its curves, regimes and knee) and by the prediction code itself (a changed
-    scratchbench/selfscale.py starts afresh); an unreadable file is rebuilt."""
+    Keyed by a digest of each model (its curves, regimes and knee) and by the prediction
+    code itself (a changed scratchbench/selfscale.py starts afresh); an unreadable file
+    is rebuilt."""
 
     CODE = Path(ss.__file__)
 
