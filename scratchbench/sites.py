@@ -166,8 +166,13 @@ PERFLOG_FORMAT = ("%(check_job_completion_time)s|%(check_display_name)s|%(check_
 
 def results_logging(results_dir):
     """ReFrame's `logging` section: perflogs under results_dir/perflogs, one file per
-    check and partition, appended to (never overwritten)."""
-    return [{"handlers_perflog": [{
+    check and partition, appended to (never overwritten).
+
+    Nothing below ReFrame's "verbose" level is logged (its stage timings are): ReFrame
+    formats each message with every loggable attribute of its check before a handler
+    filters it, ~2 ms a message here, and its debug messages (thousands per run, a few
+    per check at every poll) kept its one loop from noticing finished jobs for seconds."""
+    return [{"level": "verbose", "handlers_perflog": [{
         "type": "filelog", "basedir": str(Path(results_dir) / "perflogs"),
         "prefix": "%(check_system)s/%(check_partition)s", "level": "info",
         "format": PERFLOG_FORMAT,

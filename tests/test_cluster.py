@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import reachable_tmpdir, run, scratchbench
+from conftest import REPO, reachable_tmpdir, run, scratchbench
 from cluster import ClusterSpec, EmbeddedCluster
 from cluster.embedded import process_alive
 
@@ -105,6 +105,58 @@ def test_the_reframe_backend_names_the_nodes_out_of_service(cluster, monkeypatch
     finally:
         run(["scontrol", "update", "nodename=n2", "state=resume"], env=env, check=True)
     assert nodes_out_of_service() == {}
+
+
+BACKEND_PROBE = """
+import os, sys, time
+import reframe.core.config as config
+import reframe.core.runtime as rt
+site = config.load_config(sys.argv[1])
+site.select_subconfig("embedded:batch")
+rt.init_runtime(site)
+import scratchbench.slurm_embedded
+from reframe.core.backends import getlauncher, getscheduler
+from reframe.core.schedulers import Job
+sched = getscheduler("slurm_embedded")()
+jobs = []
+for name, body in (("ok", "sleep 1"), ("fails", "exit 3")):
+    job = Job.create(sched, getlauncher("local")(), name=name, workdir=sys.argv[2],
+                     sched_access=["--partition=batch"])
+    job.prepare([body], trap_errors=False)
+    job.submit()
+    jobs.append(job)
+sched.poll(*jobs)
+print("first", *sorted({job.state for job in jobs}))
+deadline = time.time() + 120
+while not all(sched.finished(job) for job in jobs) and time.time() < deadline:
+    time.sleep(0.2)
+    sched.poll(*jobs)
+for job in jobs:
+    print(job.name, job.state, job.exitcode, ",".join(job.nodelist or []),
+          job.completion_time is not None, sched._ended_in_memory(job))
+"""
+
+
+def test_the_reframe_backend_reads_job_states_from_slurmctld(cluster, tmp_path):
+    # squeue while a job waits or runs, scontrol for the exit code and end of a job that
+    # has just ended (sacct only for one slurmctld forgot): what the checks' poll sees
+    env = dict(cluster.client_env(), LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+               PYTHONPATH=str(REPO))
+    probe = tmp_path / "probe.py"
+    probe.write_text(BACKEND_PROBE)
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    # (ReFrame writes job scripts and outputs where it runs: in jobs/, not the checkout)
+    out = run([sys.executable, str(probe), str(REPO / "site_configs" / "local.py"), str(jobs)],
+              env=env, cwd=jobs)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert set(lines["first"].split()) <= {"PENDING", "CONFIGURING", "RUNNING"}, lines
+    assert lines["ok"].split()[:2] == ["COMPLETED", "0"], lines
+    assert lines["fails"].split()[:2] == ["FAILED", "3"], lines
+    for name in ("ok", "fails"):
+        nodes, completed, from_slurmctld = lines[name].split()[2:]
+        assert nodes in ("n1", "n2") and completed == "True" and from_slurmctld == "True"
 
 
 def test_down_stops_only_its_own_daemons_by_pid(spare_home, cluster):

@@ -81,3 +81,18 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="2 histories but 1 group labels"):
         suite.judge([verdicts.History([1.0] * 10, list(range(10)), "higher")] * 2, ["g"],
                     list(range(10)))
+
+
+def test_no_check_logs_a_deprecated_attribute():
+    # ReFrame reads every loggable attribute at each log call, and a deprecated one costs
+    # a walk of the whole stack (~25 ms): the checks leave them out (SuiteTest).
+    import reframe_checks.lib.base as base
+    from reframe_checks.lib.kernel import KernelBuild
+    from reframe_checks.lib.tools import IORProvider
+    for check in (base.ScratchCheck, KernelBuild, IORProvider):
+        names = [name for name, _ in check.loggable_attrs()]
+        assert "env_vars" in names and "variables" not in names, check
+        deprecated = [n for n in names if n in check.var_space and
+                      check.var_space[n].is_deprecated()]
+        assert deprecated == [], (check, deprecated)
+        assert "variables" in check.var_space, "ReFrame still has the deprecated alias"

@@ -17,10 +17,11 @@ read": open and close), stat, remove; no neighbour shift on either side.  Files 
 are chosen so phases last about a second or more (printed).
 
 MPI jobs run unbound (mpirun --bind-to none), as fio does.  The kernel's I/O buffers sit
-on transparent huge pages: fio's are 4 KiB pages, and when they are scattered in physical
-memory each 1 MiB request is split in two on a device taking fewer segments per request
+on transparent huge pages, and so do fio's by default (--fio-iomem auto: mmaphuge, the
+hugetlb pages reserved as root): fio's default 4 KiB pages, when scattered in physical
+memory, have each 1 MiB request split in two on a device taking fewer segments per request
 (virtio-blk: 254; count them with perf stat -e block:block_split), which makes fio's figure
-depend on the memory's state; --fio-iomem mmaphuge gives fio huge pages too.
+depend on the memory's state and the two tools send the device different requests.
 
 Rounds are interleaved (the tools' order rotates), so drift hits every tool alike; a round
 gives one pair kernel/tool per figure.  Printed: each tool's min/median/max, the ratio as
@@ -40,8 +41,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (FIO_IOMEM_HELP, build_kernel, load_average, pair_arguments, ratio_interval,
-                   sh, spread)
+from pairs import (build_kernel, fio_iomem, fio_iomem_argument, goal_verdict,
+                   load_average, pair_arguments, ratio_interval, sh, spread)
 
 from reframe_checks.lib.parsers import parse_ior_json, parse_mdtest
 from scratchbench.units import MIB
@@ -175,8 +176,10 @@ def compare(label, unit, op, samples, base, others, targets):
     for other in others:
         o = [s[op] for s in samples[other]]
         ratio, lo, hi = ratio_interval(list(zip(k, o)))
-        line += (f" | {other} {spread(o, width=9)} | {base}/{other} {ratio:4.2f} [{lo:4.2f}, {hi:4.2f}]"
-                 f" (target >= {targets[other]})")
+        goal = targets[other]
+        verdict = goal_verdict(ratio, lo, hi, goal=goal, floor=goal - 0.05)
+        line += (f" | {other} {spread(o, width=9)} | {base}/{other} {ratio:4.2f} "
+                 f"[{lo:4.2f}, {hi:4.2f}] (goal >= {goal}, low >= {goal - 0.05:.2f}: {verdict})")
     print(line)
 
 
@@ -199,8 +202,9 @@ def main():
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
-    parser.add_argument("--fio-iomem", default="malloc", help=FIO_IOMEM_HELP)
+    fio_iomem_argument(parser)
     args = parser.parse_args()
+    args.fio_iomem, iomem_words = fio_iomem(args.fio_iomem)
     os.makedirs(args.dir, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
     kernel = build_kernel(build)
@@ -208,7 +212,7 @@ def main():
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
     dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"
     print(f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}; "
-          f"fio --iomem={args.fio_iomem}; "
+          f"{iomem_words}; "
           f"MPI jobs under {' '.join(mpirun('N'))}; before: {load_average()}")
     if not ior:
         print("IOR/mdtest not found (give --ior-bin DIR): their ratios are not measured")
