@@ -7,6 +7,7 @@ import atexit
 import math
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -87,6 +88,8 @@ def fio_iomem(choice):
         try:
             pool.write_text(str(reserved + FIO_HUGE_PAGES - available))
             atexit.register(pool.write_text, str(reserved))
+            # a benchmark stopped with SIGTERM gives the pages back too
+            signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
             available = int(free.read_text())
         except OSError:
             pass
