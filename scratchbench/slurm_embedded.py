@@ -31,8 +31,8 @@ from reframe.utility import osext
 
 #: node states (sinfo -t) in which a node takes no job until someone intervenes
 OUT_OF_SERVICE_STATES = "down,drain,drained,draining,fail"
-#: job states (squeue %T) of a job that has not ended; any other (COMPLETING, COMPLETED,
-#: FAILED, TIMEOUT...) or a job squeue no longer lists is asked of sacct
+#: job states (squeue %T) of a job that has not ended; a job in any other (COMPLETED,
+#: FAILED, TIMEOUT...) is asked of scontrol, one COMPLETING or no longer listed of sacct
 NOT_ENDED_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED",
                               "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING",
                               "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"})

@@ -56,7 +56,6 @@ def build_kernel(where, mpicc="mpicc.openmpi"):
     return Path(where) / "scratchbench-kernel"
 
 
-HUGE_PAGE = 2 << 20
 #: hugetlb pages reserved for fio's buffers: 32 requests of 1 MiB in flight (diskperf's
 #: deepest point) or 2 jobs of 1 MiB, with room to spare
 FIO_HUGE_PAGES = 64
