@@ -625,7 +625,7 @@ class EmbeddedCluster:
                 if down:
                     _progress(f"storage server(s) {', '.join(down)} of the SAN are down: "
                               "starting them again")
-                    san.gluster("volume", "start", "sanscratch", "force")
+                    san.start_down_bricks(timeout=30)
                 if "san-client-login" not in alive:
                     san.mount_login_client(san_state, spawn, _progress)
             for name, daemon in daemons.items():

@@ -491,22 +491,33 @@ end-volume
         info = self.gluster("volume", "info", VOLUME).stdout
         if "Status: Started" not in info:
             self.gluster("volume", "start", VOLUME)
+        self.start_down_bricks(timeout=60)
+        san["bricks"] = self.brick_status()
+
+    def start_down_bricks(self, timeout=60):
+        """Wait until every storage server (brick) is online, starting again the ones that
+        are down. A brick that died leaves its PID file, and glusterd takes the PID of a
+        zombie not yet reaped (PID 1 here reaps late) for a running brick and never
+        restarts it: such a stale PID file is removed first."""
         started = time.monotonic()
-        deadline, forced = started + 60, False
+        deadline, forced = started + timeout, None
         while time.monotonic() < deadline:
             status = self.brick_status()
-            if status and all(b["online"] for b in status):
-                break
-            if not forced and time.monotonic() - started > 5:
-                # a server still down after glusterd started its bricks: start it again
+            down = [b["server"] for b in status if not b["online"]]
+            if status and not down:
+                return
+            for server in down:
+                pid = self._brick_pid_from_file(server)
+                if pid and not process_alive(pid):
+                    self._brick_pid_file(server).unlink(missing_ok=True)
+            # (glusterd ignores a start while it has not yet seen the brick go: ask again)
+            if down and (forced is None or time.monotonic() - forced > 5):
                 self.gluster("volume", "start", VOLUME, "force", check=False)
-                forced = True
+                forced = time.monotonic()
             time.sleep(0.5)
-        else:
-            down = [b["server"] for b in self.brick_status() if not b["online"]]
-            raise SanUnavailable(f"storage server(s) {', '.join(down) or '?'} of the SAN did "
-                                 f"not come up within 60 s; logs in {self.log / 'bricks'}")
-        san["bricks"] = self.brick_status()
+        down = [b["server"] for b in self.brick_status() if not b["online"]]
+        raise SanUnavailable(f"storage server(s) {', '.join(down) or '?'} of the SAN did "
+                             f"not come up within {timeout} s; logs in {self.log / 'bricks'}")
 
     def client_argv(self, san, log_name):
         """A GlusterFS FUSE client in the foreground (our child, PID known).
@@ -684,13 +695,17 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
                     problems.append(f"node {node}'s client of {VOLUME} is gone")
         return problems
 
+    def _brick_pid_file(self, server):
+        """run/gluster/vols/<volume>/<address>-<brick path>.pid of SERVER, or None."""
+        found = list((self.run / "gluster" / "vols" / VOLUME).glob(f"*-s{server[1:]}-brick.pid"))
+        return found[0] if found else None
+
     def _brick_pid_from_file(self, server):
-        for pid_file in (self.run / "gluster" / "vols" / VOLUME).glob(f"*-s{server[1:]}-brick.pid"):
-            try:
-                return int(pid_file.read_text().strip())
-            except (OSError, ValueError):
-                return None
-        return None
+        pid_file = self._brick_pid_file(server)
+        try:
+            return int(pid_file.read_text().strip()) if pid_file else None
+        except (OSError, ValueError):
+            return None
 
     # ---- stop -------------------------------------------------------------------------------
     def stop_bricks(self):
