@@ -443,7 +443,8 @@ def build_parser():
                     "are selected by key:value items joined with commas: tag:, note: "
                     "(substring), since:/until: (dates), run: (ids joined with |). Exit 0 "
                     "when no figure is worse, 1 when a figure is worse, 3 when too few runs "
-                    "(fewer than 2 a side) decide nothing, 2 on a selection that matches "
+                    "(fewer than 2 a side) or phases too short to trust decide nothing, 2 "
+                    "on a selection that matches "
                     "no run, 7 when the history store does not exist. reports/VERDICTS.md "
                     "has the method.")
     accept.add_argument("--before", required=True, metavar="SELECTION",

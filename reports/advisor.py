@@ -71,6 +71,7 @@ from reports import store
 from scratchbench import selfscale as ss
 from scratchbench import units
 from scratchbench.errors import ScratchbenchError
+from scratchbench.figures import too_short_words
 from scratchbench.units import GIB, KIB, MIB, size_words
 
 #: the runs of a series whose figures give a prediction its interval
@@ -710,9 +711,21 @@ class Rate:
     nodes: int
     leads: bool
     environ: str = ""
+    #: the newest value was timed in a phase too short to trust (its length, s), or None
+    short_phase: float = None
 
     def as_dict(self):
         return asdict(self)
+
+
+def short_phase_note(rates):
+    """A note when a prediction rests on figures timed in phases too short to trust."""
+    short = sorted({r.label for r in rates if r is not None and r.short_phase is not None})
+    if not short:
+        return []
+    shortest = min(r.short_phase for r in rates if r is not None and r.short_phase is not None)
+    return [f"rests on figures {too_short_words(shortest)} ({'; '.join(short)}): run a "
+            "nightly or acceptance workload for figures to plan with"]
 
 
 @dataclass
@@ -798,7 +811,7 @@ def stored_figures(conn, recent=RECENT_RUNS):
     rows = conn.execute(
         "SELECT f.role, f.metric, f.value, f.unit, f.label, c.case_id, c.series, "
         "c.scratch_target, c.scratch_kind, c.variant, c.num_tasks, c.nodes, c.environ, "
-        "r.started, "
+        "r.started, f.phase_seconds, f.too_short, "
         "EXISTS (SELECT 1 FROM figures h WHERE h.case_id = c.case_id AND h.headline IS NOT "
         "NULL AND h.headline != '') AS leads FROM figures f JOIN cases c ON "
         "f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id WHERE f.role IS NOT NULL "
@@ -819,7 +832,8 @@ def stored_figures(conn, recent=RECENT_RUNS):
                     runs=len(values), date=row["started"] or 0, label=row["label"] or role,
                     variant=row["variant"] or "", ranks=row["num_tasks"] or 0,
                     nodes=row["nodes"] or 0, leads=bool(row["leads"]),
-                    environ=row["environ"] or "")
+                    environ=row["environ"] or "",
+                    short_phase=row["phase_seconds"] if row["too_short"] else None)
         t = target(row)
         if role in ERROR_ROLES:
             if role not in t.errors or rate.date > t.errors[role].date:
@@ -1096,7 +1110,8 @@ def _counted(parts, what):
     spread = bool(runs) and min(runs) > 1
     return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
                 runs=min(runs) if runs else 0, date=max(dates) if dates else None,
-                rests_on="; ".join(rests) or "nothing to do")
+                rests_on="; ".join(rests) or "nothing to do",
+                notes=short_phase_note([rate for count, rate, _ in parts if count]))
 
 
 def predict_metadata(profile, figures):
@@ -1173,6 +1188,7 @@ def predict_staging(profile, figures):
                          f"{amount['bytes'] / largest.value:,.1f}x the largest copy "
                          f"the staging check timed ({size_words(largest.value)}): its "
                          "sustained bandwidth is carried past what was measured")
+        notes += short_phase_note([rate for _, rate in rated])
         seconds += sum(count / rate.value for count, rate in rated)
         low += sum(count / rate.high for count, rate in rated)
         high += sum(count / rate.low for count, rate in rated)

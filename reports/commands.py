@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scratchbench import paths, units
 from scratchbench.errors import ConfigError, ScratchbenchError
+from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S, too_short_words
 from reports import fs_diary, naming, pages, store, suite, verdicts
 
 
@@ -152,19 +153,26 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         run_id = row["run_id"]
     elif not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
-    histories, names, latest_rows, undeclared = [], [], [], []
+    histories, names, latest_rows, unjudged = [], [], [], []
     started = {}
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
         started.update((r["run_id"], r["started"]) for r in rows)
         if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
             continue   # not measured in the judged run: its case is judged as failed
+        if rows[-1]["too_short"]:
+            unjudged.append({"series": series, "metric": metric, "verdict": "too-short",
+                             "notify": False, "name": naming.figure_name(rows[-1]),
+                             "phase_seconds": rows[-1]["phase_seconds"],
+                             "detail": f"not judged: {too_short_words(rows[-1]['phase_seconds'])}"})
+            continue
         if rows[-1]["better"] not in verdicts.BETTER:
-            undeclared.append({"series": series, "metric": metric, "verdict": "undeclared",
+            unjudged.append({"series": series, "metric": metric, "verdict": "undeclared",
                                "notify": False, "name": naming.figure_name(rows[-1]),
                                "detail": "not judged: the check does not declare whether "
                                          "higher or lower is better"})
             continue
-        judged = [r for r in rows if r["value"] is not None]
+        # (a night whose phase was too short to time is no point of the history)
+        judged = [r for r in rows if r["value"] is not None and not r["too_short"]]
         histories.append(verdicts.History([r["value"] for r in judged],
                                           [r["run_id"] for r in judged], rows[-1]["better"],
                                           series=series, metric=metric,
@@ -196,7 +204,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         # Notified: a figure that a new alert names, with a change of its own.
         entry["notify"] = bool(alert and alert.news and alert.direction == "regression"
                                and entry["verdict"] in naming.CHANGE_WORDS)
-    figures += undeclared
+    figures += unjudged
     failed = _failed_cases(conn, run_id)
     judged_on = conn.execute("SELECT started FROM runs WHERE run_id = ?",
                              (run_id,)).fetchone()["started"]
@@ -220,6 +228,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
         "suspects": counts["suspect"],
         "improvements": counts["improvement"],
         "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
+        "too_short": counts["too-short"],
         "nights_needed": max([f.get("nights_needed", 0) for f in figures], default=0),
         "failed": len(failed),
         "suite": _suite_entry(suite_verdict, started),
@@ -333,8 +342,13 @@ def format_nightly(result, path):
         lines.append(f"  {naming.change_sentence(f)}")
         if f.get("chart"):
             lines.append(f"    chart: {f['chart']}")
+    short = [f for f in result["figures"] if f["verdict"] == "too-short"]
+    if short:
+        lines.append(f"  {len(short)} figure(s) not judged, their timed phase too short to "
+                     f"trust (under {SHORTEST_TRUSTED_PHASE_S:g} s; each named in the "
+                     "verdict file)")
     for f in result["figures"]:
-        if f["verdict"] not in ("ok", "insufficient-history") and \
+        if f["verdict"] not in ("ok", "insufficient-history", "too-short") and \
                 f["verdict"] not in naming.CHANGE_WORDS:
             lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
     counts = defaultdict(int)
@@ -399,6 +413,8 @@ def _runs_of(conn, run_ids):
         g = grouped[(row["series"], row["metric"])]
         g.update(unit=row["unit"], better=row["better"], name=naming.figure_name(row))
         g["runs"].append(extra.get(row["figure_id"]) or [row["value"]])
+        if row["too_short"]:
+            g["shortest_phase"] = min(g.get("shortest_phase", math.inf), row["phase_seconds"])
     return grouped
 
 
@@ -420,6 +436,12 @@ def acceptance(before, after, out=None, db=None):
             continue   # the check does not say which way is better: nothing to decide
         v = verdicts.acceptance(b[key]["runs"], a[key]["runs"], b[key]["better"],
                                 series=series, metric=metric, unit=b[key]["unit"] or "")
+        shortest = min(b[key].get("shortest_phase", math.inf),
+                       a[key].get("shortest_phase", math.inf))
+        if shortest < math.inf:
+            # shown with its change, never called better or worse
+            v.verdict = "too short to trust"
+            v.detail = f"not judged: {too_short_words(shortest)} in a run ({v.detail})"
         figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
     if not figures:
         raise ConfigError("the runs before and after share no figure: select runs of "
@@ -438,12 +460,21 @@ def acceptance(before, after, out=None, db=None):
     # the acceptance page: the configuration before and after above the verdicts
     result["page"] = str(path.with_suffix(".html"))
     Path(result["page"]).write_text(fs_diary.acceptance_page(result, configuration))
-    if result["insufficient"] == len(figures):
-        need_b = max(f["runs_needed_before"] for f in figures)
-        need_a = max(f["runs_needed_after"] for f in figures)
+    short = result["too_short_to_trust"]
+    if result["insufficient"] + short == len(figures):
+        if not result["insufficient"]:
+            raise ScratchbenchError(
+                f"no figure can be decided: the timed phase of every one was too short to "
+                f"trust (under {SHORTEST_TRUSTED_PHASE_S:g} s); compare runs of a larger "
+                f"workload (details in {path})", exit_code=3)
+        waiting = [f for f in figures if f["verdict"] == "insufficient"]
+        need_b = max(f["runs_needed_before"] for f in waiting)
+        need_a = max(f["runs_needed_after"] for f in waiting)
         raise ScratchbenchError(
             f"too few runs to decide any figure: {need_b} more run(s) before and {need_a} "
-            f"more run(s) after are needed (details in {path})", exit_code=3)
+            f"more run(s) after are needed" + (f" ({short} more too short to trust)"
+                                               if short else "") +
+            f" (details in {path})", exit_code=3)
     return (1 if result["worse"] else 0), result, path
 
 
@@ -456,7 +487,9 @@ def format_acceptance(result, path):
         lines.append(f"  {f['verdict']:<22} {f['name']}: {f['detail']}")
     lines.append(f"  {result['better']} better, {result['worse']} worse, "
                  f"{result['no_significant_change']} no significant change, "
-                 f"{result['insufficient']} undecided (too few runs)")
+                 f"{result['insufficient']} undecided (too few runs)" +
+                 (f", {result['too_short_to_trust']} too short to trust"
+                  if result["too_short_to_trust"] else ""))
     lines.append(f"verdict file: {path}")
     if result.get("page"):
         lines.append(f"verdict page: {result['page']}")

@@ -278,7 +278,9 @@ def acceptance_page(result, sides):
             f"<p>{len(result['before']['runs'])} run(s) before ({_esc(result['before']['selection'])})"
             f" against {len(result['after']['runs'])} after ({_esc(result['after']['selection'])}); "
             f"{result['better']} better, {result['worse']} worse, "
-            f"{result['no_significant_change']} no significant change.</p>"
+            f"{result['no_significant_change']} no significant change"
+            + (f", {result['too_short_to_trust']} too short to trust (not judged)"
+               if result.get("too_short_to_trust") else "") + ".</p>"
             f"{acceptance_table(sides)}<h2>Per figure</h2><table><thead><tr><th>verdict</th>"
             f"<th>figure</th><th>detail</th></tr></thead><tbody>{figures}</tbody></table>"
             "</body></html>\n")

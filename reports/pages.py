@@ -70,7 +70,7 @@ from markupsafe import Markup
 
 from reports import advisor, fs_diary, naming, runreport, store
 from scratchbench import units
-from scratchbench.figures import DESCRIPTIVE_ROLES
+from scratchbench.figures import DESCRIPTIVE_ROLES, SHORTEST_TRUSTED_PHASE_S, too_short_words
 
 HISTORY_RUNS = 200        # runs of each tag the pages read and plot
 RECENT_RUNS = store.RECENT_RUNS   # runs a spread, a ranking or a piece of advice rests on
@@ -102,8 +102,9 @@ CACHE = ".scratchbench-cache"           # compiled templates, the advisor's pred
 VERDICT_WORDS = {"ok": "no change", "regression": "regression", "improvement": "improvement",
                  "suspect": "unconfirmed change (one bad night)",
                  "insufficient-history": "not enough history yet", "recovered": "recovered",
-                 "ongoing regression": "still regressed"}
-UNDECIDED = {"insufficient-history", "suspect"}
+                 "ongoing regression": "still regressed", "too-short": "too short to trust"}
+#: verdicts that decided nothing (a figure too short to trust never will, at its size)
+UNDECIDED = {"insufficient-history", "suspect", "too-short"}
 
 WINDOW = """WITH recent AS (
     SELECT run_id, started FROM (
@@ -152,7 +153,8 @@ class Series:
 
     __slots__ = ("key", "metric", "points", "target", "kind", "partition", "environ",
                  "tag", "unit", "label", "better", "headline", "chart", "check", "variant",
-                 "workload_words", "params", "scaling", "case_id", "role")
+                 "workload_words", "params", "scaling", "case_id", "role",
+                 "phase_seconds", "too_short")
 
     def __init__(self, key, metric, points, meta):
         self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
@@ -173,6 +175,8 @@ class Series:
         self.workload_words = meta["workload_words"] or ""
         self.scaling = meta["scaling_parameter"] or ""
         self.role = meta["role"] or (self.chart or {}).get("role") or ""
+        # the latest run's: a figure whose phase was too short to time is not ranked
+        self.phase_seconds, self.too_short = meta["phase_seconds"], bool(meta["too_short"])
 
     @property
     def descriptive(self):
@@ -209,7 +213,8 @@ def load(conn):
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         for row in conn.execute(
-                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, f.role "
+                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, f.role, "
+                "f.phase_seconds, f.too_short "
                 "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE f.case_id IN "
                 f"({','.join('?' * len(chunk))})", chunk):
             meta[(row["case_id"], row["metric"])] = row
@@ -326,6 +331,12 @@ class Ranking:
         if any(s.descriptive for ss in series_by_target.values() for s in ss):
             self.status = "not ranked"
             return
+        #: (target, phase seconds) where the latest run's phase was too short to time
+        self.too_short = sorted({(s.target, s.phase_seconds) for ss in series_by_target.values()
+                                 for s in ss if s.too_short})
+        if self.too_short:
+            self.status = "too short"
+            return
         if self.second is None:
             self.status = "alone"
             return
@@ -365,6 +376,9 @@ class Ranking:
         if self.status == "not ranked":
             return ("not ranked: it describes a model or the measurement, not the file "
                     "system")
+        if self.status == "too short":
+            target, seconds = min(self.too_short, key=lambda ts: ts[1])
+            return f"not ranked: on {target}, {too_short_words(seconds)}"
         if self.status == "alone":
             return f"only measured on {self.best.target}"
         if self.status == "winner":
@@ -396,12 +410,15 @@ def advice(target, headline_rankings, series):
 
     Each line says which runs and sizes it rests on; nothing is said where the spread
     does not support it (only "not enough data" for the figures concerned)."""
-    lines, undecided, level = [], [], []
+    lines, undecided, level, short = [], [], [], []
     for r in headline_rankings:
         mine = r.standings.get(target)
         if mine is None or r.status in ("alone", "not ranked"):
             continue
         what = f"{r.name} ({r.variant})" if r.variant else r.name
+        if r.status == "too short":
+            short.append(what)
+            continue
         caveat = r.regression_words(r.best.target)
         caveat = f" {caveat[0].upper()}{caveat[1:]}." if caveat else ""
         if r.status == "winner" and r.best.target == target:
@@ -424,7 +441,8 @@ def advice(target, headline_rankings, series):
             undecided.append((what, r.runs_needed))
     for r in headline_rankings:
         mine = r.standings.get(target)
-        if mine is not None and r.status != "not ranked" and mine.n >= MIN_RUNS_TO_RANK and mine.median and \
+        if mine is not None and r.status not in ("not ranked", "too short") and \
+                mine.n >= MIN_RUNS_TO_RANK and mine.median and \
                 (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD:
             lines.append(f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
                          f"plan with the lower figure.")
@@ -432,6 +450,9 @@ def advice(target, headline_rankings, series):
     if level:
         lines.append("No clear difference from the other file systems (their recent ranges "
                       f"overlap) for: {'; '.join(level)}.")
+    if short:
+        lines.append("Not compared, their timed phases too short to trust (under "
+                     f"{SHORTEST_TRUSTED_PHASE_S:g} s): {'; '.join(short)}.")
     if undecided:
         most = max(n for _, n in undecided)
         lines.append(f"Not enough data yet to compare file systems for: "
@@ -1250,6 +1271,15 @@ def run_extras(source):
 FIGURE_COLUMNS = 8   # a check with more figures than this lists them in a fold per case
 
 
+def _short_mark(words):
+    """The mark of a value whose timed phase was too short to trust (its words on hover)."""
+    return f' <abbr class="short" title="{escape(words)}">(too short)</abbr>' if words else ""
+
+
+def _figure_cell(value, short):
+    return f'<td class="num">{escape(value)}{_short_mark(short)}</td>'
+
+
 def case_rows_html(rows, parameters, figure_columns):
     """The rows of a run's table of cases: parameters and figures as columns.
 
@@ -1281,12 +1311,13 @@ def case_rows_html(rows, parameters, figure_columns):
         html += f'<td class="result"{title}>{escape(result_text)}</td>'
         html += f'<td class="time">{escape(r["time"])}</td>'
         if figure_columns:
-            values = {label: value for label, value, _ in r["figures"]}
-            html += "".join(f'<td class="num">{escape(values.get(label, ""))}</td>'
+            values = {label: (value, short) for label, value, _, short in r["figures"]}
+            html += "".join(_figure_cell(*values.get(label, ("", "")))
                             for label, _ in figure_columns)
         else:
             listed = "".join(f'<div class="fig">{escape(label)}: <b>{escape(value)}</b> '
-                             f'{escape(unit)}</div>' for label, value, unit in r["figures"])
+                             f'{escape(unit)}{_short_mark(short)}</div>'
+                             for label, value, unit, short in r["figures"])
             html += (f'<td class="figures"><details><summary>{len(r["figures"])} figures'
                      f"</summary>{listed}</details></td>" if r["figures"] else "<td></td>")
         html += (f'<td><a href="{escape(r["output"])}/">files</a></td>' if r["output"]
@@ -1300,11 +1331,12 @@ def run_page_data(conn, run, out):
                          "variant, scratch_target, environ, display_name",
                          (run["run_id"],)).fetchall()
     figures = defaultdict(list)
-    for case_id, value, unit, label, metric in conn.execute(
-            "SELECT f.case_id, f.value, f.unit, f.label, f.metric FROM figures f JOIN cases c "
-            "ON f.case_id = c.case_id WHERE c.run_id = ? ORDER BY f.figure_id",
-            (run["run_id"],)):
-        figures[case_id].append((label or metric, fmt(value), unit or ""))
+    for case_id, value, unit, label, metric, phase, short in conn.execute(
+            "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, "
+            "f.too_short FROM figures f JOIN cases c ON f.case_id = c.case_id "
+            "WHERE c.run_id = ? ORDER BY f.figure_id", (run["run_id"],)):
+        figures[case_id].append((label or metric, fmt(value), unit or "",
+                                 too_short_words(phase) if short else ""))
     extras = run_extras(run["source"]) if run["source"] else {}
     groups = defaultdict(list)
     for c in cases:
@@ -1320,7 +1352,7 @@ def run_page_data(conn, run, out):
         names = sorted({k for r in rows for k in r["params"]})
         figure_columns = {}
         for r in rows:
-            for label, _, unit in r["figures"]:
+            for label, _, unit, _ in r["figures"]:
                 figure_columns.setdefault(label, unit)
         figure_columns = list(figure_columns.items())
         if len(figure_columns) > FIGURE_COLUMNS:
@@ -1329,10 +1361,12 @@ def run_page_data(conn, run, out):
                        "figure_columns": figure_columns,
                        "rows_html": case_rows_html(rows, names, figure_columns),
                        "workload": sorted({r["case"]["workload_words"] for r in rows
-                                           if r["case"]["workload_words"]})})
+                                           if r["case"]["workload_words"]}),
+                       "too_short": sum(bool(f[3]) for r in rows for f in r["figures"])})
     wall = (run["finished"] - run["started"]) if run["finished"] and run["started"] else None
     return {"tables": tables, "problems": problems(cases, with_target=True),
-            "wall": duration(wall), "filesystems": fs_diary.run_section(conn, run["run_id"])}
+            "wall": duration(wall), "filesystems": fs_diary.run_section(conn, run["run_id"]),
+            "shortest_trusted_phase": f"{SHORTEST_TRUSTED_PHASE_S:g}"}
 
 
 # ---- the build -----------------------------------------------------------------------------

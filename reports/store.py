@@ -19,6 +19,8 @@ Ingestion is idempotent (a run already stored is left as it is) and safe under
 concurrency (each ingest is one ``BEGIN IMMEDIATE`` transaction; SQLite serialises
 writers and a busy writer waits).  The schema evolves through numbered migrations in
 ``reports/migrations``, tracked with ``PRAGMA user_version``.
+A figure keeps how long its timed phase lasted (``phase_seconds``) and whether that was
+too short to trust (``too_short``, scratchbench.figures' rule when it was stored).
 """
 
 import contextlib
@@ -33,6 +35,7 @@ from pathlib import Path
 from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ScratchbenchError
+from scratchbench.figures import too_short
 
 #: the newest runs of a series that a spread, a ranking, a piece of advice or a
 #: prediction's interval rests on (the pages and the advisor)
@@ -202,6 +205,7 @@ def ingest_report(conn, report, meta=None, source=""):
                 "scaling_parameter": case.get("scaling_parameter") or None})
             case_id = cur.lastrowid
             samples = case.get("samples") or {}
+            phases = case.get("phase_seconds") or {}
             declared = case.get("figures") or {}
             for metric, value, unit, ref, lower, upper, result in runreport.perf_figures(case):
                 meaning = declared.get(metric) or {}
@@ -211,7 +215,10 @@ def ingest_report(conn, report, meta=None, source=""):
                     "result": result, "label": meaning.get("label"),
                     "better": meaning.get("better"), "headline": meaning.get("headline") or None,
                     "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None,
-                    "role": meaning.get("role") or None})
+                    "role": meaning.get("role") or None,
+                    "phase_seconds": _num(phases.get(metric)),
+                    "too_short": None if _num(phases.get(metric)) is None
+                    else int(too_short(phases[metric]))})
                 added += 1
                 values = samples.get(metric) or []
                 conn.executemany("INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
@@ -373,7 +380,8 @@ def figure_rows(conn, where="", args=()):
     """Every figure with its case and run, oldest run first."""
     return conn.execute(
         "SELECT f.figure_id, f.metric, f.value, f.unit, f.reference, f.lower, f.upper,"
-        " f.result AS figure_result, f.label, f.better, f.headline, f.chart, f.role, c.*, r.tag, r.note, r.revision, r.site, r.started,"
+        " f.result AS figure_result, f.label, f.better, f.headline, f.chart, f.role,"
+        " f.phase_seconds, f.too_short, c.*, r.tag, r.note, r.revision, r.site, r.started,"
         " r.finished, r.reframe_version "
         "FROM figures f JOIN cases c ON f.case_id = c.case_id JOIN runs r ON c.run_id = r.run_id "
         f"{where} ORDER BY r.started, r.run_id", args).fetchall()

@@ -22,10 +22,10 @@ def make_case(check, params, environ, target, figures, *, workload="nightly",
               declarations=None, result="pass", fail_phase=None, fail_reason=None,
               skip_reason="", variant="", nodes=1, title="",
               workload_words="synthetic workload", scaling_parameter="", time_total=None,
-              outputdir=None):
+              outputdir=None, phase_seconds=None):
     """One test case.  figures: {metric: (value, unit, samples)}; declarations:
     {metric: declaration dict} for figures that need more than the default (a headline,
-    a chart)."""
+    a chart); phase_seconds: {metric: how long its timed phase lasted}."""
     declarations = declarations or {}
     display = " ".join([check] + [f"%{k}={v}" for k, v in params.items()])
     case = {
@@ -44,6 +44,7 @@ def make_case(check, params, environ, target, figures, *, workload="nightly",
         "perfvalues": {f"synth:batch:{m}": [v, 0, None, None, u, "pass"]
                        for m, (v, u, _) in figures.items()},
         "samples": {m: s for m, (_, _, s) in figures.items() if s},
+        "phase_seconds": dict(phase_seconds or {}),
     }
     case.update(params)
     return case

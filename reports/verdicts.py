@@ -93,7 +93,7 @@ NIGHTLY_LABELS = {
     "ok": "no change of level; the detail says when the last one was",
 }
 ACCEPTANCE_LABELS = ("better", "worse", "no significant change", "insufficient",
-                     "invalid")
+                     "invalid", "too short to trust")
 # One line each for a verdict file.
 NIGHTLY_METHOD = (
     f"{methods.SEGMENTATION} segmentation (recursive) and a scan of the newest 2-30 runs, "
@@ -893,7 +893,7 @@ class AcceptanceVerdict:
     unit: str
     better: str
     verdict: str                    # better, worse, no significant change, insufficient,
-                                    # invalid
+                                    # invalid (too short to trust: set by the caller)
     runs_before: int
     runs_after: int
     repetitions_before: int = 0

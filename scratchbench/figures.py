@@ -65,6 +65,29 @@ DESCRIPTIVE_ROLES = frozenset({"model_error_median", "model_error_max",
                                "stage_first_bytes", "stage_largest_bytes",
                                "knee", "focal", "marker"})
 
+#: A figure whose timed phase lasted less than this (the shortest over its repetitions)
+#: is "too short to trust": stored so marked, shown, never ranked nor judged.  Such a
+#: phase times the caches in front of the file system (it never meets writeback or a
+#: journal commit, which a job working for seconds does), and one stall in it is the
+#: whole figure: quick mdtest phases of ~40 ms differed up to 12x between two
+#: repetitions (docs/benchmarks.md, "Phases long enough to time").
+SHORTEST_TRUSTED_PHASE_S = 0.5
+
+
+def too_short(phase_seconds):
+    """Whether a phase of this length (None: not reported) is too short to trust."""
+    return phase_seconds is not None and phase_seconds < SHORTEST_TRUSTED_PHASE_S
+
+
+def too_short_words(phase_seconds):
+    """Why a figure is not ranked nor judged, in words."""
+    return (f"too short to trust: its timed phase lasted {_seconds_words(phase_seconds)}, "
+            f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs")
+
+
+def _seconds_words(seconds):
+    return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
 
 @dataclass(frozen=True)
 class FigureDeclaration:

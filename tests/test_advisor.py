@@ -19,6 +19,7 @@ from reframe_checks.lib.selfscale import declared_figures
 from reports import advisor, pages, store
 from reports.synthetic import make_case, make_report
 from scratchbench import selfscale as ss
+from scratchbench.figures import too_short_words
 
 darshan = pytest.importorskip("darshan")
 DARSHAN_DIR = Path(darshan.__file__).parent
@@ -742,6 +743,29 @@ def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
     data = advisor.predict_data(profile, advisor.load_figures(db_path=db)["fastfs"])
     assert data.seconds == pytest.approx(2.0, rel=1e-6)
     assert any("500,000 requests/s (the stored read requests per s)" in n for n in data.notes)
+
+
+def test_a_prediction_on_figures_timed_too_briefly_says_so(tmp_path):
+    """Metadata rates timed in 20 ms phases (the quick tag's) still predict, with a note
+    that they are too short to trust; the same rates timed over seconds carry no note."""
+    def case(phase):
+        return make_case("MetadataCheck", {"scratch_target": "fastfs"}, "gnu-openmpi",
+                         "fastfs", {"c": (1000.0, "ops/s", []), "o": (5000.0, "ops/s", []),
+                                    "s": (20000.0, "ops/s", [])},
+                         declarations={"c": declared("creations", "ops/s", "creations_per_s"),
+                                       "o": declared("opens", "ops/s", "opens_per_s"),
+                                       "s": declared("stats", "ops/s", "stats_per_s")},
+                         phase_seconds={"c": phase, "o": phase, "s": phase})
+    profile = advisor.description_profile(KNOWN, "known")
+    notes = {}
+    for phase in (0.02, 3.0):
+        db = history_of(tmp_path / str(phase), [(0, [case(phase)])])
+        part = advisor.predict_metadata(profile, advisor.load_figures(db_path=db)["fastfs"])
+        assert part.seconds == pytest.approx(40 / 1000 + 60 / 5000 + 50 / 20000)
+        notes[phase] = [n for n in part.notes if "too short to trust" in n]
+    assert notes[0.02] == [f"rests on figures {too_short_words(0.02)} (creations; opens; stats): run "
+                           "a nightly or acceptance workload for figures to plan with"]
+    assert notes[3.0] == []
 
 
 def history_of(tmp_path, nights):

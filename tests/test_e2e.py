@@ -13,6 +13,7 @@ import sqlite3
 import pytest
 
 from conftest import failures_of, scratchbench
+from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +119,43 @@ def test_ior_and_mdtest_are_skipped_with_a_reason(first):
                      out)
     for case in case_named(first, r"^(IOR|Mdtest|IORProvider)"):
         assert case["result"] == "skip"
+
+
+#: the figures that are no timed measurement: sizes a check reports about itself
+UNTIMED = {"stage_burst_size", "stage_largest_copy"}
+CLOCKS = {"iotest": "total", "metadata": "time", "diskperf": "total", "jovian": "total",
+          "iozone": "time"}
+
+
+def test_every_timed_figure_says_how_long_its_phase_lasted(first, sb_home):
+    """Each figure of the kernel's modes and of staging carries the length of the
+    shortest timed phase behind it (the kernel's phase clock on the slowest rank, as the
+    kernel's own report has it); the store keeps it and marks what is too short."""
+    checked = 0
+    for case in case_named(first, r"^(Kernel(IOTest|Metadata|Diskperf|Jovian|IOzone|"
+                                  r"NodeSweep|ProcessSweep)|StageInOut)"):
+        if case["result"] != "pass":
+            continue
+        figures = {k.split(":")[-1] for k in case["perfvalues"]} - UNTIMED
+        phases = case["phase_seconds"]
+        assert figures <= set(phases), (case["display_name"], figures - set(phases))
+        assert all(0 < phases[f] < 600 for f in figures), phases
+        out = first["run_dir"] / "output" / case["system"] / case["partition"] / \
+            case["environ"] / case["short_name"]
+        if case["display_name"].startswith("KernelIOTest"):
+            report = json.loads((out / "kernel.json").read_text())
+            clock = CLOCKS[report["mode"]]
+            write = min(rep["phases"]["write"]["time_s"][clock]["max"]
+                        for rep in report["repetitions"])
+            assert phases["write_bw"] == write and phases["write_bw_worst"] == write
+        checked += len(figures)
+    assert checked >= 100
+    db = sqlite3.connect(sb_home / "history.sqlite")
+    rows = db.execute("SELECT f.phase_seconds, f.too_short FROM figures f JOIN cases c "
+                      "USING (case_id) WHERE c.run_id = ? AND f.phase_seconds IS NOT NULL",
+                      (first["run_dir"].name,)).fetchall()
+    assert len(rows) >= checked
+    assert all(short == int(seconds < SHORTEST_TRUSTED_PHASE_S) for seconds, short in rows)
 
 
 def test_figures_are_in_the_results_db_and_the_perflog(first, sb_home):

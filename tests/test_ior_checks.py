@@ -140,6 +140,23 @@ def test_replayed_real_runs_pass_with_the_tools_figures(fake_tools):
     figures = {k.split(":")[-1]: v[0] for k, v in mdtest["perfvalues"].items()}
     assert figures == {"create_rate": 2120.922, "stat_rate": 1108836.17, "read_rate": 24874.285,
                        "remove_rate": 22183.96}, "the fixtures' SUMMARY tables"
+    # the phase behind each figure, as the tools timed it: IOR's totalTime, mdtest's
+    # phase time in its rank details (the "all" row)
+    def ior_time(case):
+        entry = json.loads((FIXTURES / case / "summary.json").read_text())["tests"][0]
+        return min(r["totalTime"] for r in entry["Results"] if r["access"] in ("write", "read"))
+
+    def mdtest_time(case, column):
+        header, *rows = [ln.split(",") for ln in
+                         (FIXTURES / case / "summary.csv").read_text().splitlines() if ln]
+        return float(next(r for r in rows if r[0] == "all")[header.index(column)])
+    assert ior["phase_seconds"] == {"write_bw": ior_time(GOOD["IOR_WRITE"]),
+                                    "read_bw": ior_time(GOOD["IOR_READ"])}
+    assert mdtest["phase_seconds"] == {
+        "create_rate": mdtest_time(GOOD["MDTEST_CREATE"], "time-File creation"),
+        "stat_rate": mdtest_time(GOOD["MDTEST_STAT"], "time-File stat"),
+        "read_rate": mdtest_time(GOOD["MDTEST_READ"], "time-File read"),
+        "remove_rate": mdtest_time(GOOD["MDTEST_REMOVE"], "time-File removal")}
     assert ior["cache_method"] == "fadvise" and ior["cache_resident"] == {"read-1": 0.0}
     assert mdtest["cache_resident"] == {"read-1": 0.0}
     assert ior["tool_source"] == "module:ior-wrapper/1.0" and ior["tool_mpi"] == "openmpi"

@@ -24,6 +24,7 @@ import pytest
 from conftest import REPO, failures_of, launch_chromium
 from reports import commands, pages, store
 from reports.synthetic import make_case, make_report
+from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S, too_short_words
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
 DAY = 86400
@@ -223,6 +224,38 @@ def headline_row(page, name):
 
 
 # ---- the made-up history: known answers ------------------------------------------------------
+def test_a_figure_too_short_to_time_is_shown_but_never_ranked():
+    """Two file systems 3x apart on a headline figure, every night: ranked, unless the
+    latest run of either timed it in a phase too short to trust; then the ranking says
+    where and how long, and the advice names it among the figures not compared."""
+    def series(target, value, phase):
+        meta = {"case_id": 1, "scratch_target": target, "scratch_kind": "shared",
+                "system": "synth", "partition": "batch", "environ": "gnu", "workload": "nightly",
+                "unit": "ops/s", "label": "Stats per second", "metric": "stat_rate",
+                "better": "higher", "headline": "Stat files", "chart": None, "params": "{}",
+                "title": "Metadata", "check_name": "KernelMetadata", "variant": "shared dir",
+                "workload_words": "1,000 files", "scaling_parameter": "", "role": "",
+                "phase_seconds": phase, "too_short": None if phase is None else
+                int(phase < SHORTEST_TRUSTED_PHASE_S)}
+        points = [(START + DAY * i, value * (1 + 0.01 * (i % 3)), f"night{i}") for i in range(6)]
+        return pages.Series((target, "stat_rate"), "stat_rate", points, meta)
+
+    fast = series("fastfs", 3000.0, 2.0)
+    timed = pages.Ranking(fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, 2.0)]})
+    assert timed.status == "winner" and timed.best.target == "fastfs"
+    short = pages.Ranking(fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, 0.041)]})
+    assert short.status == "too short"
+    assert short.verdict() == f"not ranked: on slowfs, {too_short_words(0.041)}"
+    advice = " ".join(pages.advice("fastfs", [short], {}))
+    assert "Best file system" not in advice
+    assert (f"Not compared, their timed phases too short to trust (under "
+            f"{SHORTEST_TRUSTED_PHASE_S:g} s): Stat files (shared dir).") in advice
+    # a figure stored before phases were kept (no length known) is ranked as before
+    unknown = pages.Ranking(fast.figure, {"fastfs": [fast],
+                                          "slowfs": [series("slowfs", 1000.0, None)]})
+    assert unknown.status == "winner"
+
+
 def test_index_names_the_right_winners(made_up_site):
     index = (made_up_site["out"] / "index.html").read_text()
     write = headline_row(index, "Large sequential write")

@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO, scratchbench
 from reports import commands, store
 from reports.synthetic import make_case, make_report
+from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S, too_short, too_short_words
 
 
 # ---- store ----------------------------------------------------------------------------------
@@ -183,6 +184,56 @@ def test_acceptance_command_counts_runs_not_repetitions(synthetic_store, tmp_pat
         commands.acceptance("note:nothing-like-this", "note:after", db=synthetic_store)
     with pytest.raises(Exception, match="unknown key 'ticket'"):
         commands.acceptance("ticket:1", "note:after", db=synthetic_store)
+
+
+def test_a_figure_whose_phase_was_too_short_is_marked_and_never_judged(tmp_path):
+    """A figure whose timed phase lasted under the rule's minimum is stored with its
+    phase's length and marked; the nightly and acceptance verdicts name it too short to
+    trust instead of judging it, even when it halved; a figure with long phases beside
+    it is judged as before."""
+    db = tmp_path / "h.sqlite"
+    conn = store.connect(db)
+    rng = np.random.default_rng(7)
+    short = SHORTEST_TRUSTED_PHASE_S / 10
+    for i in range(24):
+        level = 1000 if i < 20 else 500
+        figures = {"write_bw": (float(rng.normal(level, 10)), "MiB/s", []),
+                   "read_bw": (float(rng.normal(level, 10)), "MiB/s", []),
+                   "open_close_share": (5.0, "%", [])}
+        case = make_case("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"},
+                         "gnu", "fsA", figures, phase_seconds={"write_bw": 2.0,
+                                                                "read_bw": short})
+        store.ingest_report(conn, make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i, [case]),
+                            {"note": "before" if i < 20 else "after"})
+    stored = {row[0]: tuple(row[1:]) for row in conn.execute(
+        "SELECT metric, phase_seconds, too_short FROM figures WHERE case_id = 1")}
+    conn.close()
+    assert stored == {"write_bw": (2.0, 0), "read_bw": (short, 1),
+                      "open_close_share": (None, None)}
+    code, result, path = commands.nightly(run_id="run021", db=db, out=tmp_path / "v.json")
+    by_metric = {f["metric"]: f for f in result["figures"]}
+    assert code == 1 and by_metric["write_bw"]["verdict"] == "regression"
+    read = by_metric["read_bw"]
+    assert read["verdict"] == "too-short" and not read["notify"]
+    assert read["detail"] == f"not judged: {too_short_words(short)}"
+    assert result["too_short"] == 1
+    assert "1 figure(s) not judged, their timed phase too short to trust" in \
+        commands.format_nightly(result, path)
+    code, result, path = commands.acceptance("note:before", "note:after", db=db,
+                                             out=tmp_path / "a.json")
+    by_metric = {f["metric"]: f for f in result["figures"]}
+    assert code == 1 and by_metric["write_bw"]["verdict"] == "worse"
+    assert by_metric["read_bw"]["verdict"] == "too short to trust"
+    assert by_metric["read_bw"]["detail"].startswith(f"not judged: {too_short_words(short)}")
+    assert result["too_short_to_trust"] == 1
+    assert ", 1 too short to trust" in commands.format_acceptance(result, path)
+
+
+def test_the_rule_in_words():
+    assert too_short_words(0.041) == ("too short to trust: its timed phase lasted 41 ms, "
+                                      f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs")
+    assert not too_short(None) and too_short(SHORTEST_TRUSTED_PHASE_S * 0.99)
+    assert not too_short(SHORTEST_TRUSTED_PHASE_S)
 
 
 # ---- real runs ------------------------------------------------------------------------------

@@ -148,6 +148,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     #: per-repetition values of each performance variable, when the tool reports them;
     #: kept in the run report, so acceptance verdicts see each run's spread
     samples = variable(dict, value={})
+    #: how long each performance variable's timed phase lasted, the shortest over the
+    #: repetitions, in seconds (where the tool reports it): the store marks a figure
+    #: whose phase was too short to time (scratchbench.figures.SHORTEST_TRUSTED_PHASE_S)
+    phase_seconds = variable(dict, value={})
     #: what the scratch target was, as this case's job saw it (scratchbench.fsconfig),
     #: on the one case per target and environment of a run that collected it; {} else
     fs_facts = variable(dict, value={})

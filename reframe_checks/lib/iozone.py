@@ -109,6 +109,7 @@ class IOzoneCheckBase(KernelCheck):
     workload_family = "iozone"
     title = "IOzone patterns over file and record sizes (seed 004)"
     io_api = "posix"
+    phase_clock = "time"
     #: ranks on one node: 1 is IOzone's automatic mode, more its throughput mode
     processes_wanted = variable(int, value=1)
     file_sizes = variable(str, value="")
@@ -207,13 +208,13 @@ class IOzoneCheckBase(KernelCheck):
     def mode_problems(self, report):
         return matrix_problems(report)
 
-    def samples_from(self, report):
+    def figure_sources(self, report):
         out = {}
         for pattern in (p.replace("-", "_") for p in report["config"]["patterns"]):
             for pt in report["config"]["matrix"]["points"]:
                 f, r = pt["file_size"], pt["record_size"]
-                out[figure_name(pattern, f, r)] = self.per_rep(
-                    report, phase_name(pattern, f, r), "throughput_Bps", 1 / MIB)
+                out[figure_name(pattern, f, r)] = (phase_name(pattern, f, r),
+                                                   "throughput_Bps", 1 / MIB)
         points = [(pt["file_size"], pt["record_size"])
                   for pt in report["config"]["matrix"]["points"]]
         if points:

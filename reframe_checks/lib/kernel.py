@@ -58,6 +58,8 @@ class KernelCheck(ScratchCheck):
     kernel_args = variable(list, value=[])
     #: the directories the kernel writes in: the target's path, or its disks
     kernel_dirs = variable(list, value=[])
+    #: the timer of the mode's phases that spans a whole phase on a rank (src/SCHEMA.md)
+    phase_clock = "total"
 
     @run_before("run")
     def set_kernel_command(self):
@@ -77,8 +79,9 @@ class KernelCheck(ScratchCheck):
 
     @run_before("sanity")
     def record_what_ran(self):
-        """The transfer size as the kernel used it and the per-repetition samples, from
-        its report (when there is one: sanity says why when there is not)."""
+        """The transfer size as the kernel used it, the per-repetition samples and the
+        length of each figure's phases, from its report (when there is one: sanity says
+        why when there is not)."""
         try:
             report = parse_kernel_json(open(os.path.join(self.stagedir, KERNEL_REPORT)).read())
         except (OSError, ParseError):
@@ -86,7 +89,12 @@ class KernelCheck(ScratchCheck):
         self.transfer_size = int(report["config"].get("transfer_bytes") or 0)
         if not kernel_problems(report, expected_ranks=self.num_tasks,
                                expected_nodes=self.num_nodes_used):
-            self.samples = self.samples_from(report)
+            sources = self.figure_sources(report)
+            self.samples = {name: self.per_rep(report, phase, key, scale)
+                            for name, (phase, key, scale) in sources.items()}
+            self.phase_seconds = {name: min(durations) for name, (phase, _, _) in
+                                  sources.items()
+                                  if (durations := self.phase_durations(report, phase))}
 
     @sanity_function
     def validate_kernel_run(self):
@@ -110,14 +118,24 @@ class KernelCheck(ScratchCheck):
             return ["--direct"]
         return []
 
-    def samples_from(self, report):
-        """{performance variable: [value per repetition]}; subclasses map their figures."""
+    def figure_sources(self, report):
+        """{performance variable: (phase, the figure's key in that phase, scale)}: where
+        each figure's per-repetition values are in the report; subclasses map theirs."""
         return {}
 
     @staticmethod
     def per_rep(report, phase, key, scale=1.0):
         return [rep["phases"][phase][key] * scale for rep in report.get("repetitions", [])
                 if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None]
+
+    def phase_durations(self, report, phase):
+        """How long PHASE lasted in each repetition: its clock on the slowest rank."""
+        durations = []
+        for rep in report.get("repetitions", []):
+            clock = rep.get("phases", {}).get(phase, {}).get("time_s", {}).get(self.phase_clock)
+            if clock and clock.get("max") is not None:
+                durations.append(clock["max"])
+        return durations
 
     def summary_value(self, *keys, scale=1.0):
         """A number from the report's summary, e.g. summary_value('write',
@@ -170,12 +188,11 @@ class IOTestCheckBase(KernelCheck):
             # Read the next node's data, as IOR -C does, so reads miss the local cache.
             self.kernel_args += ["--shift", "auto"]
 
-    def samples_from(self, report):
-        write = self.per_rep(report, "write", "bandwidth_min_Bps", 1 / MIB)
+    def figure_sources(self, report):
+        write = ("write", "bandwidth_min_Bps", 1 / MIB)
         return {"write_bw": write, "write_bw_worst": write,
-                "read_bw": self.per_rep(report, "read", "bandwidth_min_Bps", 1 / MIB),
-                "open_close_share": self.per_rep(report, "write", "open_close_fraction_max",
-                                                 100.0)}
+                "read_bw": ("read", "bandwidth_min_Bps", 1 / MIB),
+                "open_close_share": ("write", "open_close_fraction_max", 100.0)}
 
     @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Sequential write")
     def write_bw(self):
@@ -206,6 +223,7 @@ class MetadataCheckBase(KernelCheck):
     io_api = "posix"
     workload_family = "metadata"
     title = "Open/close at scale and deletion cost (seed 002)"
+    phase_clock = "time"
     dir_per_rank = variable(bool, value=False)
     removers = variable(int, value=1)
     files_per_rank = variable(int, value=0)
@@ -222,11 +240,11 @@ class MetadataCheckBase(KernelCheck):
         if self.dir_per_rank:
             self.kernel_args.append("--dir-per-rank")
 
-    def samples_from(self, report):
-        remove = self.per_rep(report, "remove", "rate_ops")
-        return {"create_rate": self.per_rep(report, "create", "rate_ops"),
-                "open_close_rate": self.per_rep(report, "open", "rate_ops"),
-                "stat_rate": self.per_rep(report, "stat", "rate_ops"),
+    def figure_sources(self, report):
+        remove = ("remove", "rate_ops", 1.0)
+        return {"create_rate": ("create", "rate_ops", 1.0),
+                "open_close_rate": ("open", "rate_ops", 1.0),
+                "stat_rate": ("stat", "rate_ops", 1.0),
                 "delete_rate": remove, "delete_rate_worst": remove}
 
     @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files",
@@ -321,9 +339,8 @@ class DiskperfCheckBase(KernelCheck):
                                     f"{wanted} requests were in flight at once")
         return problems[:3]
 
-    def samples_from(self, report):
-        return {f"{op}_bw_{size_token(b)}_qd{q}": self.per_rep(
-                    report, f"{op}_bs{b}_qd{q}", "bandwidth_Bps", 1 / MIB)
+    def figure_sources(self, report):
+        return {f"{op}_bw_{size_token(b)}_qd{q}": (f"{op}_bs{b}_qd{q}", "bandwidth_Bps", 1 / MIB)
                 for b in self.block_sizes for q in self.queue_depths for op in ("write", "read")}
 
 
@@ -385,7 +402,7 @@ class JovianCheckBase(KernelCheck):
         self.io_api = report["config"].get("engine", self.io_api)
         return []
 
-    def samples_from(self, report):
-        return {f"{op}_bw_{p.replace('-', '_')}": self.per_rep(
-            report, f"{op}_{p.replace('-', '_')}", "bandwidth_Bps", 1 / MIB)
-            for p in self.placements for op in ("write", "read")}
+    def figure_sources(self, report):
+        return {f"{op}_bw_{p.replace('-', '_')}": (f"{op}_{p.replace('-', '_')}",
+                                                    "bandwidth_Bps", 1 / MIB)
+                for p in self.placements for op in ("write", "read")}

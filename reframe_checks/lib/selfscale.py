@@ -142,6 +142,13 @@ class SelfScaleCheckBase(ScratchCheck):
         for name, (value, declaration) in figures.items():
             self.add_figure(name, declaration, _constant(value))
         self.samples = dict(self.samples, **samples)
+        # the throughputs and request rates are timed over windows of --duration (the
+        # model's figures are no timed phase)
+        if not self.params.get("requests"):
+            window = float(self.params.get("duration", 0.4))
+            self.phase_seconds = dict(self.phase_seconds, **{
+                name: window for name in figures
+                if name.startswith(("focal_throughput_", "request_rate_"))})
 
 
 #: the pages' x axes: sizes in MiB and KiB read better than in bytes

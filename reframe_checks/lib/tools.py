@@ -561,6 +561,11 @@ class IORCheckBase(ToolCheck):
         if self.is_dry_run():
             return
         self.samples = {f"{op}_bw": self.per_rep(op) for op in ("write", "read")}
+        # IOR's totalTime: first open to last close of one iteration
+        self.phase_seconds = {f"{op}_bw": min(r["totalTime"] for rep in self.reps()
+                                              for r in self.ior_result(op, rep)["results"]
+                                              if r["access"] == op)
+                              for op in ("write", "read")}
 
     def read_cache_problems(self, read, rep):
         """O_DIRECT and the node shift must show in what IOR reports it did."""
@@ -681,6 +686,13 @@ class MdtestCheckBase(ToolCheck):
         if self.is_dry_run():
             return
         self.samples = {_MDTEST_PHASES[ph][2]: self.per_rep(ph) for ph in self.phase_names()}
+        # the phase's time to after its closing barrier, from the rank details
+        self.phase_seconds = {}
+        for ph in self.phase_names():
+            times = [self.mdtest_result(f"{ph}-{rep}")[1]["phases"]
+                     .get(_MDTEST_PHASES[ph][1], {}).get("time") for rep in self.reps()]
+            if times and None not in times:
+                self.phase_seconds[_MDTEST_PHASES[ph][2]] = min(times)
 
     def per_rep(self, phase):
         op = _MDTEST_PHASES[phase][1]
