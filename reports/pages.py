@@ -1271,9 +1271,11 @@ def run_extras(source):
 FIGURE_COLUMNS = 8   # a check with more figures than this lists them in a fold per case
 
 
-def _short_mark(words):
-    """The mark of a value whose timed phase was too short to trust (its words on hover)."""
-    return f' <abbr class="short" title="{escape(words)}">(too short)</abbr>' if words else ""
+def _short_mark(phase):
+    """The mark of a value whose timed phase was too short to trust (the phase's length
+    on hover; the rule under the table: a run has thousands of such values)."""
+    return (f' <abbr class="short" title="timed over {duration(phase)}">(too short)</abbr>'
+            if phase is not None else "")
 
 
 def _figure_cell(value, short):
@@ -1312,7 +1314,7 @@ def case_rows_html(rows, parameters, figure_columns):
         html += f'<td class="time">{escape(r["time"])}</td>'
         if figure_columns:
             values = {label: (value, short) for label, value, _, short in r["figures"]}
-            html += "".join(_figure_cell(*values.get(label, ("", "")))
+            html += "".join(_figure_cell(*values.get(label, ("", None)))
                             for label, _ in figure_columns)
         else:
             listed = "".join(f'<div class="fig">{escape(label)}: <b>{escape(value)}</b> '
@@ -1336,7 +1338,7 @@ def run_page_data(conn, run, out):
             "f.too_short FROM figures f JOIN cases c ON f.case_id = c.case_id "
             "WHERE c.run_id = ? ORDER BY f.figure_id", (run["run_id"],)):
         figures[case_id].append((label or metric, fmt(value), unit or "",
-                                 too_short_words(phase) if short else ""))
+                                 phase if short else None))
     extras = run_extras(run["source"]) if run["source"] else {}
     groups = defaultdict(list)
     for c in cases:
@@ -1362,7 +1364,7 @@ def run_page_data(conn, run, out):
                        "rows_html": case_rows_html(rows, names, figure_columns),
                        "workload": sorted({r["case"]["workload_words"] for r in rows
                                            if r["case"]["workload_words"]}),
-                       "too_short": sum(bool(f[3]) for r in rows for f in r["figures"])})
+                       "too_short": sum(f[3] is not None for r in rows for f in r["figures"])})
     wall = (run["finished"] - run["started"]) if run["finished"] and run["started"] else None
     return {"tables": tables, "problems": problems(cases, with_target=True),
             "wall": duration(wall), "filesystems": fs_diary.run_section(conn, run["run_id"]),

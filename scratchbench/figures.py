@@ -12,6 +12,8 @@ This module is the one format both sides agree on.
 
 from dataclasses import asdict, dataclass
 
+from scratchbench.units import duration_words
+
 BETTER = ("higher", "lower")
 CHART_KINDS = ("lines", "surface")
 #: What a figure measures, for programs that compute with figures (the workload advisor
@@ -81,12 +83,8 @@ def too_short(phase_seconds):
 
 def too_short_words(phase_seconds):
     """Why a figure is not ranked nor judged, in words."""
-    return (f"too short to trust: its timed phase lasted {_seconds_words(phase_seconds)}, "
+    return (f"too short to trust: its timed phase lasted {duration_words(phase_seconds)}, "
             f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs")
-
-
-def _seconds_words(seconds):
-    return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 @dataclass(frozen=True)
