@@ -255,14 +255,14 @@ def _report(args):
 
 
 def _advise(args):
-    from reports import advisor
+    from reports import advisor, advisor_report, job_profile
 
-    profile = advisor.load_profile(args.workload, nodes=args.nodes, stage=args.stage)
+    profile = job_profile.load_profile(args.workload, nodes=args.nodes, stage=args.stage)
     result = advisor.advise(profile)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(advisor.format_advice(result))
+        print(advisor_report.format_advice(result))
     return 0
 
 

@@ -53,7 +53,7 @@ def ingest(sources=(), db=None):
             continue
         runs += 1 if added else 0
         figures += added
-    total = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+    total = store.figure_count(conn)
     conn.close()
     if len(bad) == 1 and len(sources) == 1:
         raise bad[0]
@@ -79,8 +79,7 @@ def _ingest_source(conn, path):
 
 def _series_history(conn, run_id):
     """For each figure of run_id: its series' values up to and including that run."""
-    target = conn.execute("SELECT started FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    rows = store.figure_rows(conn, "WHERE r.started <= ?", (target["started"],))
+    rows = store.figure_rows(conn, "WHERE r.started <= ?", (store.run(conn, run_id)["started"],))
     history = defaultdict(list)
     latest = set()
     for row in rows:
@@ -119,9 +118,7 @@ def _failed_cases(conn, run_id):
     """The judged run's cases that failed, with their cause, as verdict entries: a figure
     missing from the latest run is a verdict of its own, never the last night's value."""
     entries = []
-    for row in conn.execute("SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
-                            "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
-                            "environ", (run_id,)):
+    for row in store.failed_cases(conn, run_id):
         cause = row["fail_reason"] or "no reason recorded"
         entries.append({"series": row["series"], "metric": None, "verdict": "failed",
                         "name": naming.case_name(row), "what": naming.case_words(row),
@@ -141,17 +138,14 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     failing notifier is reported and changes nothing."""
     conn = store.connect(db, create=False)
     store.check_integrity(conn)
-    query = "SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") + \
-        "ORDER BY started DESC, run_id DESC LIMIT 1"
     if run_id is None:
-        row = conn.execute(query, (tag,) if tag else ()).fetchone()
-        if row is None:
+        run_id = store.latest_run_id(conn, tag)
+        if run_id is None:
             conn.close()
             raise store.NoHistory(f"the history store {db or paths.history_db()} holds no run" +
                                     (f" tagged {tag}" if tag else "") +
                                     ": run the suite, then `scratchbench ingest`")
-        run_id = row["run_id"]
-    elif not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+    elif store.run(conn, run_id) is None:
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
     histories, names, latest_rows, unjudged = [], [], [], []
     started = {}
@@ -206,8 +200,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                and entry["verdict"] in naming.CHANGE_WORDS)
     figures += unjudged
     failed = _failed_cases(conn, run_id)
-    judged_on = conn.execute("SELECT started FROM runs WHERE run_id = ?",
-                             (run_id,)).fetchone()["started"]
+    judged_on = store.run(conn, run_id)["started"]
     for entry in failed:
         entry["since"] = units.date(judged_on)
     conn.close()
@@ -364,37 +357,29 @@ def format_nightly(result, path):
 
 def _select(conn, spec, option):
     """Runs matching 'key:value,key:value' (tag, note, since, until, run)."""
-    clauses, args = [], []
+    conditions = []
     for part in [p.strip() for p in spec.split(",") if p.strip()]:
         key, _, value = part.partition(":")
         if not value:
             raise ConfigError(f"{option} {spec}: expected key:value items (tag, note, since, "
                               "until, run)")
-        if key == "tag":
-            clauses.append("tag = ?")
-            args.append(value)
-        elif key == "note":
-            clauses.append("note LIKE ?")
-            args.append(f"%{value}%")
+        if key in ("tag", "note"):
+            conditions.append((key, value))
         elif key in ("since", "until"):
             try:
                 ts = datetime.fromisoformat(value).replace(tzinfo=timezone.utc).timestamp()
             except ValueError:
                 raise ConfigError(f"{option} {key}:{value}: expected a date such as "
                                   "2026-11-22") from None
-            clauses.append("started >= ?" if key == "since" else "started < ?")
-            args.append(ts)
+            conditions.append((key, ts))
         elif key == "run":
-            ids = value.split("|")
-            clauses.append(f"run_id IN ({','.join('?' * len(ids))})")
-            args.extend(ids)
+            conditions.append((key, value.split("|")))
         else:
             raise ConfigError(f"{option} {spec}: unknown key '{key}' (expected tag, note, "
                               "since, until or run)")
-    if not clauses:
+    if not conditions:
         raise ConfigError(f"{option}: empty selection")
-    ids = [r[0] for r in conn.execute(
-        f"SELECT run_id FROM runs WHERE {' AND '.join(clauses)}", args)]
+    ids = store.runs_matching(conn, conditions)
     if not ids:
         raise ConfigError(f"{option} {spec} matches no stored run")
     return ids
@@ -503,15 +488,14 @@ def report(out_dir, db=None, prepare_out=None):
     known to hold figures: a missing or empty store creates nothing."""
     conn = store.connect(db, create=False)
     store.check_integrity(conn)
-    stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
-    latest = conn.execute("SELECT run_id FROM runs ORDER BY started DESC, run_id DESC "
-                          "LIMIT 1").fetchone()
+    stored = store.figure_count(conn)
+    latest = store.latest_run_id(conn)
     conn.close()
     if not stored:
         raise store.NoHistory(f"the history store {db or paths.history_db()} holds no "
                               "figures yet: run the suite (`scratchbench run`) first")
     nightly_result = None
-    verdict_file = verdict_dir() / f"nightly-{latest['run_id']}.json"
+    verdict_file = verdict_dir() / f"nightly-{latest}.json"
     if verdict_file.exists():
         try:
             nightly_result = json.loads(verdict_file.read_text())

@@ -12,7 +12,7 @@ The pages, and what each rests on:
 * ``compare.html``: every file system side by side, the same variant next to the same
   variant, with the spread of recent runs.
 * ``advisor.html``: which scratch for a job: common workloads predicted on every file
-  system, and a form for a job of one's own (``reports.advisor``).
+  system, and a form for a job of one's own (``reports.advisor``, ``reports.advisor_report``).
 * ``run-ID.html``: one run: configuration, wall time, every case with its parameters as
   columns, result, cause, time and a link to its output; ``runs.html`` lists the runs.
 
@@ -35,25 +35,12 @@ Choices, and why:
   once its run is stored, is skipped on a rebuild when the manifest says it was built
   from the same run with the same templates.
 
-Statistics, and why:
-* A figure of a file system in a run is the median over the partitions that measured
-  it in that run, in one programming environment, the same on every file system
-  (``lead_environment``: MPI libraries differ by several times on metadata rates, so a
-  median across them would be neither's number).
-* Spread = the range (lowest to highest) over the last ``RECENT_RUNS`` runs.
-* A file system is named best only when its worst recent value beats the runner-up's
-  best (the ranges do not overlap) with at least ``MIN_RUNS_TO_RANK`` runs on each side:
-  two identical file systems give non-overlapping ranges of 5 runs each in 2 of 252
-  orderings (under 1%, the nightly verdicts' false-alarm rate).  Otherwise the page
-  says "no clear winner" or how many more runs are needed.
-* The latest value is coloured by the quarter of the earlier runs it falls in (NERSC's
-  UMAMI), and the box plot of earlier runs is drawn only from ``MIN_EARLIER_FOR_BOX``
-  earlier runs on: never from the latest value alone.
+The statistics behind a ranking and the advice: ``reports.rankings``; the plot
+specifications and the plotly bundles: ``reports.plots``.
 """
 
 import hashlib
 import json
-from html import escape
 import math
 import os
 import re
@@ -61,40 +48,22 @@ import shutil
 import statistics
 import time
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from html import escape
 from importlib import resources
 from pathlib import Path
 
 import jinja2
 from markupsafe import Markup
 
-from reports import advisor, fs_diary, naming, runreport, store
+from reports import advisor_report, fs_diary, naming, runreport, store
+from reports.plots import (LOG_SCALE_RATIO, PLOTLY_CARTESIAN, PLOTLY_FULL, SCREENFUL, Plots,
+                           bars_plot, history_plot, lines_plot, plot_json, surface_plots)
+from reports.rankings import (HISTORY_RUNS, MIN_RUNS_TO_RANK, RECENT_RUNS, Standing, advice,
+                              in_environment, lead_environment, load, rankings)
 from scratchbench import units
-from scratchbench.figures import DESCRIPTIVE_ROLES, SHORTEST_TRUSTED_PHASE_S, too_short_words
+from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S
 
-HISTORY_RUNS = 200        # runs of each tag the pages read and plot
-RECENT_RUNS = store.RECENT_RUNS   # runs a spread, a ranking or a piece of advice rests on
-MIN_RUNS_TO_RANK = 5      # runs on each side before a file system is named best
-MIN_EARLIER_FOR_BOX = 4   # earlier runs before a box plot and quartile colours
-LOG_SCALE_RATIO = 30      # bars on a log axis when values differ by more than this
-UNSTEADY_SPREAD = 0.5     # advice warns when the recent range exceeds this share of the median
-VARIANT_ADVICE_RATIO = 1.5  # advice compares variants that differ by at least this
 RUNS_ON_INDEX = 10
-QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. best quarter
-QUARTILE_WORDS = ["worst quarter", "below median", "above median", "best quarter"]
-LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
-                "#17becf", "#7f7f7f", "#bcbd22", "#d62728"]
-#: Plotly's (d3's) way of writing a number as units.number does: three significant
-#: digits, thousands separators, no exponent ("18,400", not "1.836e+4")
-HOVER_NUMBER = ",.3~r"
-#: plots open before the reader asks for more (a screenful: the rest are in a fold)
-SCREENFUL = 4
-# at most this many labelled ticks on a numeric x axis of a line chart: more overlap at
-# the charts' width
-MOST_TICKS = 6
-#: plotly.js bundles: the full one (3-D surfaces), shipped by the plotly package, and the
-#: cartesian one (2-D plots only), vendored in templates/ at the same version
-PLOTLY_FULL, PLOTLY_CARTESIAN = "plotly.min.js", "plotly-cartesian.min.js"
 MANIFEST = ".scratchbench-pages.json"   # what each run page was built from
 CACHE = ".scratchbench-cache"           # compiled templates, the advisor's predictions
 
@@ -106,23 +75,10 @@ VERDICT_WORDS = {"ok": "no change", "regression": "regression", "improvement": "
 #: verdicts that decided nothing (a figure too short to trust never will, at its size)
 UNDECIDED = {"insufficient-history", "suspect", "too-short"}
 
-WINDOW = """WITH recent AS (
-    SELECT run_id, started FROM (
-        SELECT run_id, started, ROW_NUMBER() OVER (
-            PARTITION BY tag ORDER BY started DESC, run_id DESC) AS newest
-        FROM runs)
-    WHERE newest <= ?)"""
+fmt, when, day = units.number, units.date_time, units.date
 
 
 # ---- formatting -----------------------------------------------------------------------
-def when(ts):
-    return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def day(ts):
-    return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d")
-
-
 def fs_page_name(target):
     """The page of one file system (the verdict file links a change to its chart there)."""
     return f"fs-{slug(target)}.html"
@@ -130,13 +86,6 @@ def fs_page_name(target):
 
 def slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
-
-
-fmt = units.number
-
-
-def times(ratio):
-    return f"{ratio:.3g}x" if math.isfinite(ratio) else "many times"
 
 
 def duration(seconds):
@@ -147,351 +96,12 @@ def verdict_words(label):
     return VERDICT_WORDS.get(label, str(label).replace("-", " ").replace("_", " "))
 
 
-# ---- what the store holds ---------------------------------------------------------------
-class Series:
-    """One history: a case variant on one partition and environment, one figure."""
-
-    __slots__ = ("key", "metric", "points", "target", "kind", "partition", "environ",
-                 "tag", "unit", "label", "better", "headline", "chart", "check", "variant",
-                 "workload_words", "params", "scaling", "case_id", "role",
-                 "phase_seconds", "too_short")
-
-    def __init__(self, key, metric, points, meta):
-        self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
-        self.case_id = meta["case_id"]
-        self.target = meta["scratch_target"] or "unspecified"
-        self.kind = meta["scratch_kind"]
-        self.partition = f"{meta['system']}:{meta['partition']}"
-        self.environ = meta["environ"] or ""
-        self.tag = meta["workload"] or ""
-        self.unit = meta["unit"] or ""
-        self.label = naming.figure_label(meta)
-        self.better = meta["better"] if meta["better"] in ("higher", "lower") else "higher"
-        self.headline = meta["headline"] or ""
-        self.chart = json.loads(meta["chart"]) if meta["chart"] else None
-        self.params = json.loads(meta["params"] or "{}")
-        self.check = naming.check_words(meta)
-        self.variant = naming.variant_words(meta, self.params)
-        self.workload_words = meta["workload_words"] or ""
-        self.scaling = meta["scaling_parameter"] or ""
-        self.role = meta["role"] or (self.chart or {}).get("role") or ""
-        # the latest run's: a figure whose phase was too short to time is not ranked
-        self.phase_seconds, self.too_short = meta["phase_seconds"], bool(meta["too_short"])
-
-    @property
-    def descriptive(self):
-        """Describes a model, a search or the measurement, not the file system."""
-        return self.role in DESCRIPTIVE_ROLES
-
-    @property
-    def figure(self):
-        """One figure of one workload, comparable across file systems: the same tag,
-        check, variant, sizes and declared meaning."""
-        return (self.tag, self.check, self.variant, self.workload_words, self.label,
-                self.unit, self.better)
-
-
-def load(conn):
-    """The histories of the latest HISTORY_RUNS runs of each tag:
-    {(series key, metric): Series}."""
-    points, latest_case = {}, {}
-    for case_id, key, metric, value, started, run_id in conn.execute(
-            f"{WINDOW} SELECT c.case_id, c.series, f.metric, f.value, recent.started, "
-            "c.run_id FROM recent JOIN cases c ON c.run_id = recent.run_id "
-            "JOIN figures f ON f.case_id = c.case_id WHERE f.value IS NOT NULL "
-            "ORDER BY recent.started, c.run_id", (HISTORY_RUNS,)):
-        if not math.isfinite(value):
-            continue     # e.g. a rate over a zero time: no point to plot (the run page lists it)
-        k = (key, metric)
-        line = points.get(k)
-        if line is None:
-            line = points[k] = []
-        line.append((started or 0, value, run_id))
-        latest_case[k] = case_id       # rows come oldest first: the last one is the latest
-    meta = {}
-    ids = sorted(set(latest_case.values()))
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        for row in conn.execute(
-                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, f.role, "
-                "f.phase_seconds, f.too_short "
-                "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE f.case_id IN "
-                f"({','.join('?' * len(chunk))})", chunk):
-            meta[(row["case_id"], row["metric"])] = row
-    return {k: Series(k[0], k[1], line, meta[(latest_case[k], k[1])])
-            for k, line in points.items()}
-
-
 def latest_cases(conn):
     """Every case of each file system's latest run (within the window):
     {target: (run row, [case rows])}."""
-    out = {}
-    for target, run_id, _ in conn.execute(
-            f"{WINDOW} SELECT c.scratch_target, c.run_id, MAX(recent.started) FROM cases c "
-            "JOIN recent ON c.run_id = recent.run_id GROUP BY c.scratch_target",
-            (HISTORY_RUNS,)).fetchall():
-        run = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        cases = conn.execute("SELECT * FROM cases WHERE run_id = ? AND scratch_target IS ? "
-                             "ORDER BY title, check_name, variant, environ",
-                             (run_id, target)).fetchall()
-        out[target or "unspecified"] = (run, cases)
-    return out
-
-
-# ---- one number per run, spread, ranking ---------------------------------------------------
-class Standing:
-    """A figure of one file system: one value per run (the median over the partitions,
-    and over the environments when given several, that measured it in that run; the
-    rankings give it one environment: see lead_environment), and its recent spread."""
-
-    def __init__(self, target, series):
-        self.target, self.series = target, series
-        by_run = {}
-        for s in series:
-            for t, v, run in s.points:
-                by_run.setdefault(run, (t, []))[1].append(v)
-        self.runs = sorted((t, run, statistics.median(vs)) for run, (t, vs) in by_run.items())
-        self.environs = sorted({s.environ for s in series})
-        self.workload_words = sorted({s.workload_words for s in series if s.workload_words})
-        recent = self.runs[-RECENT_RUNS:]
-        self.recent = [v for _, _, v in recent]
-        self.first, self.last = recent[0][0], recent[-1][0]
-        self.latest_time, self.latest_run, self.latest = self.runs[-1]
-        self.median = statistics.median(self.recent)
-        self.low, self.high = min(self.recent), max(self.recent)
-
-    @property
-    def n(self):
-        return len(self.recent)
-
-    def spread_words(self, unit):
-        if self.n == 1:
-            return "one run so far"
-        return f"{fmt(self.low)} to {fmt(self.high)} {unit} over {self.n} runs"
-
-    def rests_on(self):
-        dates = day(self.first) if self.n == 1 or day(self.first) == day(self.last) \
-            else f"{day(self.first)} to {day(self.last)}"
-        runs = "the latest run" if self.n == 1 else f"the last {self.n} runs"
-        sizes = "; ".join(self.workload_words)
-        return f"{runs} ({dates}){': ' + sizes if sizes else ''}"
-
-
-def _apart(good, bad, better):
-    """Every recent value of `good` beats every recent value of `bad`."""
-    return good.low > bad.high if better == "higher" else good.high < bad.low
-
-
-def _ratio(good, bad, better):
-    """How many times better `good` is than `bad` on the medians (>= 1 when better)."""
-    a, b = (good.median, bad.median) if better == "higher" else (bad.median, good.median)
-    return a / b if b else math.inf
-
-
-def lead_environment(series_by_target):
-    """The one programming environment a headline value comes from: the one that
-    measured the figure on the most file systems, then in the most runs, then the first
-    by name.  Never a median across environments: MPI libraries differ by several times
-    on metadata rates, so such a median would be neither's number."""
-    targets, points = Counter(), Counter()
-    for ss in series_by_target.values():
-        targets.update({s.environ for s in ss})
-        for s in ss:
-            points[s.environ] += len(s.points)
-    return min(targets, key=lambda e: (-targets[e], -points[e], e))
-
-
-def in_environment(series, environ):
-    """The series of one environment; where it did not run, those of the target's own
-    lead environment (said beside the value)."""
-    mine = [s for s in series if s.environ == environ]
-    return mine or [s for s in series if s.environ == lead_environment({"": series})]
-
-
-class Ranking:
-    """Which file system is best for one figure, and whether the spreads allow saying so."""
-
-    def __init__(self, figure, series_by_target):
-        self.figure = figure
-        (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
-         self.better) = figure
-        self.by_target = series_by_target
-        self.environ = lead_environment(series_by_target)
-        self.environs = sorted({s.environ for ss in series_by_target.values() for s in ss})
-        self.standings = {t: Standing(t, in_environment(ss, self.environ))
-                          for t, ss in series_by_target.items()}
-        ranked = sorted(self.standings.values(), key=lambda s: s.median,
-                        reverse=self.better == "higher")
-        self.headline = next((s.headline for ss in series_by_target.values() for s in ss
-                              if s.headline), "")
-        self.best = ranked[0]
-        self.second = ranked[1] if len(ranked) > 1 else None
-        self.regressed = {}     # target: its regression verdicts (set from the nightly verdict)
-        self.margin = self.runs_needed = None
-        if any(s.descriptive for ss in series_by_target.values() for s in ss):
-            self.status = "not ranked"
-            return
-        #: (target, phase seconds) where the latest run's phase was too short to time
-        self.too_short = sorted({(s.target, s.phase_seconds) for ss in series_by_target.values()
-                                 for s in ss if s.too_short})
-        if self.too_short:
-            self.status = "too short"
-            return
-        if self.second is None:
-            self.status = "alone"
-            return
-        self.margin = _ratio(self.best, self.second, self.better)
-        self.runs_needed = max(0, MIN_RUNS_TO_RANK - min(self.best.n, self.second.n))
-        if self.runs_needed:
-            self.status = "too few runs"
-        elif _apart(self.best, self.second, self.better):
-            self.status = "winner"
-        else:
-            self.status = "no clear winner"
-
-    @property
-    def name(self):
-        return self.headline or self.label
-
-    @property
-    def workload_words(self):
-        return sorted({w for s in self.standings.values() for w in s.workload_words})
-
-    def margin_words(self):
-        return f"{times(self.margin)} {'higher' if self.better == 'higher' else 'lower'}"
-
-    def regression_words(self, target):
-        """'' or what a recommendation of target must say: it just regressed here."""
-        found = self.regressed.get(target)
-        if not found:
-            return ""
-        v = max(found, key=lambda v: v.get("since") or "")
-        state = "new" if v["verdict"] == "regression" else "ongoing"
-        return (f"but {target} regressed on {v.get('since') or 'a recent night'} "
-                f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
-                "may no longer hold")
-
-    def verdict(self):
-        """The ranking in words, as the index shows it (and the advice repeats)."""
-        if self.status == "not ranked":
-            return ("not ranked: it describes a model or the measurement, not the file "
-                    "system")
-        if self.status == "too short":
-            target, seconds = min(self.too_short, key=lambda ts: ts[1])
-            return f"not ranked: on {target}, {too_short_words(seconds)}"
-        if self.status == "alone":
-            return f"only measured on {self.best.target}"
-        if self.status == "winner":
-            caveat = self.regression_words(self.best.target)
-            return (f"{self.best.target}: {self.margin_words()} than {self.second.target} "
-                    f"(every one of the last {min(self.best.n, self.second.n)} runs)"
-                    + (f"; {caveat}" if caveat else ""))
-        if self.status == "no clear winner":
-            return (f"no clear winner: the ranges of the last runs overlap "
-                    f"({self.best.target} leads by {times(self.margin)} on the median)")
-        return (f"not decided yet: {self.runs_needed} more run{'s' * (self.runs_needed > 1)} "
-                f"needed (so far {self.best.target} leads by {times(self.margin)})")
-
-
-def rankings(series):
-    """A ranking of every figure (except those drawn on a declared chart), in the order
-    the pages list them."""
-    grouped = defaultdict(lambda: defaultdict(list))
-    for s in series.values():
-        if not s.chart:
-            grouped[s.figure][s.target].append(s)
-    return sorted((Ranking(figure, by_target) for figure, by_target in grouped.items()),
-                  key=lambda r: (r.tag, r.check, r.variant, r.name))
-
-
-# ---- advice ------------------------------------------------------------------------------
-def advice(target, headline_rankings, series):
-    """What a user of one file system should know, from the declared figures only.
-
-    Each line says which runs and sizes it rests on; nothing is said where the spread
-    does not support it (only "not enough data" for the figures concerned)."""
-    lines, undecided, level, short = [], [], [], []
-    for r in headline_rankings:
-        mine = r.standings.get(target)
-        if mine is None or r.status in ("alone", "not ranked"):
-            continue
-        what = f"{r.name} ({r.variant})" if r.variant else r.name
-        if r.status == "too short":
-            short.append(what)
-            continue
-        caveat = r.regression_words(r.best.target)
-        caveat = f" {caveat[0].upper()}{caveat[1:]}." if caveat else ""
-        if r.status == "winner" and r.best.target == target:
-            lines.append(f"Best file system here for {what}: {r.margin_words()} than "
-                         f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
-                         f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
-                         f"Rests on {mine.rests_on()}.{caveat}")
-        elif r.status == "winner" and _apart(r.best, mine, r.better) and \
-                min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK:
-            lines.append(f"For {what}, prefer {r.best.target}: "
-                         f"{times(_ratio(r.best, mine, r.better))} "
-                         f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
-                         f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
-                         f"here). Rests on {mine.rests_on()}.{caveat}")
-        elif r.status == "winner":
-            level.append(what)
-        elif r.status == "no clear winner":
-            level.append(what)
-        else:
-            undecided.append((what, r.runs_needed))
-    for r in headline_rankings:
-        mine = r.standings.get(target)
-        if mine is not None and r.status not in ("not ranked", "too short") and \
-                mine.n >= MIN_RUNS_TO_RANK and mine.median and \
-                (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD:
-            lines.append(f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
-                         f"plan with the lower figure.")
-    lines.extend(_variant_advice(target, series))
-    if level:
-        lines.append("No clear difference from the other file systems (their recent ranges "
-                      f"overlap) for: {'; '.join(level)}.")
-    if short:
-        lines.append("Not compared, their timed phases too short to trust (under "
-                     f"{SHORTEST_TRUSTED_PHASE_S:g} s): {'; '.join(short)}.")
-    if undecided:
-        most = max(n for _, n in undecided)
-        lines.append(f"Not enough data yet to compare file systems for: "
-                     f"{'; '.join(w for w, _ in undecided)} "
-                     f"({most} more run{'s' * (most > 1)} needed).")
-    return lines
-
-
-def _variant_advice(target, series):
-    """Within one check, which variant does best for a headline figure's label on this
-    file system (e.g. one file per process against one shared file), when the ranges
-    of recent runs do not overlap."""
-    labels = {(s.tag, s.check, s.label) for s in series.values()
-              if s.target == target and s.headline and not s.descriptive}
-    by_variant = defaultdict(lambda: defaultdict(list))
-    for s in series.values():
-        if s.target == target and (s.tag, s.check, s.label) in labels and not s.scaling \
-                and not s.chart:
-            by_variant[(s.tag, s.check, s.label, s.unit, s.better)][s.variant].append(s)
-    lines = []
-    for (tag, check, label, unit, better), variants in sorted(by_variant.items()):
-        if len(variants) < 2:
-            continue
-        environ = lead_environment(variants)
-        standings = [Standing(target, in_environment(ss, environ))
-                     for ss in variants.values()]
-        names = dict(zip(map(id, standings), variants))
-        standings.sort(key=lambda s: s.median, reverse=better == "higher")
-        best, worst = standings[0], standings[-1]
-        if min(best.n, worst.n) < MIN_RUNS_TO_RANK or not worst.median or not best.median:
-            continue
-        ratio = _ratio(best, worst, better)
-        if _apart(best, worst, better) and ratio >= VARIANT_ADVICE_RATIO:
-            lines.append(f"{check}: {label[0].lower() + label[1:]} is {times(ratio)} "
-                         f"{'higher' if better == 'higher' else 'lower'} with "
-                         f"{names[id(best)]} ({fmt(best.median)} {unit}) than with "
-                         f"{names[id(worst)]} ({fmt(worst.median)} {unit}). Rests on "
-                         f"{best.rests_on()}.")
-    return lines
+    return {target or "unspecified": (store.run(conn, run_id),
+                                      store.run_cases(conn, run_id, target, by_target=True))
+            for target, run_id in store.latest_run_of_each_target(conn, HISTORY_RUNS).items()}
 
 
 # ---- the verdict banner --------------------------------------------------------------------
@@ -543,367 +153,7 @@ def banner(verdicts, latest_run):
             "nights_needed": most}
 
 
-# ---- plots ---------------------------------------------------------------------------------
-def _quartile(earlier, latest, higher):
-    """0..3: the quarter of the earlier runs the latest value falls in, 3 = best."""
-    if len(earlier) < MIN_EARLIER_FOR_BOX:
-        return None
-    q1, q2, q3 = statistics.quantiles(earlier, n=4)
-    position = 0 if latest < q1 else 1 if latest < q2 else 2 if latest < q3 else 3
-    return position if higher else 3 - position
-
-
-def _box(values):
-    """Plotly box statistics precomputed (Tukey fences): small pages, fast plots."""
-    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    iqr = q3 - q1
-    return {"q1": [q1], "median": [median], "q3": [q3],
-            "lowerfence": [min(v for v in values if v >= q1 - 1.5 * iqr)],
-            "upperfence": [max(v for v in values if v <= q3 + 1.5 * iqr)]}
-
-
-def _time_range(stamps):
-    """A date axis that never zooms into milliseconds: at least two hours wide."""
-    lo, hi = min(stamps), max(stamps)
-    pad = max((hi - lo) * 0.05, 3600)
-    return [(lo - pad) * 1000, (hi + pad) * 1000]
-
-
-def history_plot(lines, unit, higher):
-    """UMAMI's layout: the history on the left with the latest value marked and coloured
-    by the quarter of earlier runs it falls in; a box plot of the earlier runs on the
-    right (from MIN_EARLIER_FOR_BOX earlier runs on).  lines: [(name, [(t, v, run)])].
-    Returns (spec, [(name, latest, quartile words or None)])."""
-    data, notes, stamps = [], [], []
-    boxes = any(len(points) - 1 >= MIN_EARLIER_FOR_BOX for _, points in lines)
-    # One run so far: its value over its date, not a dot lost on a time axis of minutes.
-    single = len({t for _, points in lines for t, _, _ in points}) == 1
-    for i, (name, points) in enumerate(lines):
-        colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-        xs = [f"{when(t)} UTC" if single else int(t * 1000) for t, _, _ in points]
-        ys = [v for _, v, _ in points]
-        stamps += [t for t, _, _ in points]
-        earlier, latest = ys[:-1], ys[-1]
-        q = _quartile(earlier, latest, higher)
-        notes.append((name, latest, QUARTILE_WORDS[q] if q is not None else None))
-        marker = QUARTILE_COLOURS[q] if q is not None else colour
-        data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys,
-                     "text": [r for _, _, r in points], "name": name,
-                     "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
-                     "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
-                                      f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
-                                      "<br>run %{text}<extra></extra>"})
-        data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
-                     "showlegend": False, "name": f"{name}, latest",
-                     "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
-                     "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
-        if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
-            data.append(dict(_box(earlier), type="box", name=name, x=[name], xaxis="x2",
-                             showlegend=False, marker={"color": colour}, hoverinfo="y"))
-            data.append({"type": "scatter", "mode": "markers", "x": [name], "y": [latest],
-                         "xaxis": "x2", "showlegend": False, "name": f"{name}, latest",
-                         "marker": {"size": 12, "color": marker, "symbol": "diamond",
-                                    "line": {"color": "#222", "width": 1}},
-                         "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
-    top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480)
-                          if len(lines) > 1 else 0)
-    layout = {"height": 220 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 35},
-              "showlegend": len(lines) > 1,
-              "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom",
-                         "font": {"size": 11}},
-              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "category",
-                        "title": {"text": "the only run so far", "font": {"size": 11}}}
-              if single else {"domain": [0, 0.74 if boxes else 1], "type": "date",
-                              "range": _time_range(stamps), "nticks": 6},
-              "yaxis": {"rangemode": "tozero", "title": {"text": unit}},
-              "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
-    if boxes:
-        layout["xaxis2"] = {"domain": [0.8, 1], "type": "category",
-                            "title": {"text": "earlier runs", "font": {"size": 11}}}
-    return {"data": data, "layout": layout}, notes
-
-
-def _axis_type(values):
-    """'category' for names (a placement of readers, say: a numeric axis draws no point
-    of them), 'log' for positive numbers over 16x apart, else 'linear'."""
-    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
-        return "category"
-    positive = [v for v in values if isinstance(v, (int, float)) and v > 0]
-    return "log" if len(positive) == len(values) and positive and \
-        max(positive) / min(positive) >= 16 else "linear"
-
-
-def _spaced_ticks(values, log, most=MOST_TICKS):
-    """Of sorted x values, the ones to label: the first, then each at least 1/most of the
-    axis beyond the last labelled (self-scaling's sizes crowd: 64 KiB, 96 KiB, 128 KiB
-    ... labelled each would overlap), and the last in place of a too-close neighbour."""
-    if len(values) <= 2:
-        return list(values)
-    where = [math.log10(v) for v in values] if log else list(values)
-    gap = (where[-1] - where[0]) / most
-    kept = [0]
-    for i in range(1, len(values)):
-        if where[i] - where[kept[-1]] >= gap * 0.999:
-            kept.append(i)
-    if kept[-1] != len(values) - 1:
-        kept[-1 if len(kept) > 1 else len(kept):] = [len(values) - 1]
-    return [values[i] for i in kept]
-
-
-def lines_plot(x_name, lines, unit, error_bars=None):
-    """x against value, one line per name: lines = {name: {x: value}};
-    error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
-    data, xs_all = [], []
-    for i, (name, points) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
-        xs = sorted(points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str)
-                                           else 0, str(x)))
-        xs_all += xs
-        trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
-                 "x": xs, "y": [points[x] for x in xs],
-                 "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
-                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"}
-        if error_bars and name in error_bars:
-            spread = error_bars[name]
-            trace["error_y"] = {"type": "data", "symmetric": False,
-                                "array": [spread[x][1] - points[x] for x in xs],
-                                "arrayminus": [points[x] - spread[x][0] for x in xs],
-                                "thickness": 1}
-        data.append(trace)
-    kind = _axis_type(xs_all)
-    ticks = list(dict.fromkeys(xs_all)) if kind == "category" else sorted(set(xs_all))
-    xaxis = {"title": {"text": x_name}, "type": kind}
-    if kind == "category":
-        xaxis["categoryorder"] = "array"
-        xaxis["categoryarray"] = [str(x) for x in ticks]
-    elif kind == "log" or len(ticks) <= 12:
-        ticks = _spaced_ticks(ticks, log=kind == "log")
-        xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
-    # the legend's rows add to the height: they never squeeze the plot
-    top = 30 + LINE_PX * (_legend_rows([d["name"] for d in data], 480) if len(data) > 1 else 0)
-    return {"data": data, "layout": {
-        "height": 250 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 45},
-        "showlegend": len(data) > 1,
-        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
-        "xaxis": xaxis, "yaxis": {"title": {"text": unit}, "rangemode": "tozero"}}}
-
-
-def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None):
-    """A 3-D surface and a heat map of value over (x, y); cells = {(x, y): value}.
-    Missing cells (e.g. small records of large files) stay empty.  ``ticks``: the
-    declared words of axis values ({"x": {65536: "64 KiB"}}); ``marks``: declared
-    thresholds, drawn where they fall inside the measured range (see chart_marks);
-    ``zrange``: (low, high) shared by plots set side by side, so their colours compare.
-    Values spread over more than LOG_SCALE_RATIO are coloured on a log scale."""
-    ticks = ticks or {}
-    xs = sorted({x for x, _ in cells})
-    ys = sorted({y for _, y in cells})
-    z = [[cells.get((x, y)) for x in xs] for y in ys]
-    values = [v for v in cells.values() if v is not None and math.isfinite(v)]
-    low, high = zrange or (min(values, default=0), max(values, default=0))
-    log = low > 0 and high / low > LOG_SCALE_RATIO
-    colour = _colour_scale(low, high, log, unit)
-
-    def words(axis, v):
-        return ticks.get(axis, {}).get(v) or fmt(v)
-
-    text = [[f"{words('x', x)}, {words('y', y)}: {fmt(cells[(x, y)])} {unit}"
-             if cells.get((x, y)) is not None else "" for x in xs] for y in ys]
-    shade = [[math.log10(v) if log and v and v > 0 else v for v in row] for row in z]
-    scene_axis = {"x": (x_name, xs), "y": (y_name, ys)}
-    scene = {f"{a}axis": {"title": {"text": name}, "type": _axis_type(values_),
-                          "tickvals": values_, "ticktext": [words(a, v) for v in values_]}
-             for a, (name, values_) in scene_axis.items()}
-    scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
-    if log:
-        scene["zaxis"]["dtick"] = 1      # a tick per power of ten, no crowded minor labels
-    if high > low and log:
-        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)]
-    elif high > low:
-        # Ticks above zero only (a "0" sits on the corner where the x and y labels
-        # meet) and room above the top one (at the very top its label was cut: "000").
-        values_ = _round_ticks(high)
-        scene["zaxis"].update(range=[0, max(high, values_[-1]) * 1.1], tickvals=values_,
-                              ticktext=[fmt(v) for v in values_])
-    surface = {"data": [dict(colour, type="surface", x=xs, y=ys, z=z, surfacecolor=shade,
-                             text=text, hovertemplate="%{text}<extra></extra>")],
-               "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
-                          "scene": dict(scene, camera={"eye": {"x": 1.7, "y": 1.7, "z": 1.0}})}}
-    heat = {"data": [dict(colour, type="heatmap", x=[words("x", x) for x in xs],
-                          y=[words("y", y) for y in ys], z=shade, text=text,
-                          hovertemplate="%{text}<extra></extra>")],
-            "layout": {"height": 420, "margin": {"l": 80, "r": 10, "t": 30, "b": 60},
-                       "xaxis": {"title": {"text": x_name}, "type": "category"},
-                       "yaxis": {"title": {"text": y_name}, "type": "category"}}}
-    for mark in marks:
-        axis = mark["axis"]
-        position = _category_position(xs if axis == "x" else ys, mark["value"])
-        if position is None:
-            continue
-        other = ys if axis == "x" else xs
-        plane = {"x": [[mark["value"]] * 2] * 2, "y": [[other[0], other[-1]]] * 2} \
-            if axis == "x" else {"y": [[mark["value"]] * 2] * 2, "x": [[other[0], other[-1]]] * 2}
-        bottom, top = (low, high) if high > low else (low or 0, (low or 0) + 1)
-        surface["data"].append(dict(
-            plane, type="surface", z=[[bottom, bottom], [top, top]], opacity=0.25,
-            showscale=False, colorscale=[[0, "#c0392b"], [1, "#c0392b"]], name=mark["label"],
-            hovertemplate=f"{escape(mark['label'])}<extra></extra>"))
-        where = {"x": [mark["value"]], "y": [other[-1]]} if axis == "x" else \
-            {"y": [mark["value"]], "x": [other[-1]]}
-        surface["data"].append(dict(where, type="scatter3d", mode="text", z=[top],
-                                    text=[mark["label"]], showlegend=False, hoverinfo="skip",
-                                    textfont={"color": "#c0392b"}))
-        line = {"type": "line", "line": {"color": "#c0392b", "width": 2, "dash": "dash"}}
-        note = {"text": mark["label"], "showarrow": False, "font": {"color": "#c0392b"}}
-        if axis == "x":
-            heat["layout"].setdefault("shapes", []).append(dict(
-                line, xref="x", yref="paper", x0=position, x1=position, y0=0, y1=1))
-            heat["layout"].setdefault("annotations", []).append(dict(
-                note, xref="x", yref="paper", x=position, y=1.02, yanchor="bottom"))
-        else:
-            heat["layout"].setdefault("shapes", []).append(dict(
-                line, xref="paper", yref="y", y0=position, y1=position, x0=0, x1=1))
-            heat["layout"].setdefault("annotations", []).append(dict(
-                note, xref="paper", yref="y", y=position, x=1, xanchor="right"))
-    return surface, heat
-
-
-def _round_ticks(high, count=4):
-    """About ``count`` round values above zero up to ``high``: 8000 -> 2000 ... 8000."""
-    raw = high / count
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    return [step * i for i in range(1, int(high // step) + 1)] or [high]
-
-
-def _colour_scale(low, high, log, unit):
-    """The colour scale of a surface and its heat map: linear, or over log10 of the values
-    with ticks at powers of ten (in the values' own unit)."""
-    scale = {"colorscale": "Viridis", "colorbar": {"title": {"text": unit}}}
-    if high <= low:
-        return scale
-    if not log:
-        return dict(scale, cmin=low, cmax=high, zmin=low, zmax=high)
-    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    scale["colorbar"].update(tickvals=list(range(first, last + 1)),
-                             ticktext=[fmt(10.0 ** k) for k in range(first, last + 1)])
-    scale["colorbar"]["title"]["text"] = f"{unit} (log scale)"
-    bounds = {"cmin": math.log10(low), "cmax": math.log10(high)}
-    return dict(scale, **bounds, zmin=bounds["cmin"], zmax=bounds["cmax"])
-
-
-def _category_position(values, value):
-    """Where a value falls among sorted axis values, as a fractional index (interpolated
-    on a log scale for log axes), or None outside them."""
-    if not values or value < values[0] or value > values[-1]:
-        return None
-    for i in range(len(values) - 1):
-        a, b = values[i], values[i + 1]
-        if a <= value <= b:
-            if _axis_type(values) == "log":
-                return i + math.log(value / a) / math.log(b / a)
-            return i + (value - a) / (b - a)
-    return float(len(values) - 1)
-
-
-def bars_plot(categories, traces, unit, highlight=None, width=480):
-    """Bars of the recent median with the recent range as error bars.
-    traces: [(name, {category: Standing})]; a log axis when values differ by orders;
-    width: the narrowest the plot is drawn (labels and legend are laid out for it)."""
-    data, values = [], []
-    for i, (name, by_category) in enumerate(traces):
-        ys, lo, hi, colours = [], [], [], []
-        for c in categories:
-            s = by_category.get(c)
-            ys.append(s.median if s else None)
-            lo.append(s.median - s.low if s else 0)
-            hi.append(s.high - s.median if s else 0)
-            colours.append("#1e8449" if highlight and c == highlight else
-                           LINE_COLOURS[i % len(LINE_COLOURS)])
-            if s:
-                values += [s.low, s.high]
-        data.append({"type": "bar", "name": str(name), "x": list(categories), "y": ys,
-                     "marker": {"color": colours},
-                     "error_y": {"type": "data", "symmetric": False, "array": hi,
-                                 "arrayminus": lo, "thickness": 1.2, "color": "#222"},
-                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:{HOVER_NUMBER}}} {unit}"
-                                      "<extra></extra>"})
-    positive = [v for v in values if v and v > 0]
-    log = bool(positive) and len(positive) == len(values) and \
-        max(positive) / min(positive) > LOG_SCALE_RATIO
-    # Long names of variants wrapped to the width of their bar group, and the room for
-    # them and for the legend's rows added to the plot's height, not taken from it
-    # (labels drawn over each other and a plot squeezed to 70 px, before).
-    per_group = max(12, int(width / max(1, len(categories)) / CHAR_PX))
-    ticktext = [_wrap(str(c), per_group) for c in categories]
-    label_lines = max((t.count("<br>") + 1 for t in ticktext), default=1)
-    legend_rows = _legend_rows([str(name) for name, _ in traces], width) \
-        if len(traces) > 1 else 0
-    top, bottom = 30 + LINE_PX * legend_rows, 25 + LINE_PX * label_lines
-    yaxis = {"title": {"text": unit + (" (log scale)" if log else "")},
-             "type": "log" if log else "linear"}
-    if log:
-        yaxis["dtick"] = 1      # a tick per power of ten, no crowded minor labels
-    if not log:
-        yaxis["rangemode"] = "tozero"
-    return {"data": data, "layout": {
-        "barmode": "group", "height": 230 + top + bottom,
-        "margin": {"l": 70, "r": 10, "t": top, "b": bottom},
-        "showlegend": len(traces) > 1,
-        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
-        "yaxis": yaxis, "xaxis": {"type": "category", "tickvals": list(categories),
-                                  "ticktext": ticktext, "tickangle": 0}}}, log
-
-
-#: what a plot's text takes: a character of 12 px text, and a line of it
-CHAR_PX, LINE_PX = 7, 18
-
-
-def _wrap(text, width):
-    """Text in lines of at most ``width`` characters (words kept whole), for a tick label."""
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return "<br>".join(lines + [line])
-
-
-def _legend_rows(names, width):
-    """Rows a horizontal legend of these names takes in ``width`` pixels."""
-    rows, used = 1, 0
-    for name in names:
-        need = 40 + CHAR_PX * len(name)     # the symbol, the gap and the name
-        if used and used + need > width:
-            rows, used = rows + 1, 0
-        used += need
-    return rows
-
-
 # ---- pages -----------------------------------------------------------------------------------
-class Plots:
-    """Numbers the plots of one page, and says which plotly bundle its first screen
-    needs: the cartesian one (a third of the full one's size) unless a 3-D surface is
-    among the first ``SCREENFUL`` plots (folded surfaces load the full bundle when they
-    are opened: pages.js)."""
-
-    def __init__(self, prefix="p"):
-        self.prefix, self.count, self.first_3d = prefix, 0, None
-
-    def add(self, spec, **info):
-        self.count += 1
-        if info.get("surface") and self.first_3d is None:
-            self.first_3d = self.count
-        return dict(info, id=f"{self.prefix}{self.count}", spec=spec)
-
-    @property
-    def bundle(self):
-        """The plotly bundle the page loads with it."""
-        return PLOTLY_FULL if self.first_3d is not None and self.first_3d <= SCREENFUL \
-            else PLOTLY_CARTESIAN
-
-
 def headline_table(headline_rankings, targets):
     """Rows of the index: one per headline figure, grouped by workload tag."""
     by_tag = defaultdict(list)
@@ -1329,14 +579,10 @@ def case_rows_html(rows, parameters, figure_columns):
 
 
 def run_page_data(conn, run, out):
-    cases = conn.execute("SELECT * FROM cases WHERE run_id = ? ORDER BY title, check_name, "
-                         "variant, scratch_target, environ, display_name",
-                         (run["run_id"],)).fetchall()
+    cases = store.run_cases(conn, run["run_id"])
     figures = defaultdict(list)
-    for case_id, value, unit, label, metric, phase, short in conn.execute(
-            "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, "
-            "f.too_short FROM figures f JOIN cases c ON f.case_id = c.case_id "
-            "WHERE c.run_id = ? ORDER BY f.figure_id", (run["run_id"],)):
+    for case_id, value, unit, label, metric, phase, short in store.run_figures(conn,
+                                                                               run["run_id"]):
         figures[case_id].append((label or metric, fmt(value), unit or "",
                                  phase if short else None))
     extras = run_extras(run["source"]) if run["source"] else {}
@@ -1372,14 +618,6 @@ def run_page_data(conn, run, out):
 
 
 # ---- the build -----------------------------------------------------------------------------
-def plot_json(spec):
-    """A plot specification as JSON safe inside <script>: what Jinja's ``tojson`` does,
-    without sorting keys or indenting (plots are most of a page's bytes and build time)."""
-    text = json.dumps(spec, separators=(",", ":"), allow_nan=False)
-    return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c")
-                  .replace(">", "\\u003e").replace("'", "\\u0027"))
-
-
 def _environment(cache):
     cache.mkdir(exist_ok=True)
     env = jinja2.Environment(
@@ -1394,9 +632,12 @@ def _environment(cache):
 
 
 def _code_digest():
-    """Changes whenever the page code or a template changes: every page is rebuilt then."""
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(Path(fs_diary.__file__).read_bytes())
+    """Changes whenever the code a run page comes from or a template changes: every page
+    is rebuilt then."""
+    digest = hashlib.sha256()
+    for module in (__file__, fs_diary.__file__, naming.__file__, store.__file__,
+                   units.__file__):
+        digest.update(Path(module).read_bytes())
     for path in sorted((Path(__file__).parent / "templates").iterdir()):
         if path.name != PLOTLY_CARTESIAN:    # 1.5 MB that no run page loads
             digest.update(path.name.encode() + path.read_bytes())
@@ -1417,7 +658,7 @@ def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file syst
     try:
         with store.snapshot(conn):
             written = _build(conn, out, nightly_verdicts, title)
-            stored = conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+            stored = store.figure_count(conn)
     finally:
         conn.close()
     return written, stored, time.monotonic() - t0
@@ -1427,7 +668,7 @@ def _build(conn, out, nightly_verdicts, title):
     env = _environment(out / CACHE)
     series = load(conn)
     latest = latest_cases(conn)
-    runs = conn.execute("SELECT * FROM runs ORDER BY started, run_id").fetchall()
+    runs = store.runs(conn)
     latest_run = runs[-1] if runs else None
     verdicts = {}
     if nightly_verdicts:
@@ -1493,11 +734,11 @@ def _build(conn, out, nightly_verdicts, title):
           across=across, plots=False)
     write("runs.html", "runs.html", runs=list(reversed(runs)), plots=False)
     # The advisor: pre-computed here (one implementation of the prediction, in Python);
-    # its form does only the arithmetic on what this build computed (see advisor.py).
-    advisor_data = advisor.page_data(conn, cache_dir=out / CACHE)
+    # its form does only the arithmetic on what this build computed (see advisor_report.py).
+    advisor_data = advisor_report.page_data(conn, cache_dir=out / CACHE)
     write("advisor.html", "advisor.html", advisor=advisor_data,
           advisor_json=plot_json(advisor_data),
-          seconds=advisor.seconds_words, size=advisor.ss.size_words, plots=False)
+          seconds=advisor_report.seconds_words, size=units.size_words, plots=False)
     for page in across:
         write(page["file"], "across.html", page=page, plots=page["bundle"])
     written += _run_pages(conn, env, common, out, runs)

@@ -19,6 +19,8 @@ Ingestion is idempotent (a run already stored is left as it is) and safe under
 concurrency (each ingest is one ``BEGIN IMMEDIATE`` transaction; SQLite serialises
 writers and a busy writer waits).  The schema evolves through numbered migrations in
 ``reports/migrations``, tracked with ``PRAGMA user_version``.
+Every query of these tables is here: the pages, the advisor, the verdicts and the
+commands ask this module (tests/test_architecture.py fails on SQL anywhere else).
 A figure keeps how long its timed phase lasted (``phase_seconds``) and whether that was
 too short to trust (``too_short``, scratchbench.figures' rule when it was stored).
 """
@@ -401,3 +403,132 @@ def samples_of(conn, figure_ids):
 
 def runs(conn):
     return conn.execute("SELECT * FROM runs ORDER BY started, run_id").fetchall()
+
+
+def figure_count(conn):
+    return conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
+
+
+def run(conn, run_id):
+    """One run's row, or None."""
+    return conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+
+
+def latest_run_id(conn, tag=None):
+    """The newest run (of one tag), or None."""
+    row = conn.execute("SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") +
+                       "ORDER BY started DESC, run_id DESC LIMIT 1",
+                       (tag,) if tag else ()).fetchone()
+    return row[0] if row else None
+
+
+def run_cases(conn, run_id, target=None, by_target=False):
+    """A run's cases in the pages' order (title, check, variant, ...); ``by_target``: only
+    those on ``target`` (None: those on no target)."""
+    where, args = "run_id = ?", [run_id]
+    if by_target:
+        where, args = where + " AND scratch_target IS ?", args + [target]
+    return conn.execute(f"SELECT * FROM cases WHERE {where} ORDER BY title, check_name, "
+                        "variant, scratch_target, environ, display_name", args).fetchall()
+
+
+def run_figures(conn, run_id):
+    """(case_id, value, unit, label, metric, phase_seconds, too_short) of a run's figures,
+    in the order they were stored."""
+    return conn.execute(
+        "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, f.too_short "
+        "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE c.run_id = ? "
+        "ORDER BY f.figure_id", (run_id,)).fetchall()
+
+
+#: the newest ``?`` runs of each tag: the window the pages read
+_NEWEST_OF_EACH_TAG = """WITH recent AS (
+    SELECT run_id, started FROM (
+        SELECT run_id, started, ROW_NUMBER() OVER (
+            PARTITION BY tag ORDER BY started DESC, run_id DESC) AS newest
+        FROM runs)
+    WHERE newest <= ?)"""
+
+
+def recent_values(conn, runs_per_tag):
+    """(case_id, series, metric, value, started, run_id) of every stored value of the
+    newest ``runs_per_tag`` runs of each tag, the oldest run first."""
+    return conn.execute(
+        f"{_NEWEST_OF_EACH_TAG} SELECT c.case_id, c.series, f.metric, f.value, "
+        "recent.started, c.run_id FROM recent JOIN cases c ON c.run_id = recent.run_id "
+        "JOIN figures f ON f.case_id = c.case_id WHERE f.value IS NOT NULL "
+        "ORDER BY recent.started, c.run_id", (runs_per_tag,))
+
+
+def declarations_of(conn, case_ids):
+    """{(case_id, metric): the case's row with the figure's declaration (metric, unit,
+    label, better, headline, chart, role, phase_seconds, too_short)}."""
+    out, ids = {}, sorted(set(case_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for row in conn.execute(
+                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, "
+                "f.role, f.phase_seconds, f.too_short FROM figures f JOIN cases c ON "
+                f"f.case_id = c.case_id WHERE f.case_id IN ({','.join('?' * len(chunk))})",
+                chunk):
+            out[(row["case_id"], row["metric"])] = row
+    return out
+
+
+def latest_run_of_each_target(conn, runs_per_tag):
+    """{target or None: its latest run's id} within the newest ``runs_per_tag`` runs of
+    each tag."""
+    return {target: run_id for target, run_id, _ in conn.execute(
+        f"{_NEWEST_OF_EACH_TAG} SELECT c.scratch_target, c.run_id, MAX(recent.started) "
+        "FROM cases c JOIN recent ON c.run_id = recent.run_id GROUP BY c.scratch_target",
+        (runs_per_tag,)).fetchall()}
+
+
+def failed_cases(conn, run_id):
+    """A run's cases that neither passed nor were skipped (failed, errored, ...)."""
+    return conn.execute("SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
+                        "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
+                        "environ", (run_id,)).fetchall()
+
+
+#: how each condition of runs_matching is asked of the runs table
+_RUN_CONDITIONS = {"tag": "tag = ?", "note": "note LIKE '%' || ? || '%'",
+                   "since": "started >= ?", "until": "started < ?"}
+
+
+def runs_matching(conn, conditions):
+    """The ids of the runs meeting every (key, value) of conditions: tag, note (a part
+    of it), since and until (Unix times), run (a list of run ids)."""
+    clauses, args = [], []
+    for key, value in conditions:
+        if key == "run":
+            clauses.append(f"run_id IN ({','.join('?' * len(value))})")
+            args.extend(value)
+        else:
+            clauses.append(_RUN_CONDITIONS[key])
+            args.append(value)
+    return [r[0] for r in conn.execute(
+        f"SELECT run_id FROM runs WHERE {' AND '.join(clauses)}", args)]
+
+
+def selfscale_figures(conn):
+    """Every stored figure of the self-scaling checks (those whose chart carries a
+    model), with its case and the run's start."""
+    return conn.execute(
+        "SELECT f.metric, f.value, f.unit, f.label, f.better, f.chart, c.case_id, "
+        "c.series, c.scratch_target, c.scratch_kind, c.environ, r.started FROM figures f "
+        "JOIN cases c ON f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id "
+        "WHERE f.chart LIKE '%\"selfscale\"%' AND f.value IS NOT NULL")
+
+
+def figures_with_roles(conn):
+    """Every stored figure that declares a role, with its case, the run's start and
+    whether its case leads its check's pages (has a headline figure), the newest first."""
+    return conn.execute(
+        "SELECT f.role, f.metric, f.value, f.unit, f.label, c.case_id, c.series, "
+        "c.scratch_target, c.scratch_kind, c.variant, c.num_tasks, c.nodes, c.environ, "
+        "r.started, f.phase_seconds, f.too_short, "
+        "EXISTS (SELECT 1 FROM figures h WHERE h.case_id = c.case_id AND h.headline IS NOT "
+        "NULL AND h.headline != '') AS leads FROM figures f JOIN cases c ON "
+        "f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id WHERE f.role IS NOT NULL "
+        "AND f.role != '' AND f.value IS NOT NULL ORDER BY r.started DESC").fetchall()

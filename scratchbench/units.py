@@ -135,3 +135,13 @@ def change(before, after):
 def date(ts):
     """A Unix time as the day it fell on (UTC): '2026-11-25'."""
     return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d")
+
+
+def date_time(ts):
+    """A Unix time as the pages write it (UTC, to the minute): '2026-11-25 04:30'."""
+    return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def count_words(n, singular, plural=None):
+    """'1 file', '2 files', '1,200 opens of existing files'."""
+    return f"{n:,} {singular if n == 1 else plural or singular + 's'}"

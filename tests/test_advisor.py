@@ -16,9 +16,10 @@ import yaml
 
 from conftest import REPO, VENV_BIN, launch_chromium
 from reframe_checks.lib.selfscale import declared_figures
-from reports import advisor, pages, store
+from reports import advisor, advisor_report, job_profile, pages, store
 from reports.synthetic import make_case, make_report
 from scratchbench import selfscale as ss
+from scratchbench import units
 from scratchbench.figures import too_short_words
 
 darshan = pytest.importorskip("darshan")
@@ -67,7 +68,7 @@ def pydarshan_reports(path):
 def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
     """POSIX and STDIO together: each byte, request and open the job made through
     either; the histogram and stats are POSIX's (STDIO records neither)."""
-    profile = advisor.load_profile(path)
+    profile = job_profile.load_profile(path)
     nprocs, metrics, ioops = pydarshan_reports(path)
 
     def both(field, category=0):
@@ -89,7 +90,7 @@ def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
             stdio.get(f"STDIO_{field}", 0), field
     assert profile.stats == posix.get("POSIX_STATS", 0)
     for direction in ("read", "write"):
-        for name, _, _ in advisor.DARSHAN_BINS:
+        for name, _, _ in job_profile.DARSHAN_BINS:
             assert profile.histogram[direction][name] == \
                 posix.get(f"POSIX_SIZE_{direction.upper()}_{name}", 0), (direction, name)
         classes = profile.size_classes[direction]
@@ -108,7 +109,7 @@ def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
 def test_an_ior_log_gives_the_workload_its_command_line_says():
     """sample-goodost.darshan: `ior -t 8m -b 256m -s 4 -F -C -e -a POSIX -w -k` on 48
     processes: a file per process, 1 GiB each, 8 MiB writes, all consecutive."""
-    profile = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan")
+    profile = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan")
     posix = profile.modules["POSIX"]
     assert posix["bytes_written"] == 48 * GIB and posix["bytes_read"] == 0
     # and IOR's own output through STDIO: 1,584 bytes in 95 writes to stdout and stderr
@@ -126,7 +127,7 @@ def test_a_log_of_stdio_traffic_alone_is_predicted_from_it(known_history):
     """noposix.darshan: 512 processes read 1.69 GiB and write 28 MiB through STDIO only
     (PyDarshan's own numbers are checked above); before, it was refused as 'no POSIX'."""
     _, db = known_history
-    profile = advisor.load_profile(TEST_INPUT / "noposix.darshan")
+    profile = job_profile.load_profile(TEST_INPUT / "noposix.darshan")
     assert profile.bytes_read == 1812408359 and profile.bytes_written == 29562779
     assert (profile.reads, profile.writes) == (199687, 2190437)
     assert profile.modules["STDIO"]["counted"] == "counted"
@@ -147,24 +148,24 @@ def test_a_log_cut_short_after_its_data_says_so_and_what_was_read(tmp_path, log,
     cut = tmp_path / "cut.darshan"
     whole = log.read_bytes()
     cut.write_bytes(whole[:keep])
-    profile = advisor.load_profile(cut)
+    profile = job_profile.load_profile(cut)
     assert profile.notes[0] == (f"the log is cut short or damaged: its header says "
                                 f"{len(whole):,} bytes, the file has {keep:,}: the {missing} "
                                 f"records are missing; the profile is what was still read: "
                                 f"{read}")
     assert profile.modules["POSIX"]["bytes_written"] == \
-        advisor.load_profile(log).modules["POSIX"]["bytes_written"]
+        job_profile.load_profile(log).modules["POSIX"]["bytes_written"]
 
 
 def test_no_shipped_log_is_said_to_be_cut_short():
     for log in WITH_POSIX + [TEST_INPUT / "noposix.darshan"]:
-        assert not any("cut short" in n for n in advisor.load_profile(log).notes), log
+        assert not any("cut short" in n for n in job_profile.load_profile(log).notes), log
 
 
 def test_layered_modules_are_counted_once_and_named():
     """ior_hdf5_example.darshan: IOR through HDF5 over MPI-IO over POSIX: the bytes are
     POSIX's (and IOR's STDIO output), not three times over."""
-    profile = advisor.load_profile(EXAMPLES / "ior_hdf5_example.darshan")
+    profile = job_profile.load_profile(EXAMPLES / "ior_hdf5_example.darshan")
     modules = profile.modules
     assert profile.bytes_written == modules["POSIX"]["bytes_written"] + \
         modules["STDIO"]["bytes_written"]
@@ -180,10 +181,10 @@ def test_layered_modules_are_counted_once_and_named():
 def test_traffic_the_suite_does_not_model_is_named_with_its_volume():
     """No shipped log has DFS records; the notes come from a log's module table, so
     this one is the modules PyDarshan read from a real log with a DFS entry added."""
-    profile = advisor.load_profile(EXAMPLES / "ior_hdf5_example.darshan")
+    profile = job_profile.load_profile(EXAMPLES / "ior_hdf5_example.darshan")
     modules = dict(profile.modules, DFS={"bytes_read": 8 * MIB, "bytes_written": 8 * MIB,
                                          "counted": "not predicted", "partial": True})
-    notes = advisor.module_notes(modules)
+    notes = job_profile.module_notes(modules)
     assert "16 MiB read and written through DFS (DAOS) is not predicted (the suite " \
            "measures no such target)" in notes
     assert "Darshan's DFS module ran out of record memory in this job: some of its " \
@@ -193,12 +194,12 @@ def test_traffic_the_suite_does_not_model_is_named_with_its_volume():
 def test_one_request_per_rank_is_not_random():
     """sample-dxt-simple.darshan: 16 processes, 2 writes in all, each a rank's first on
     its file; Darshan's consecutive counter skips first accesses, so it says 0."""
-    profile = advisor.load_profile(TEST_INPUT / "sample-dxt-simple.darshan")
+    profile = job_profile.load_profile(TEST_INPUT / "sample-dxt-simple.darshan")
     _, _, ioops = pydarshan_reports(TEST_INPUT / "sample-dxt-simple.darshan")
     assert ioops["POSIX"]["POSIX_WRITES"] == 2 and ioops["POSIX"]["POSIX_CONSEC_WRITES"] == 0
     assert profile.consecutive["write"] == 1.0 and profile.sequential["write"] == 1.0
     # and a job that seeks about on one rank stays as random as Darshan says
-    macsio = advisor.load_profile(EXAMPLES / "shane_macsio_id29959_5-22-32552-"
+    macsio = job_profile.load_profile(EXAMPLES / "shane_macsio_id29959_5-22-32552-"
                                              "7035573431850780836_1590156158.darshan")
     assert macsio.consecutive["write"] < 0.05
 
@@ -209,8 +210,8 @@ def test_one_request_per_rank_is_not_random():
 def test_a_truncated_log_is_one_line_naming_what_is_missing(tmp_path, keep, missing):
     log = tmp_path / "cut.darshan"
     log.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes()[:keep])
-    with pytest.raises(advisor.AdvisorError) as err:
-        advisor.load_profile(log)
+    with pytest.raises(job_profile.AdvisorError) as err:
+        job_profile.load_profile(log)
     message = str(err.value)
     assert "truncated or damaged Darshan log" in message and missing in message
     assert "\n" not in message
@@ -227,7 +228,7 @@ GOOD = {"processes": 8, "nodes": 2, "bytes": "2 GiB", "read_fraction": 0.25,
 
 
 def test_a_description_becomes_the_profile_it_says():
-    p = advisor.description_profile(GOOD)
+    p = job_profile.description_profile(GOOD)
     assert (p.processes, p.nodes) == (8, 2)
     assert p.bytes_read == GIB // 2 and p.bytes_written == 3 * GIB // 2
     assert p.size_classes == {"read": [[64 * KIB, GIB // 2]], "write": [[64 * KIB, 3 * GIB // 2]]}
@@ -235,7 +236,7 @@ def test_a_description_becomes_the_profile_it_says():
     assert p.consecutive == {"read": 0.5, "write": 0.5} and p.unique_bytes == 4 * GIB
     assert (p.files, p.files_written, p.opens, p.stats) == (16, 8, 20, 30)
     assert p.staging == {"in": {"bytes": GIB, "files": 4}}
-    defaults = advisor.description_profile({"processes": 4, "bytes": "1m", "request_size": 4096})
+    defaults = job_profile.description_profile({"processes": 4, "bytes": "1m", "request_size": 4096})
     assert (defaults.files, defaults.files_written, defaults.opens, defaults.stats) == (4, 4, 4, 0)
     assert defaults.unique_bytes == MIB and defaults.consecutive["write"] == 1.0
 
@@ -262,8 +263,8 @@ def test_a_bad_description_is_one_line_naming_the_key(tmp_path, change, message)
     data = {k: v for k, v in dict(GOOD, **change).items() if v is not DROP}
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(advisor.AdvisorError) as err:
-        advisor.load_profile(path)
+    with pytest.raises(job_profile.AdvisorError) as err:
+        job_profile.load_profile(path)
     assert message in str(err.value) and "job.yaml" in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -271,16 +272,16 @@ def test_a_bad_description_is_one_line_naming_the_key(tmp_path, change, message)
 def test_a_description_that_is_not_yaml_or_not_a_mapping_is_one_line(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("processes: 4\nbytes: [1, 2\n")
-    with pytest.raises(advisor.AdvisorError, match=r"broken.yaml: not valid YAML at line 3"):
-        advisor.load_profile(broken)
+    with pytest.raises(job_profile.AdvisorError, match=r"broken.yaml: not valid YAML at line 3"):
+        job_profile.load_profile(broken)
     listed = tmp_path / "list.yaml"
     listed.write_text("- 1\n- 2\n")
-    with pytest.raises(advisor.AdvisorError, match="expected a mapping of workload keys"):
-        advisor.load_profile(listed)
-    with pytest.raises(advisor.AdvisorError, match="no such file"):
-        advisor.load_profile(tmp_path / "nothing.yaml")
-    with pytest.raises(advisor.AdvisorError, match="--nodes and --stage are for Darshan logs"):
-        advisor.load_profile(listed, nodes=2)
+    with pytest.raises(job_profile.AdvisorError, match="expected a mapping of workload keys"):
+        job_profile.load_profile(listed)
+    with pytest.raises(job_profile.AdvisorError, match="no such file"):
+        job_profile.load_profile(tmp_path / "nothing.yaml")
+    with pytest.raises(job_profile.AdvisorError, match="--nodes and --stage are for Darshan logs"):
+        job_profile.load_profile(listed, nodes=2)
 
 
 # ---- predictions from a history with known answers ------------------------------------------
@@ -400,7 +401,7 @@ KNOWN = {"processes": 2, "bytes": "1 GiB", "read_fraction": 0.5, "request_size":
 
 def test_prediction_on_known_curves_and_rates(known_history):
     _, db = known_history
-    result = advisor.advise(advisor.description_profile(KNOWN, "known"), db_path=db)
+    result = advisor.advise(job_profile.description_profile(KNOWN, "known"), db_path=db)
     fast, slow = result["targets"]
     assert (fast["target"], slow["target"]) == ("fastfs", "slowfs")
     data = fast["parts"]["data"]
@@ -443,7 +444,7 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert slow["parts"]["staging"]["seconds"] == pytest.approx(20.48 + 0.4, rel=1e-9)
     assert slow["total"]["seconds"] is None and "data" in slow["total"]["missing"]
     assert result["recommendation"]["target"] == "fastfs"
-    text = advisor.format_advice(result)
+    text = advisor_report.format_advice(result)
     assert "no self-scaling curves yet" in text
     assert "inside the measured range: validation error median 8%, max 20%" in text
 
@@ -463,7 +464,7 @@ def test_the_target_is_named_only_when_the_intervals_part(known_history):
 def test_a_job_beyond_the_measured_range_says_so(known_history):
     _, db = known_history
     wide = dict(KNOWN, processes=64, request_size="256 MiB", footprint="64 GiB")
-    result = advisor.advise(advisor.description_profile(wide, "wide"), db_path=db)
+    result = advisor.advise(job_profile.description_profile(wide, "wide"), db_path=db)
     notes = " ".join(result["targets"][0]["parts"]["data"]["notes"])
     assert "64 processes per node, 16.0x the 4 measured" in notes
     assert "64 GiB touched per node, 64.0x the 1 GiB measured" in notes
@@ -472,9 +473,9 @@ def test_a_job_beyond_the_measured_range_says_so(known_history):
 
 def test_a_log_with_several_nodes_divides_the_job_evenly(known_history):
     _, db = known_history
-    one = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan")
-    four = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan", nodes=4)
-    staged = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan", stage=True)
+    one = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan")
+    four = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan", nodes=4)
+    staged = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan", stage=True)
     assert staged.staging == {"in": {"bytes": 0, "files": 0},
                               "out": {"bytes": 48 * GIB + 1584, "files": 49}}
     figures = advisor.load_figures(db_path=db)
@@ -510,7 +511,7 @@ def test_advise_on_a_description_matches_the_library(known_history, tmp_path):
     result = run_cli("advise", path, "--json", env={"SCRATCHBENCH_HISTORY": str(db)})
     assert result.returncode == 0, result.stderr
     cli = json.loads(result.stdout)
-    library = advisor.advise(advisor.load_profile(path), db_path=db)
+    library = advisor.advise(job_profile.load_profile(path), db_path=db)
     assert cli == json.loads(json.dumps(library))
 
 
@@ -561,7 +562,7 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
             page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/advisor.html")
             classes = page.locator("table.advisor-classes tbody tr")
-            assert classes.count() == len(advisor.load_classes())
+            assert classes.count() == len(advisor_report.load_classes())
             # a user's job: 2 nodes x 4 processes, 6 GiB, a third read, 64 KiB requests
             form = page.locator("#advisor-form")
             for name, value in (("nodes", "2"), ("bytes", "6"), ("read_fraction", "0.3"),
@@ -597,7 +598,7 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
     assert problems == []
     job = tmp_path / "job.yaml"
     job.write_text(description)
-    expected = advisor.advise(advisor.load_profile(job), db_path=db)
+    expected = advisor.advise(job_profile.load_profile(job), db_path=db)
     assert expected["profile"]["nodes"] == 2 and expected["profile"]["processes"] == 8
     for t in expected["targets"]:
         for name in advisor.PARTS + ("total",):
@@ -631,7 +632,8 @@ def test_the_advisor_names_no_check_and_no_metric():
     """It finds figures by their declarations (roles, selfscale chart entries) only."""
     import re
     code = "".join((REPO / "reports" / name).read_text() for name in (
-        "advisor.py", "advisor_workloads.yaml", "templates/advisor.html",
+        "advisor.py", "advisor_report.py", "job_profile.py", "advisor_workloads.yaml",
+        "templates/advisor.html",
         "templates/advisor.js"))
     sources = "\n".join(p.read_text() for p in (REPO / "reframe_checks").rglob("*.py"))
     names = set(re.findall(r"^class (\w+)\(", sources, re.M))
@@ -644,11 +646,11 @@ def test_the_advisor_names_no_check_and_no_metric():
 
 
 def test_counts_are_said_in_the_singular_and_the_plural():
-    assert advisor.count_words(1, "file") == "1 file"
-    assert advisor.count_words(1200, "file") == "1,200 files"
-    assert advisor.count_words(2, "open of an existing file", "opens of existing files") == \
+    assert units.count_words(1, "file") == "1 file"
+    assert units.count_words(1200, "file") == "1,200 files"
+    assert units.count_words(2, "open of an existing file", "opens of existing files") == \
         "2 opens of existing files"
-    job = advisor.description_profile({"processes": 1, "bytes": 0, "files": 1,
+    job = job_profile.description_profile({"processes": 1, "bytes": 0, "files": 1,
                                        "files_written": 1, "opens": 1,
                                        "stage_out": {"bytes": "4 MiB", "files": 1}}, "one")
     assert "stages out 4 MiB in 1 file" in job.words()
@@ -668,7 +670,7 @@ def test_nodes_below_one_are_refused_before_the_store_is_read(tmp_path, nodes):
 def test_a_log_without_its_suffix_is_read_as_a_log_by_its_header(tmp_path):
     renamed = tmp_path / "job_output"
     renamed.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes())
-    assert advisor.load_profile(renamed).modules["POSIX"]["bytes_written"] == 48 * GIB
+    assert job_profile.load_profile(renamed).modules["POSIX"]["bytes_written"] == 48 * GIB
     noise = tmp_path / "core"
     noise.write_bytes(bytes([0xf8, 0x00, 0x91, 0xff]) * 64)
     result = run_cli("advise", noise, env={"SCRATCHBENCH_HOME": str(tmp_path / "home")})
@@ -688,10 +690,10 @@ def test_a_history_that_does_not_exist_is_not_created(tmp_path):
 
 
 def test_numbers_are_words_without_exponents():
-    assert advisor.size_words(1023.9 * MIB) == "1,020 MiB"
-    assert advisor.size_words(1024 * MIB) == "1 GiB"
+    assert units.size_words(1023.9 * MIB) == "1,020 MiB"
+    assert units.size_words(1024 * MIB) == "1 GiB"
     assert advisor.seconds_words(0.9996) == "1,000 ms"
-    job = advisor.description_profile({"processes": 1, "bytes": "1000 KiB",
+    job = job_profile.description_profile({"processes": 1, "bytes": "1000 KiB",
                                        "request_size": "1000 KiB"}, "one")
     assert "1,000 KiB written in 1 request (mean 1,000 KiB" in job.words()
     assert "e+" not in job.words()
@@ -718,7 +720,7 @@ def test_a_million_one_byte_reads_cost_a_request_each(known_history, tmp_path):
     assert "read requests of 1 B: timed by their number, 64,000 requests/s (the model's " \
            "at its smallest requests measured (4 KiB)), not their bytes" in data["notes"]
     # requests as large as the smallest measured are timed by their bytes as before
-    kib = advisor.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
+    kib = job_profile.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
                                            request_size="4 KiB"), "4k")
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert advisor.predict_data(kib, figures).seconds == pytest.approx(
@@ -739,7 +741,7 @@ def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
     conn = store.connect(db)
     assert store.ingest_all(conn, runs)[0] == 1
     conn.close()
-    profile = advisor.description_profile(ONE_BYTE_READS, "bytes")
+    profile = job_profile.description_profile(ONE_BYTE_READS, "bytes")
     data = advisor.predict_data(profile, advisor.load_figures(db_path=db)["fastfs"])
     assert data.seconds == pytest.approx(2.0, rel=1e-6)
     assert any("500,000 requests/s (the stored read requests per s)" in n for n in data.notes)
@@ -756,7 +758,7 @@ def test_a_prediction_on_figures_timed_too_briefly_says_so(tmp_path):
                                        "o": declared("opens", "ops/s", "opens_per_s"),
                                        "s": declared("stats", "ops/s", "stats_per_s")},
                          phase_seconds={"c": phase, "o": phase, "s": phase})
-    profile = advisor.description_profile(KNOWN, "known")
+    profile = job_profile.description_profile(KNOWN, "known")
     notes = {}
     for phase in (0.02, 3.0):
         db = history_of(tmp_path / str(phase), [(0, [case(phase)])])
@@ -794,24 +796,24 @@ def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.rates["read_requests_per_s"][0].value == 400_000.0
     assert figures.rates["write_requests_per_s"][0].value == 100_000.0
-    one = advisor.description_profile(ONE_BYTE_READS, "bytes")
+    one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
     data = advisor.predict_data(one, figures)
     assert data.seconds == pytest.approx(2.5, rel=1e-9)
     assert any("400,000 requests/s (the stored read requests per s)" in n for n in data.notes)
-    four = advisor.description_profile(dict(ONE_BYTE_READS, processes=4), "four")
+    four = job_profile.description_profile(dict(ONE_BYTE_READS, processes=4), "four")
     assert advisor.predict_data(four, figures).seconds == pytest.approx(2.5, rel=1e-9)
-    writes = advisor.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
+    writes = job_profile.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
     assert advisor.predict_data(writes, figures).seconds == pytest.approx(10.0, rel=1e-9)
     # 4 KiB reads (consecutive): 250 MiB/s by their bytes, 64,000/s; 400,000/s by number
     model = figures.models[0][1]
-    kib = advisor.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
+    kib = job_profile.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
                                            request_size="4 KiB"), "4k")
     by_bytes, by_requests = 4096 * 1000 / (250 * MIB), 1000 / 400_000
     for form, expected in (("max", by_bytes), ("sum", by_bytes + by_requests)):
         seconds, bound = advisor.class_seconds(kib, model, "read", 4096, 4096 * 1000,
                                                figures.rates["read_requests_per_s"][0], form)
         assert seconds == pytest.approx(expected, rel=1e-9) and not bound
-    with pytest.raises(advisor.AdvisorError, match="expected 'max' or 'sum', got 'min'"):
+    with pytest.raises(job_profile.AdvisorError, match="expected 'max' or 'sum', got 'min'"):
         advisor.class_seconds(kib, model, "read", 4096, 4096, None, "min")
 
 
@@ -823,12 +825,12 @@ def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_hi
     and that no error is known that far, not the in-range error."""
     _, db = known_history
     figures = advisor.load_figures(db_path=db)
-    inside = advisor.predict_all(advisor.description_profile(KNOWN, "known"), figures)
+    inside = advisor.predict_all(job_profile.description_profile(KNOWN, "known"), figures)
     data = inside["targets"][0]["parts"]["data"]
     assert data["extra"]["extrapolation"] == 1.0
     assert data["extra"]["error_words"] == ("inside the measured range: validation error "
                                             "median 8%, max 20%")
-    log = advisor.load_profile(TEST_INPUT / "sample-goodost.darshan")
+    log = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan")
     far = advisor.predict_all(log, figures)
     data = far["targets"][0]["parts"]["data"]
     assert data["extra"]["extrapolation"] == pytest.approx(4096 / 17, rel=1e-9)
@@ -836,12 +838,12 @@ def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_hi
         data["notes"]
     assert "48 GiB touched per node, 48.0x the 1 GiB measured" in data["notes"]
     assert "requests of 17 B, 240.9x below the 4 KiB to 16 MiB measured" in data["notes"]
-    text = advisor.format_advice(far)
+    text = advisor_report.format_advice(far)
     assert "extrapolated 240.9x beyond what was measured; no error known at that " \
            "distance" in text
     assert "validation error median" not in text
     # one byte is 4,096x below the 4 KiB requests measured
-    tiny = advisor.predict_all(advisor.description_profile(ONE_BYTE_READS, "b"), figures)
+    tiny = advisor.predict_all(job_profile.description_profile(ONE_BYTE_READS, "b"), figures)
     assert tiny["targets"][0]["parts"]["data"]["extra"]["extrapolation"] == 4096.0
 
 
@@ -868,9 +870,9 @@ def test_the_regime_is_named_only_as_the_check_measured_it(tmp_path, held, words
                                                    0.3)])])
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.models[0][1].knee.top_resident == held
-    big = advisor.description_profile(dict(KNOWN, footprint="1 GiB"), "big")
+    big = job_profile.description_profile(dict(KNOWN, footprint="1 GiB"), "big")
     assert f"self-scaling model ({words})" in advisor.predict_data(big, figures).rests_on
-    small = advisor.description_profile(KNOWN, "small")
+    small = job_profile.description_profile(KNOWN, "small")
     assert "(page cache regime)" in advisor.predict_data(small, figures).rests_on
 
 
@@ -887,7 +889,7 @@ def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
         (2, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi")])])
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.environ == "gnu-openmpi" and list(figures.other_models) == ["gnu-mpich"]
-    data = advisor.predict_data(advisor.description_profile(KNOWN, "known"), figures)
+    data = advisor.predict_data(job_profile.description_profile(KNOWN, "known"), figures)
     expected = 512 / 1000 + 512 / 640
     assert data.seconds == pytest.approx(expected, rel=1e-9)
     assert data.extra["other_environments"]["gnu-mpich"] == pytest.approx(2 * expected,
@@ -898,7 +900,7 @@ def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
             "newest (the advisor does not know which MPI the job used)") in data.notes
     # requests are charged at the rate measured in the environment that predicts,
     # not at the newest rate of any environment
-    one = advisor.predict_data(advisor.description_profile(ONE_BYTE_READS, "b"), figures)
+    one = advisor.predict_data(job_profile.description_profile(ONE_BYTE_READS, "b"), figures)
     assert one.seconds == pytest.approx(2.5, rel=1e-9)
     assert one.extra["other_environments"]["gnu-mpich"] == pytest.approx(10.0, rel=1e-9)
 
@@ -911,9 +913,9 @@ def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_un
     _, db = known_history
     conn = store.connect(db)
     try:
-        fresh = advisor.page_data(conn)
+        fresh = advisor_report.page_data(conn)
         cache = tmp_path / "cache"
-        assert advisor.page_data(conn, cache_dir=cache) == fresh
+        assert advisor_report.page_data(conn, cache_dir=cache) == fresh
         kept_path = cache / "advisor-predictions.json"
         kept = json.loads(kept_path.read_text())
         assert len(kept["models"]) == 3 and all(kept["models"].values()), \
@@ -922,10 +924,10 @@ def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_un
         fp, memo = next(iter(kept["models"].items()))
         kept["models"] = {fp: {k: v * 2 for k, v in memo.items()}, "gone": {"x": 1.0}}
         kept_path.write_text(json.dumps(kept))
-        assert advisor.page_data(conn, cache_dir=cache) != fresh
+        assert advisor_report.page_data(conn, cache_dir=cache) != fresh
         assert "gone" not in json.loads(kept_path.read_text())["models"]
         for damaged in ("{not json", json.dumps(dict(kept, code="another-version"))):
             kept_path.write_text(damaged)
-            assert advisor.page_data(conn, cache_dir=cache) == fresh
+            assert advisor_report.page_data(conn, cache_dir=cache) == fresh
     finally:
         conn.close()

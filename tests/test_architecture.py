@@ -8,6 +8,7 @@ A new import that points up or sideways fails here, naming the file and the line
 """
 
 import ast
+import re
 
 import pytest
 
@@ -106,3 +107,33 @@ def test_the_import_table_reader_sees_a_drift():
     doc = ("| part | owns | imports |\n|---|---|---|\n| `scratchbench/` | ground | nothing of ours |\n"
            "| `cli/` | the command | all of the above |\n")
     assert documented_imports(doc) == {"scratchbench": set(), "cli": {"all of the above"}}
+
+
+# The history store's schema has one owner: reports/store.py asks SQLite, every other
+# module asks store.py (a renamed column is then one file's change).
+STORE_OWNER = REPO / "reports" / "store.py"
+STORE_TABLES = ("runs", "cases", "figures", "samples", "filesystem_configs")
+
+
+def store_queries(path):
+    """(line, text) of every SQL statement against the store's tables in path."""
+    tables = "|".join(STORE_TABLES)
+    pattern = re.compile(rf"\b(FROM|JOIN|INTO|UPDATE)\s+({tables})\b|\.execute\(")
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if pattern.search(line):
+            yield number, line.strip()
+
+
+def test_only_the_store_queries_the_history_store():
+    found = [f"{path.relative_to(REPO)}:{number}: {text}"
+             for part in ALLOWED for path in python_files(part)
+             if path != STORE_OWNER for number, text in store_queries(path)]
+    assert not found, "SQL against the history store outside reports/store.py:\n" + \
+        "\n".join(found)
+
+
+def test_the_query_detector_sees_a_query(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('x = 1\nrows = conn.execute(\n    "SELECT value FROM figures")\n'
+                   'mariadb("SELECT 1")\n')
+    assert [n for n, _ in store_queries(bad)] == [2, 3]

@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from conftest import REPO, failures_of, launch_chromium
-from reports import commands, pages, store
+from reports import commands, pages, plots, rankings, store
 from reports.synthetic import make_case, make_report
+from scratchbench import units
 from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S, too_short_words
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
@@ -238,20 +239,20 @@ def test_a_figure_too_short_to_time_is_shown_but_never_ranked():
                 "phase_seconds": phase, "too_short": None if phase is None else
                 int(phase < SHORTEST_TRUSTED_PHASE_S)}
         points = [(START + DAY * i, value * (1 + 0.01 * (i % 3)), f"night{i}") for i in range(6)]
-        return pages.Series((target, "stat_rate"), "stat_rate", points, meta)
+        return rankings.Series((target, "stat_rate"), "stat_rate", points, meta)
 
     fast = series("fastfs", 3000.0, 2.0)
-    timed = pages.Ranking(fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, 2.0)]})
+    timed = rankings.Ranking(fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, 2.0)]})
     assert timed.status == "winner" and timed.best.target == "fastfs"
-    short = pages.Ranking(fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, 0.041)]})
+    short = rankings.Ranking(fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, 0.041)]})
     assert short.status == "too short"
     assert short.verdict() == f"not ranked: on slowfs, {too_short_words(0.041)}"
-    advice = " ".join(pages.advice("fastfs", [short], {}))
+    advice = " ".join(rankings.advice("fastfs", [short], {}))
     assert "Best file system" not in advice
     assert (f"Not compared, their timed phases too short to trust (under "
             f"{SHORTEST_TRUSTED_PHASE_S:g} s): Stat files (shared dir).") in advice
     # a figure stored before phases were kept (no length known) is ranked as before
-    unknown = pages.Ranking(fast.figure, {"fastfs": [fast],
+    unknown = rankings.Ranking(fast.figure, {"fastfs": [fast],
                                           "slowfs": [series("slowfs", 1000.0, None)]})
     assert unknown.status == "winner"
 
@@ -316,7 +317,7 @@ def test_morning_page_names_each_change(made_up_site):
     new or ongoing, and a link to its chart; newest first; its index row is marked and
     the advice that recommends fastfs for it says so; an unchanged headline is not."""
     verdicts = made_up_site["verdicts"]
-    night10 = pages.day(START + 10 * DAY)
+    night10 = units.date(START + 10 * DAY)
     pattern = (r"Regression \(new\): Stage a data set into scratch \(Staging \(made up\)\) on "
                rf"fastfs \[builtin\], since {night10}: \+(3\d|4\d)\.\d% \(95% interval "
                r"\+\d+\.\d% to \+\d+\.\d%\); median (9\.\d+|10(\.\d+)?) s before, "
@@ -452,7 +453,8 @@ def test_declared_charts_side_by_side_on_every_file_system(made_up_site):
 def test_pages_name_no_check_and_no_metric():
     """Everything a page says comes from the declarations: the page code names no check
     class and no metric of the suite."""
-    code = (REPO / "reports" / "pages.py").read_text()
+    code = "".join((REPO / "reports" / f"{module}.py").read_text()
+                   for module in ("pages", "plots", "rankings"))
     for template in (REPO / "reports" / "templates").iterdir():
         code += template.read_text()
     names = set(re.findall(r"^class (\w+)\(", "\n".join(
@@ -480,20 +482,20 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
 
 def test_history_plots_with_one_run_and_with_many():
     one = [(START, 100.0, "r0")]
-    spec, notes = pages.history_plot([("gnu", one)], "MiB/s", higher=True)
+    spec, notes = plots.history_plot([("gnu", one)], "MiB/s", higher=True)
     assert [t["type"] for t in spec["data"]] == ["scatter", "scatter"], "no box of one value"
     assert spec["layout"]["xaxis"]["type"] == "category", "not a dot on a time axis"
-    assert spec["data"][0]["x"] == [f"{pages.when(START)} UTC"]
+    assert spec["data"][0]["x"] == [f"{units.date_time(START)} UTC"]
     assert notes == [("gnu", 100.0, None)]
     two = [(START, 100.0, "r0"), (START + DAY, 101.0, "r1")]
-    assert pages.history_plot([("gnu", two)], "MiB/s", higher=True)[0]["layout"]["xaxis"][
+    assert plots.history_plot([("gnu", two)], "MiB/s", higher=True)[0]["layout"]["xaxis"][
         "type"] == "date"
     many = [(START + i * DAY, v, f"r{i}") for i, v in enumerate([100, 110, 90, 105, 60])]
-    spec, notes = pages.history_plot([("gnu", many)], "MiB/s", higher=True)
+    spec, notes = plots.history_plot([("gnu", many)], "MiB/s", higher=True)
     box = [t for t in spec["data"] if t["type"] == "box"]
     assert len(box) == 1 and box[0]["median"] == [102.5], "the box holds the earlier runs only"
     assert notes == [("gnu", 60, "worst quarter")]
-    _, notes = pages.history_plot([("gnu", many)], "s", higher=False)
+    _, notes = plots.history_plot([("gnu", many)], "s", higher=False)
     assert notes == [("gnu", 60, "best quarter")]
 
 
@@ -501,13 +503,13 @@ def test_compare_bars_use_a_log_axis_when_values_differ_by_orders():
     def standing(median):
         return SimpleNamespace(median=median, low=median * 0.9, high=median * 1.1)
 
-    spec, log = pages.bars_plot(["a"], [("fs1", {"a": standing(260_000)}),
+    spec, log = plots.bars_plot(["a"], [("fs1", {"a": standing(260_000)}),
                                         ("fs2", {"a": standing(5_000)})], "ops/s")
     assert log and spec["layout"]["yaxis"]["type"] == "log"
     assert "log scale" in spec["layout"]["yaxis"]["title"]["text"]
     error = spec["data"][0]["error_y"]
     assert error["array"] == [pytest.approx(26_000)], "the whisker spans the recent range"
-    _, log = pages.bars_plot(["a"], [("fs1", {"a": standing(900)}),
+    _, log = plots.bars_plot(["a"], [("fs1", {"a": standing(900)}),
                                      ("fs2", {"a": standing(600)})], "MiB/s")
     assert not log
 
@@ -522,7 +524,7 @@ def test_long_bar_names_and_many_legend_entries_add_room_not_take_it():
     names = [f"one shared file, MPI-IO collective, variant {i}" for i in range(6)]
     traces = [(f"file system number {i}", {n: standing(100.0) for n in names})
               for i in range(8)]
-    spec, _ = pages.bars_plot(names, traces, "MiB/s", width=1100)
+    spec, _ = plots.bars_plot(names, traces, "MiB/s", width=1100)
     layout = spec["layout"]
     plot_area = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     assert plot_area >= 200, layout
@@ -538,8 +540,8 @@ def test_pages_load_the_2d_plotly_bundle_unless_3d_is_on_the_first_screen(made_u
     screen has 3-D surfaces.  The pages fold their surfaces (a folded surface loads the
     full bundle when opened: the browser test draws them)."""
     full = (pages.Path(pages.resources.files("plotly")) / "package_data" /
-            pages.PLOTLY_FULL).read_text()[:200]
-    cartesian = (REPO / "reports" / "templates" / pages.PLOTLY_CARTESIAN).read_text()[:200]
+            plots.PLOTLY_FULL).read_text()[:200]
+    cartesian = (REPO / "reports" / "templates" / plots.PLOTLY_CARTESIAN).read_text()[:200]
     version = re.search(r"plotly\.js v(\S+)", full).group(1)
     assert f"plotly.js (cartesian - minified) v{version}" in cartesian
     assert "Licensed under the MIT license" in cartesian
@@ -548,11 +550,11 @@ def test_pages_load_the_2d_plotly_bundle_unless_3d_is_on_the_first_screen(made_u
                  "across-Read-bandwidth-against-queue-depth.html"):
         assert 'src="assets/plotly-cartesian.min.js"' in (out / name).read_text(), name
     # a page whose first screen has a surface: the full bundle
-    plots = pages.Plots()
-    plots.add({}, surface=True)
-    assert plots.bundle == pages.PLOTLY_FULL
-    assert (out / "assets" / pages.PLOTLY_CARTESIAN).stat().st_size < \
-        (out / "assets" / pages.PLOTLY_FULL).stat().st_size / 2
+    surface_first = plots.Plots()
+    surface_first.add({}, surface=True)
+    assert surface_first.bundle == plots.PLOTLY_FULL
+    assert (out / "assets" / plots.PLOTLY_CARTESIAN).stat().st_size < \
+        (out / "assets" / plots.PLOTLY_FULL).stat().st_size / 2
 
 
 def test_a_history_written_by_the_previous_code_renders(tmp_path):
@@ -674,7 +676,7 @@ COUNT_CONTEXTS = """(() => {
         if (context && /webgl/.test(kind) && !made.includes(context)) made.push(context);
         return context; }; })()"""
 ALIVE_CONTEXTS = "() => window.__webglContexts.filter(gl => !gl.isContextLost()).length"
-#: plots outside a closed fold when a page opens: a screenful (pages.SCREENFUL headline
+#: plots outside a closed fold when a page opens: a screenful (plots.SCREENFUL headline
 #: plots; on a side-by-side page the first workload's surface and heat map of each file
 #: system), not the ~200 of a file system's history
 OPEN_PLOTS = ("() => [...document.querySelectorAll('[data-plot]')].filter(el => "
@@ -842,7 +844,7 @@ def test_a_single_run_is_its_value_over_its_date_in_chromium(tmp_path):
         page.wait_for_function(RENDERED, arg=True, timeout=60000)
         ticks = page.evaluate("() => [...document.querySelector('.grid [data-plot]')"
                               ".querySelectorAll('.xtick text')].map(t => t.textContent)")
-        assert ticks == [f"{pages.when(START)} UTC"], ticks
+        assert ticks == [f"{units.date_time(START)} UTC"], ticks
         points = page.evaluate("() => document.querySelector('.grid [data-plot]')"
                                ".querySelectorAll('.scatterlayer .point').length")
         assert points == 2, "the run and its latest-value mark"
@@ -851,7 +853,7 @@ def test_a_single_run_is_its_value_over_its_date_in_chromium(tmp_path):
 def test_surface_value_axis_has_no_zero_and_room_above_in_chromium(made_up_site):
     """The 3-D value axis: no '0' tick on the corner where the size labels meet, and its
     top tick below the top of the axis (at the very top its label was cut)."""
-    spec, _ = pages.surface_plots("file size", "record size",
+    spec, _ = plots.surface_plots("file size", "record size",
                                   {(1, 1): 4000.0, (2, 1): 8000.0}, "MiB/s")
     zaxis = spec["layout"]["scene"]["zaxis"]
     assert zaxis["tickvals"] == [2000, 4000, 6000, 8000] and zaxis["range"][1] > 8000

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 from cluster import ClusterSpec, EmbeddedCluster
-from reports import advisor
+from reports import advisor, advisor_report, job_profile
 from scratchbench import paths
 from scratchbench.sites import TAGS
 from scratchbench.units import MIB
@@ -195,7 +195,7 @@ def predict(figures):
     """{(workload, target): (seconds, low, high, figures date)} of the compared parts."""
     out = {}
     for w in WORKLOADS:
-        profile = advisor.description_profile(w["description"], w["name"])
+        profile = job_profile.description_profile(w["description"], w["name"])
         result = advisor.predict_all(profile, figures)
         for t in result["targets"]:
             parts = [t["parts"][p] for p in w["parts"]]
@@ -288,7 +288,7 @@ def measured_seconds(work, index, rep, w):
         return None, f"incomplete: {report.get('exit_reason')}"
     phases = report["repetitions"][0]["phases"]
     moved = sum(phases[p].get("bytes", 0) for p in w["phases"])
-    described = advisor.parse_size(w["description"]["bytes"], w["name"])
+    described = job_profile.parse_size(w["description"]["bytes"], w["name"])
     if moved and described and abs(moved - described) > 0.02 * described:
         return None, (f"the run moved {moved} bytes, the description says {described}: "
                       "the workload is not what was predicted")
@@ -352,8 +352,8 @@ def main():
     advisor.REQUEST_COST = chosen
     predictions = by_form[chosen]
     predicted_at = time.time()
-    print(f"\npredictions made at {advisor.date_words(predicted_at)}, before any workload ran, "
-          f"from figures of {', '.join(f'{t}: {advisor.date_words(figures[t].models[0][0])}' for t in args.targets if figures[t].models)}",
+    print(f"\npredictions made at {advisor_report.date_words(predicted_at)}, before any workload ran, "
+          f"from figures of {', '.join(f'{t}: {advisor_report.date_words(figures[t].models[0][0])}' for t in args.targets if figures[t].models)}",
           flush=True)
     for t in args.targets:
         e = figures[t].errors.get("model_error_median")

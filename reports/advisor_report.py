@@ -1,0 +1,199 @@
+"""The workload advisor's answers as a reader sees them: the advisor page's data
+(common workloads predicted on every target, the form's grid, kept between builds)
+and the CLI's text."""
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import yaml
+
+from reports import advisor, job_profile
+from reports.advisor import seconds_words
+from reports.job_profile import AdvisorError, Profile, description_profile
+from scratchbench import selfscale as ss
+from scratchbench.units import GIB, KIB, MIB
+
+# ---- the page ---------------------------------------------------------------------------------
+#: Common workloads the page predicts for every target (data, not code).
+CLASSES_FILE = Path(__file__).with_name("advisor_workloads.yaml")
+#: The page's form: each field's choices (per node), the grid its throughputs are
+#: computed at.  A description with these values gets the same answer from the CLI.
+FORM_GRID = {"request_size": [4 * KIB, 64 * KIB, MIB, 16 * MIB],
+             "sequential_fraction": [0.0, 0.5, 1.0],
+             "processes_per_node": [1, 2, 4, 8, 16, 32, 64],
+             "footprint_per_node": [64 * MIB, GIB, 16 * GIB, 256 * GIB]}
+
+
+def load_classes(path=CLASSES_FILE):
+    """[(name, words, Profile)] of the workload classes file."""
+    try:
+        entries = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise AdvisorError(f"{path}: unreadable workload classes ({exc})") from None
+    if not isinstance(entries, list):
+        raise AdvisorError(f"{path}: expected a list of workload classes")
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != {"name", "words", "description"}:
+            raise AdvisorError(f"{path}: class {i + 1}: expected name, words and description")
+        out.append((entry["name"], entry["words"],
+                    description_profile(entry["description"], f"{path.name}: "
+                                                              f"{entry['name']}")))
+    return out
+
+
+def _grid_throughputs(figures):
+    """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...],
+    "extrapolation": factor}}: what the models predict at every point of the form's
+    grid, newest model first, each the throughput of advisor.class_seconds (requests charged at
+    the request rate as the CLI charges them), and how far the point lies outside what
+    the newest model measured."""
+    stored = {d: advisor._request_rate_of(figures, role)
+              for d, role in advisor.REQUEST_ROLES.items()}
+    out = {}
+    for seq in FORM_GRID["sequential_fraction"]:
+        for procs in FORM_GRID["processes_per_node"]:
+            for unique in FORM_GRID["footprint_per_node"]:
+                profile = Profile(source="form", processes=procs, unique_bytes=unique,
+                                  consecutive={"read": seq, "write": seq})
+                # a request's cost does not depend on its size: once per model
+                rates = {d: [advisor.request_rate(profile, d, m, stored[d])
+                             for _, m in figures.models] for d in ("read", "write")}
+                for size in FORM_GRID["request_size"]:
+                    key = f"{size}|{seq:g}|{procs}|{unique}"
+                    out[key] = {d: [MIB / advisor.class_seconds(profile, m, d, size, MIB, stored[d],
+                                                        rate=rate)[0]
+                                    for (_, m), rate in zip(figures.models, rates[d])]
+                                for d in ("read", "write")}
+                    profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
+                    out[key]["extrapolation"] = advisor.extrapolation(profile,
+                                                              figures.models[0][1])[0]
+    return out
+
+
+class PredictionCache:
+    """The models' predictions kept between page builds, in one JSON file under the
+    pages' cache directory: a night adds one model per target and environment, and only
+    its points are computed (the form's grid is thousands of predictions per model).
+    Keyed by a digest of each model (its curves, regimes and knee) and by the prediction
+    code itself (a changed scratchbench/selfscale.py starts afresh); an unreadable file
+    is rebuilt."""
+
+    CODE = Path(ss.__file__)
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.code = hashlib.sha256(self.CODE.read_bytes()).hexdigest()[:16]
+        try:
+            kept = json.loads(self.path.read_text())
+            self.models = kept["models"] if kept.get("code") == self.code else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.models = {}
+        self.used = {}
+
+    def attach(self, figures):
+        """Every model of every target (leading and other environments) reads and
+        fills its memo here."""
+        for t in figures.values():
+            for _, model in t.models + [m for ms in t.other_models.values() for m in ms]:
+                fp = hashlib.sha256(json.dumps(model.as_dict(), sort_keys=True)
+                                    .encode()).hexdigest()[:32]
+                memo = self.used.setdefault(fp, self.models.get(fp, {}))
+                model.remember_predictions(memo)
+
+    def save(self):
+        """Only the models this build used (the file does not grow with the history);
+        written whole and renamed, so a build that dies never leaves half a file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"code": self.code, "models": self.used}))
+        tmp.replace(self.path)
+
+
+def page_data(conn, classes_path=CLASSES_FILE, cache_dir=None):
+    """What the advisor page shows: the common workloads predicted here, and for the
+    form, each target's model throughputs on the form's grid and its stored rates.  The
+    caller holds the store's snapshot (a page build reads one).  ``cache_dir``: where
+    the predictions are kept between builds (PredictionCache); none, all computed."""
+    figures = advisor.stored_figures(conn)
+    cache = PredictionCache(Path(cache_dir) / "advisor-predictions.json") if cache_dir \
+        else None
+    if cache:
+        cache.attach(figures)
+    classes = []
+    for name, words, profile in load_classes(classes_path):
+        result = advisor.predict_all(profile, figures)
+        classes.append({"name": name, "words": words, "result": result})
+    targets = []
+    for name in sorted(figures):
+        t = figures[name]
+        dates = [d for d, _ in t.models] + [r.date for rs in t.rates.values() for r in rs]
+        targets.append({
+            "name": name, "kind": t.kind,
+            "figures_from": min(dates) if dates else None,
+            "figures_to": max(dates) if dates else None,
+            "model_dates": [d for d, _ in t.models],
+            "throughput": _grid_throughputs(t) if t.models else {},
+            "measured": advisor._measured_range(t.models[0][1]) if t.models else None,
+            "errors": {role: r.value for role, r in t.errors.items()},
+            "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()}})
+    if cache:
+        cache.save()
+    return {"classes": classes, "targets": targets, "grid": FORM_GRID,
+            "parts": list(advisor.PARTS), "recent_runs": advisor.RECENT_RUNS,
+            "point_runs": advisor.POINT_RUNS,
+            "keys": {k: words for k, (_, words) in job_profile.DESCRIPTION_KEYS.items()}}
+
+
+# ---- words ----------------------------------------------------------------------------------
+def date_words(ts):
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "-"
+
+
+def interval_words(part):
+    if part.get("seconds") is None:
+        return ""
+    if part.get("low") is None:
+        return "no spread yet (1 run)" if part.get("runs") == 1 else ""
+    return f"{seconds_words(part['low'])} to {seconds_words(part['high'])}"
+
+
+def format_advice(result):
+    """The advice as text: the workload, then a table per target."""
+    p = result["profile"]
+    lines = [f"Workload ({p['source']}): {result['profile_words']}"]
+    if p.get("observed_io_s") is not None:
+        lines.append(f"  the log says: {seconds_words(p['observed_io_s'])} of I/O at the "
+                     f"slowest rank (Darshan's estimate), run time "
+                     f"{seconds_words(p.get('run_time_s'))}")
+    lines += [f"  note: {n}" for n in p.get("notes") or []]
+    for t in result["targets"]:
+        lines.append("")
+        span = date_words(t["figures_from"]) if t["figures_from"] == t["figures_to"] else \
+            f"{date_words(t['figures_from'])} to {date_words(t['figures_to'])}"
+        lines.append(f"{t['target']}" + (f" ({t['kind']})" if t["kind"] else "") +
+                     f": figures of {span}")
+        rows = [("part", "predicted", "interval (recent runs)", "rests on")]
+        for name in advisor.PARTS + ("total",):
+            part = t["total"] if name == "total" else t["parts"][name]
+            if part["seconds"] is None:
+                rows.append((name, "-", "", part["missing"]))
+                continue
+            rests = part["rests_on"]
+            if name == "data" and part["extra"].get("error_words"):
+                rests += f"; {part['extra']['error_words']}"
+            rows.append((name, seconds_words(part["seconds"]), interval_words(part), rests))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        for r in rows:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths))
+                         + "  " + r[3])
+        for name in advisor.PARTS:
+            for note in t["parts"][name]["notes"]:
+                lines.append(f"  {name}: {note}")
+    lines.append("")
+    lines.append(f"Use: {result['recommendation']['words']}")
+    return "\n".join(lines)
+
