@@ -266,15 +266,8 @@ def _advise(args):
     return 0
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="scratchbench",
-        description="Regression and benchmark harness for HPC scratch file systems.",
-        epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=f"scratchbench {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
+def _add_cluster_command(sub):
+    """`scratchbench cluster`: the embedded Slurm cluster and its SAN."""
     cluster = sub.add_parser(
         "cluster", help="the embedded Slurm cluster on this machine",
         description="Start, stop or inspect the embedded Slurm cluster: munged, MariaDB + "
@@ -327,6 +320,9 @@ def build_parser():
     cluster.add_argument("--json", action="store_true", help="print the status as JSON")
     cluster.set_defaults(func=_cluster)
 
+
+def _add_run_command(sub):
+    """`scratchbench run`: the suite on a site."""
     run = sub.add_parser(
         "run", help="run a tag of the suite (quick, nightly, acceptance)",
         description="Run one tag of the ReFrame suite on a site config, with "
@@ -363,6 +359,9 @@ def build_parser():
                           "from beside it (ReFrame's -S spack_env_file=PATH)")
     run.set_defaults(func=_run)
 
+
+def _add_check_site_command(sub):
+    """`scratchbench check-site`: what a site config asks for, before a run."""
     check = sub.add_parser(
         "check-site", help="is a site config ready: scheduler, targets, MPI, IOR",
         description="A site's first hour: one tiny exclusive job per question, through the "
@@ -383,6 +382,9 @@ def build_parser():
                        help="the Spack environment file for extras {'ior': 'spack'}, as for run")
     check.set_defaults(func=_check_site)
 
+
+def _add_ingest_command(sub):
+    """`scratchbench ingest`: run directories into the history store."""
     ingest = sub.add_parser(
         "ingest", help="store run results in the history store",
         description="Store ReFrame run reports in the history store (SQLite). Without "
@@ -395,6 +397,9 @@ def build_parser():
                         help="run directories (results/runs/ID) or ReFrame JSON run reports")
     ingest.set_defaults(func=_ingest)
 
+
+def _add_verdict_command(sub):
+    """`scratchbench verdict nightly|acceptance`."""
     verdict = sub.add_parser("verdict", help="nightly or acceptance regression verdicts",
                              description="Regression verdicts from the history store.",
                              epilog=EPILOG)
@@ -453,6 +458,9 @@ def build_parser():
     accept.add_argument("--out", help="verdict file (default results/verdicts/acceptance-TIME.json)")
     accept.set_defaults(func=_verdict)
 
+
+def _add_report_command(sub):
+    """`scratchbench report`: the pages."""
     report = sub.add_parser(
         "report", help="build the static performance pages",
         description="Build static HTML pages (offline, no CDN) from the history store: "
@@ -464,6 +472,9 @@ def build_parser():
                         help="output directory (default $SCRATCHBENCH_HOME/pages)")
     report.set_defaults(func=_report)
 
+
+def _add_advise_command(sub):
+    """`scratchbench advise`: a job's I/O time on each scratch target."""
     advise = sub.add_parser(
         "advise", help="how long a job's I/O would take on each scratch target",
         description="Predict a job's I/O time on every scratch target from the history "
@@ -495,6 +506,23 @@ def build_parser():
                         help="a log's job stages: the files it only read are staged in, "
                              "the files it wrote are staged out")
     advise.set_defaults(func=_advise)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="scratchbench",
+        description="Regression and benchmark harness for HPC scratch file systems.",
+        epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"scratchbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    _add_cluster_command(sub)
+    _add_run_command(sub)
+    _add_check_site_command(sub)
+    _add_ingest_command(sub)
+    _add_verdict_command(sub)
+    _add_report_command(sub)
+    _add_advise_command(sub)
     return parser
 
 

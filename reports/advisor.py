@@ -136,6 +136,17 @@ def stored_figures(conn, recent=RECENT_RUNS):
         t.kind = t.kind or row["scratch_kind"] or ""
         return t
 
+    _attach_models(conn, target, recent)
+    _attach_rates(conn, target, recent)
+    for t in targets.values():
+        for role, rates in t.rates.items():
+            # the variant the check leads its pages with, then the newest
+            rates.sort(key=lambda r: (not r.leads, -r.date))
+    return targets
+
+
+def _attach_models(conn, target, recent):
+    """Each target's self-scaling models (``target(row)`` gives its TargetFigures)."""
     # The self-scaling models: the cases with figures whose chart has a selfscale entry,
     # grouped by series; the newest series of each target gives its models.
     cases = {}
@@ -178,6 +189,9 @@ def stored_figures(conn, recent=RECENT_RUNS):
         elif models:
             t.other_models[environ] = models
 
+
+def _attach_rates(conn, target, recent):
+    """Each target's rates by role and its model's measured errors."""
     # Rates by role: per series, the median of the newest runs and the spread of the
     # recent runs.
     rows = store.figures_with_roles(conn)
@@ -205,11 +219,6 @@ def stored_figures(conn, recent=RECENT_RUNS):
                 t.errors[role] = rate
         else:
             t.rates.setdefault(role, []).append(rate)
-    for t in targets.values():
-        for role, rates in t.rates.items():
-            # the variant the check leads its pages with, then the newest
-            rates.sort(key=lambda r: (not r.leads, -r.date))
-    return targets
 
 
 # ---- the prediction ------------------------------------------------------------------------

@@ -129,24 +129,10 @@ def _failed_cases(conn, run_id):
     return entries
 
 
-def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
-    """Returns (exit code, verdict dict, path written).
-
-    Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
-    regressed), 0 otherwise; 7 (NoHistory) when the store is missing or holds no run.
-    ``notify``: commands or http(s) URLs told about a regression or a failed run; a
-    failing notifier is reported and changes nothing."""
-    conn = store.connect(db, create=False)
-    store.check_integrity(conn)
-    if run_id is None:
-        run_id = store.latest_run_id(conn, tag)
-        if run_id is None:
-            conn.close()
-            raise store.NoHistory(f"the history store {db or paths.history_db()} holds no run" +
-                                    (f" tagged {tag}" if tag else "") +
-                                    ": run the suite, then `scratchbench ingest`")
-    elif store.run(conn, run_id) is None:
-        raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
+def _judged_histories(conn, run_id):
+    """The histories a nightly verdict judges: (histories, their figures' names, each
+    one's latest row, the figures left unjudged (too short, undeclared) as verdict
+    entries, {run: started})."""
     histories, names, latest_rows, unjudged = [], [], [], []
     started = {}
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
@@ -173,6 +159,55 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                           unit=rows[-1]["unit"] or ""))
         names.append(naming.figure_name(rows[-1]))
         latest_rows.append(rows[-1])
+    return histories, names, latest_rows, unjudged, started
+
+
+def _nightly_result(run_id, figures, failed, suite_verdict, started):
+    """The nightly verdict file's content: the counts, the suite's alerts, every entry."""
+    counts = Counter(f["verdict"] for f in figures)
+    return {
+        "kind": "nightly", "run_id": run_id,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "method": verdicts.NIGHTLY_METHOD,
+        "alpha": verdicts.ALPHA,
+        "false_alarm_rate": verdicts.NIGHTLY_FALSE_ALARMS,
+        "labels": verdicts.NIGHTLY_LABELS,
+        "regressions": counts["regression"],
+        "ongoing_regressions": counts["ongoing-regression"],
+        "recovered": counts["recovered"],
+        "suspects": counts["suspect"],
+        "improvements": counts["improvement"],
+        "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
+        "too_short": counts["too-short"],
+        "nights_needed": max([f.get("nights_needed", 0) for f in figures], default=0),
+        "failed": len(failed),
+        "suite": _suite_entry(suite_verdict, started),
+        "alerts": sum(a.news for a in suite_verdict.regressions),
+        "ongoing_alerts": sum(not a.news for a in suite_verdict.regressions),
+        "figures": figures + failed,
+    }
+
+
+def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
+    """Returns (exit code, verdict dict, path written).
+
+    Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
+    regressed), 0 otherwise; 7 (NoHistory) when the store is missing or holds no run.
+    ``notify``: commands or http(s) URLs told about a regression or a failed run; a
+    failing notifier is reported and changes nothing."""
+    conn = store.connect(db, create=False)
+    store.check_integrity(conn)
+    if run_id is None:
+        run_id = store.latest_run_id(conn, tag)
+        if run_id is None:
+            conn.close()
+            raise store.NoHistory(f"the history store {db or paths.history_db()} holds no run" +
+                                    (f" tagged {tag}" if tag else "") +
+                                    ": run the suite, then `scratchbench ingest`")
+    elif store.run(conn, run_id) is None:
+        conn.close()
+        raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
+    histories, names, latest_rows, unjudged, started = _judged_histories(conn, run_id)
     # The suite layer decides what is notified and the exit code: figures that move
     # together (a check on one target, system and environment) are one group, the
     # run's common shift is removed, and one budget covers the whole suite.
@@ -207,28 +242,7 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     if not figures and not failed:
         raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "
                                 "skipped; see its run report", exit_code=4)
-    counts = Counter(f["verdict"] for f in figures)
-    result = {
-        "kind": "nightly", "run_id": run_id,
-        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": verdicts.NIGHTLY_METHOD,
-        "alpha": verdicts.ALPHA,
-        "false_alarm_rate": verdicts.NIGHTLY_FALSE_ALARMS,
-        "labels": verdicts.NIGHTLY_LABELS,
-        "regressions": counts["regression"],
-        "ongoing_regressions": counts["ongoing-regression"],
-        "recovered": counts["recovered"],
-        "suspects": counts["suspect"],
-        "improvements": counts["improvement"],
-        "undecided": counts["insufficient-history"] + counts["invalid"] + counts["undeclared"],
-        "too_short": counts["too-short"],
-        "nights_needed": max([f.get("nights_needed", 0) for f in figures], default=0),
-        "failed": len(failed),
-        "suite": _suite_entry(suite_verdict, started),
-        "alerts": sum(a.news for a in suite_verdict.regressions),
-        "ongoing_alerts": sum(not a.news for a in suite_verdict.regressions),
-        "figures": figures + failed,
-    }
+    result = _nightly_result(run_id, figures, failed, suite_verdict, started)
     path = Path(out) if out else verdict_dir() / f"nightly-{run_id}.json"
     _write_json(path, result)
     # A suite alert of a regression keeps the night red while it lasts; notifiers hear
