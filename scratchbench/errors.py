@@ -10,7 +10,7 @@ class ScratchbenchError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message, exit_code=None):
+    def __init__(self, message: str, exit_code: int | None = None):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
@@ -34,7 +34,7 @@ class RunError(ScratchbenchError):
     exit_code = 4
 
 
-def one_line(message):
+def one_line(message: object) -> str:
     """A multi-line error message in one line.  ReFrame's message for a failed command
     (a module system's, say) holds the command's whole stdout and stderr: keep its
     first line and what the command said on stderr, without Lmod's "Try: ..." advice;

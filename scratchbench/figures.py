@@ -11,6 +11,7 @@ This module is the one format both sides agree on.
 """
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from scratchbench.units import duration_words
 
@@ -76,12 +77,12 @@ DESCRIPTIVE_ROLES = frozenset({"model_error_median", "model_error_max",
 SHORTEST_TRUSTED_PHASE_S = 0.5
 
 
-def too_short(phase_seconds):
+def too_short(phase_seconds: float | None) -> bool:
     """Whether a phase of this length (None: not reported) is too short to trust."""
     return phase_seconds is not None and phase_seconds < SHORTEST_TRUSTED_PHASE_S
 
 
-def too_short_words(phase_seconds):
+def too_short_words(phase_seconds: float | None) -> str:
     """Why a figure is not ranked nor judged, in words."""
     return (f"too short to trust: its timed phase lasted {duration_words(phase_seconds)}, "
             f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs")
@@ -103,7 +104,7 @@ class FigureDeclaration:
     #: An axis may carry the value in words as a third item, shown as its tick label
     #: (["file size", 65536, "64 KiB"]); "marks" (optional) are thresholds to draw on the
     #: chart: [{"axis": "x", "value": 25769803776, "label": "node memory, 24 GiB"}]
-    chart: dict = None
+    chart: dict[str, Any] | None = None
     #: what the figure measures, one of ROLES, for programs that compute with it; ""
     #: when nothing computes with it
     role: str = ""
@@ -128,11 +129,12 @@ class FigureDeclaration:
                                  "y: [name, value(, words)] for a surface, line: name, "
                                  "marks: [{axis: x|y, value, label}] (optional)}")
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data, where="figure declaration"):
+    def from_dict(cls, data: object,
+                  where: str = "figure declaration") -> "FigureDeclaration":
         """From the dict a run report or the store holds; a one-line error if malformed."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected a mapping, got {type(data).__name__}")

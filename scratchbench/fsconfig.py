@@ -16,6 +16,8 @@ page show where that changed.  No I/O here: parsers of text, tested on real outp
 """
 
 import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 SECTION_RE = re.compile(r"^### fsfacts: (?P<name>[\w.-]+) \(exit (?P<rc>-?\d+)\)$")
 #: the sections the collector prints, in its order
@@ -32,8 +34,9 @@ class FactsError(ValueError):
 
 
 # ---- the collector's sections ----------------------------------------------------------
-def sections(text):
+def sections(text: str) -> dict[str, tuple[int, str]]:
     """{name: (exit code, output)} of the collector's output, in its order."""
+    lines: list[str]
     found, name, rc, lines = {}, None, 0, []
     for line in text.splitlines():
         match = SECTION_RE.match(line)
@@ -67,7 +70,7 @@ def _unescape(field):
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def parse_mountinfo(text):
+def parse_mountinfo(text: str) -> list[dict[str, str]]:
     """[{mount_point, root, type, source, options, super_options}] of mountinfo lines
     (proc(5): ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER)."""
     mounts = []
@@ -85,7 +88,7 @@ def parse_mountinfo(text):
     return mounts
 
 
-def mount_of(mounts, path):
+def mount_of(mounts: Iterable[dict[str, str]], path: str) -> dict[str, str] | None:
     """The mount a path lies on: the longest mount point that contains it (the last one
     mounted there when several are stacked)."""
     best = None
@@ -98,10 +101,10 @@ def mount_of(mounts, path):
 
 
 # ---- stat -f ---------------------------------------------------------------------------
-def parse_stat_f(text):
+def parse_stat_f(text: str) -> dict[str, Any]:
     """`stat -f PATH` (GNU coreutils' default format) -> block size, fundamental block
     size, total, free and available bytes, type and name length."""
-    def field(name, cast=int):
+    def field(name: str, cast: Callable[[str], Any] = int) -> Any:
         match = re.search(rf"{name}:\s*(\S+)", text)
         if not match:
             raise FactsError(f"stat -f: no '{name}:' in its output")
@@ -121,7 +124,7 @@ def parse_stat_f(text):
 
 
 # ---- GlusterFS -------------------------------------------------------------------------
-def parse_gluster_volume_info(text):
+def parse_gluster_volume_info(text: str) -> dict[str, Any]:
     """`gluster volume info VOLUME` (text) -> name, type, status, bricks, servers (the
     distinct hosts of the bricks), transport, the options set on the volume (its
     'Options Reconfigured', as GlusterFS lists them) and the shard block size in bytes
@@ -155,7 +158,7 @@ def parse_gluster_volume_info(text):
             "shard_block_size": shard, "options": options}
 
 
-def size_bytes(text):
+def size_bytes(text: str | None) -> int:
     """'64MB', '4MB', '256KB', '1048576', '1M', '4m' -> bytes (GlusterFS and Lustre write
     sizes in binary units: 1MB = 1 MiB)."""
     match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(i?B)?\s*", text or "", re.IGNORECASE)
@@ -166,7 +169,7 @@ def size_bytes(text):
 
 
 # ---- Lustre ----------------------------------------------------------------------------
-def parse_lfs_getstripe_d(text):
+def parse_lfs_getstripe_d(text: str) -> dict[str, Any]:
     """`lfs getstripe -d DIR` -> the directory's default layout: stripe count (-1: all
     OSTs), stripe size in bytes, pattern, stripe offset (-1: any) and pool; a composite
     (PFL) layout gives its first component and the number of components."""
@@ -185,9 +188,11 @@ def parse_lfs_getstripe_d(text):
     return layout
 
 
-def parse_lfs_df(text):
+def parse_lfs_df(text: str) -> dict[str, Any]:
     """`lfs df PATH` -> the file system's MDTs and OSTs (count and size) and its summary
     (1K-blocks total, used, available)."""
+    mdts: list[dict[str, Any]]
+    osts: list[dict[str, Any]]
     mdts, osts, summary = [], [], None
     for line in text.splitlines():
         parts = line.split()
@@ -208,7 +213,7 @@ def parse_lfs_df(text):
 
 
 # ---- Spectrum Scale / GPFS -------------------------------------------------------------
-def parse_mmlsfs(text):
+def parse_mmlsfs(text: str) -> dict[str, Any]:
     """`mmlsfs DEVICE` -> {flag: value} (-B block size, -f subblock, -r/-m replicas,
     -V version, ...), plus the device name.  A flag whose value spans several
     description lines (-Q) keeps its first value."""
@@ -228,13 +233,13 @@ def parse_mmlsfs(text):
 
 
 # ---- versions --------------------------------------------------------------------------
-def parse_slurm_version(text):
+def parse_slurm_version(text: str) -> str:
     """`sinfo --version` -> '22.05.8'."""
     match = re.search(r"slurm\S*\s+(\S+)", text)
     return match.group(1) if match else text.strip()[:60]
 
 
-def parse_mpi_version(text):
+def parse_mpi_version(text: str) -> str:
     """`mpirun --version`, `ompi_info --version` or `mpichversion` -> 'Open MPI 4.1.4'
     or 'MPICH 4.0.2'."""
     match = re.search(r"\((?:Open MPI|OpenRTE)\)\s+(\S+)", text) or re.search(r"^Open MPI v(\S+)", text,
@@ -259,15 +264,16 @@ PARSERS = {"gluster": ("glusterfs", parse_gluster_volume_info),
            "mmlsfs": ("gpfs", parse_mmlsfs)}
 
 
-def parse_collected(text):
+def parse_collected(text: str) -> dict[str, Any]:
     """The facts of one collector run: {path, mount, statfs, kernel, slurm, mpi,
     glusterfs | lustre_layout + lustre_targets | gpfs, site_facts, raw, problems}.
     ``raw`` keeps each file-system tool's output verbatim; ``problems`` says, one line
     each, what could not be read and why."""
     found = sections(text)
+    facts: dict[str, Any]
     facts, problems, raw = {}, [], {}
 
-    def output(name):
+    def output(name: str) -> str | None:
         rc, out = found.get(name, (None, ""))
         if rc is None:
             return None
@@ -335,12 +341,12 @@ def _size(n):
     return f"{n} B"
 
 
-def summary(facts):
+def summary(facts: Mapping[str, Any] | None) -> dict[str, str]:
     """{label: value in words} of what makes this file system what it is, for comparing
     runs: its type, servers, stripes, options, block size, size (free space is not a
     configuration), mount options, kernel, scheduler and MPI versions.  Empty for facts
     that could not be read."""
-    out = {}
+    out: dict[str, str] = {}
     if not facts:
         return out
     mount = facts.get("mount") or {}
@@ -387,14 +393,16 @@ def summary(facts):
     return out
 
 
-def differences(before, after):
+def differences(before: Mapping[str, str],
+                after: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
     """[(label, before value or None, after value or None)] where two summaries differ."""
     return [(k, before.get(k), after.get(k)) for k in list(before) + [k for k in after
                                                                        if k not in before]
             if before.get(k) != after.get(k)]
 
 
-def change_words(target, changes):
+def change_words(target: str,
+                 changes: Iterable[tuple[str, str | None, str | None]]) -> str:
     """'sanscratch went from 2 to 4 servers and changed stripes from no stripes to 4 MiB
     shards' (the first three changes, then 'and N more')."""
     servers, others = "", []
@@ -419,7 +427,7 @@ def change_words(target, changes):
     return f"{target} {words}" if words else ""
 
 
-def summary_words(summary_):
+def summary_words(summary_: Mapping[str, str]) -> str:
     """'2 servers, no stripes, block size 128 KiB; kernel 6.1.0-28-amd64' (the diary's
     entry)."""
     main = []

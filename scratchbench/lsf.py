@@ -9,6 +9,7 @@ backend with exactly that line done the standard way; a site config selects it w
 """
 
 import re
+from typing import Any
 
 from reframe.core.backends import register_scheduler
 from reframe.core.schedulers.lsf import LsfJobScheduler
@@ -18,7 +19,7 @@ _NNODES = re.compile(r"^#BSUB -nnodes \d+$")
 
 @register_scheduler("lsf_std")
 class StandardLsfJobScheduler(LsfJobScheduler):
-    def emit_preamble(self, job):
+    def emit_preamble(self, job: Any) -> list[str]:
         preamble = []
         for line in super().emit_preamble(job):
             if _NNODES.match(line):

@@ -16,7 +16,7 @@ KERNEL_SRC_DIR = REPO_ROOT / "src"
 SPACK_ENV_FILE = REPO_ROOT / "spack.yaml"
 
 
-def checkout_problem():
+def checkout_problem() -> str | None:
     """Why this installation is not a scratchbench checkout, or None when it is.
 
     scratchbench builds the kernel from src/ and hands reframe_checks/ and site_configs/
@@ -31,21 +31,21 @@ def checkout_problem():
             "`pip install -e CHECKOUT` (ci/setup.sh does), not as a wheel")
 
 
-def state_dir():
+def state_dir() -> Path:
     """The state directory (not created here)."""
     return Path(os.environ.get("SCRATCHBENCH_HOME", REPO_ROOT / "var")).resolve()
 
 
-def cluster_dir():
+def cluster_dir() -> Path:
     return state_dir() / "cluster"
 
 
-def results_dir():
+def results_dir() -> Path:
     """ReFrame's prefix: stage, output, perflogs, run reports, results DB."""
     return state_dir() / "results"
 
 
-def history_db():
+def history_db() -> Path:
     """The history store; SCRATCHBENCH_HISTORY puts it elsewhere (a shared file system
     that keeps years of nights, say)."""
     where = os.environ.get("SCRATCHBENCH_HISTORY")

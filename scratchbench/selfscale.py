@@ -58,7 +58,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 
@@ -116,19 +116,19 @@ class Workload:
                 raise SelfScaleError(f"workload {PAPER_NAMES[name]}: expected {expected}, got "
                                      f"{getattr(self, name)!r}")
 
-    def get(self, name):
+    def get(self, name: str) -> float:
         return getattr(self, name)
 
-    def with_value(self, name, value):
+    def with_value(self, name: str, value: float) -> Workload:
         """This workload with one parameter changed (rounded to what the kernel runs)."""
         return replace(self, **{name: _kernel_value(name, value)})
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, float]:
         return {k: (int(v) if k in ("unique_bytes", "size_mean", "process_num") else float(v))
                 for k, v in asdict(self).items()}
 
     @classmethod
-    def from_dict(cls, data, where="workload"):
+    def from_dict(cls, data: object, where: str = "workload") -> Workload:
         if not isinstance(data, dict):
             raise SelfScaleError(f"{where}: expected a mapping of the five parameters")
         missing = [PAPER_NAMES[p] for p in PARAMETERS if p not in data]
@@ -139,12 +139,12 @@ class Workload:
         except (TypeError, ValueError) as exc:
             raise SelfScaleError(f"{where}: {exc}") from None
 
-    def kernel_point(self):
+    def kernel_point(self) -> str:
         """The kernel's ``--point`` argument: uniqueBytes:sizeMean:readFrac:seqFrac:processNum."""
         return (f"{self.unique_bytes}:{self.size_mean}:{self.read_frac:.6g}:"
                 f"{self.seq_frac:.6g}:{self.process_num}")
 
-    def words(self):
+    def words(self) -> str:
         return (f"uniqueBytes {size_words(self.unique_bytes)}, sizeMean "
                 f"{size_words(self.size_mean)}, readFrac {self.read_frac:.2f}, seqFrac "
                 f"{self.seq_frac:.2f}, processNum {self.process_num}")
@@ -174,7 +174,7 @@ def _kernel_value(name, value):
     return min(1.0, max(0.0, round(value, 6)))
 
 
-def value_token(name, value):
+def value_token(name: str, value: float) -> str:
     """The grid value in a figure name: sizes as tokens, fractions as percent."""
     if name in ("unique_bytes", "size_mean"):
         return size_token(value)
@@ -183,7 +183,7 @@ def value_token(name, value):
     return f"{int(round(float(value) * 100))}pct"
 
 
-def value_words(name, value):
+def value_words(name: str, value: float) -> str:
     if name in ("unique_bytes", "size_mean"):
         return size_words(value)
     if name == "process_num":
@@ -227,8 +227,9 @@ class Domain:
                                  f"{self.size_spread}")
 
     @classmethod
-    def for_node(cls, memory_bytes, free_bytes, max_processes, rules=None, unique_max=None,
-                 **overrides):
+    def for_node(cls, memory_bytes: int, free_bytes: int, max_processes: int,
+                 rules: Rules | None = None, unique_max: int | None = None,
+                 **overrides: Any) -> Domain:
         """The domain on a node: uniqueBytes up to ``rules.memory_factor`` times its
         memory (the knee between the page cache and the device lies below), and never
         more than ``rules.free_space_fraction`` of the target's free space; or up to
@@ -249,12 +250,12 @@ class Domain:
                                  f"than the {size_words(4 * lo)} a search needs")
         return cls(unique_bytes=(lo, hi), process_num=(1, int(max_processes)), **overrides)
 
-    def bounds(self, name):
+    def bounds(self, name: str) -> tuple[float, float]:
         if name in ("read_frac", "seq_frac"):
             return (0.0, 1.0)
         return getattr(self, name)
 
-    def grid(self, name):
+    def grid(self, name: str) -> Sequence[float]:
         """The fixed grid of a parameter, low to high, both bounds included."""
         lo, hi = self.bounds(name)
         if name in ("read_frac", "seq_frac"):
@@ -278,26 +279,26 @@ class Domain:
         values.append(_kernel_value(name, hi))
         return sorted(set(values))
 
-    def middle(self, name):
+    def middle(self, name: str) -> float:
         """The middle of a parameter's range: geometric for sizes and processes."""
         lo, hi = self.bounds(name)
         if name in LOG_SCALE:
             return _kernel_value(name, math.sqrt(lo * hi))
         return _kernel_value(name, (lo + hi) / 2)
 
-    def largest_size(self, unique_bytes):
+    def largest_size(self, unique_bytes: float) -> int:
         """The largest sizeMean whose requests fit in uniqueBytes (the kernel's rule)."""
         return int(unique_bytes / (1 + self.size_spread)) // UNIT * UNIT
 
-    def fits(self, workload):
+    def fits(self, workload: Workload) -> bool:
         return workload.size_mean <= self.largest_size(workload.unique_bytes) and \
             workload.process_num <= self.process_num[1]
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Domain:
         data = dict(data)
         for key in ("unique_bytes", "size_mean", "process_num"):
             if key in data:
@@ -344,11 +345,11 @@ class Rules:
         if int(self.max_rounds) < 1:
             raise SelfScaleError(f"rule max_rounds: expected at least 1, got {self.max_rounds}")
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Rules:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
@@ -400,7 +401,7 @@ class Curve:
                                               [math.log(y) for y in self.ys])
         return self.__dict__["_scaled_cache"]
 
-    def at(self, x):
+    def at(self, x: float) -> float:
         """Interpolated throughput at x: straight lines in the parameter's scale (log for
         sizes and processes) and in log throughput; flat beyond the measured ends."""
         if len(self.xs) == 1:
@@ -414,10 +415,10 @@ class Curve:
         return math.exp(logs[k - 1] + share * (logs[k] - logs[k - 1]))
 
     @property
-    def span(self):
+    def span(self) -> float:
         return (max(self.ys) - min(self.ys)) / max(self.ys)
 
-    def smoothed(self, split=None):
+    def smoothed(self, split: float | None = None) -> Curve:
         """The curve with each point's log throughput averaged with its two neighbours'
         (the ends with their one), never across ``split`` (a knee): on a fine grid,
         one noisy point otherwise sets every ratio taken at it."""
@@ -431,17 +432,17 @@ class Curve:
             ys.append(float(np.exp(np.mean(logs[near]))))
         return Curve(self.parameter, list(self.xs), ys, dict(self.fixed), self.regime)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"parameter": self.parameter, "regime": self.regime, "xs": list(self.xs),
                 "ys": list(self.ys), "fixed": dict(self.fixed)}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Curve:
         return cls(parameter=data["parameter"], xs=list(data["xs"]), ys=list(data["ys"]),
                    fixed=dict(data.get("fixed") or {}), regime=data.get("regime"))
 
 
-def focal_value(curve, rules, domain=None):
+def focal_value(curve: Curve, rules: Rules, domain: Domain | None = None) -> float:
     """The value where the curve sits ``rules.focal_fraction`` of the way from its
     minimum to its maximum, found walking from the minimum towards the maximum and
     interpolated in the parameter's scale; a flat curve's focal value is the middle of
@@ -465,7 +466,7 @@ def focal_value(curve, rules, domain=None):
     return _kernel_value(name, xs[hi_i])
 
 
-def useful_range(curve, rules):
+def useful_range(curve: Curve, rules: Rules) -> tuple[float, float]:
     """(low, high): the part of the swept values over which throughput changes: from
     the first to the last grid step that moves the curve by more than
     ``rules.range_fraction`` of its span (max - min).  Outside it the curve is flat
@@ -491,17 +492,17 @@ class Knee:
     throughput: float          # the curve at the knee
     #: the share of the largest uniqueBytes the page cache held after its measurement
     #: (None: not known): at HELD or more, the upper regime is still the page cache's
-    top_resident: float = None
+    top_resident: float | None = None
 
     @property
-    def upper_in_page_cache(self):
+    def upper_in_page_cache(self) -> bool:
         return self.top_resident is not None and self.top_resident >= HELD
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def find_knee(curve, rules):
+def find_knee(curve: Curve, rules: Rules) -> Knee | None:
     """The knee of a uniqueBytes curve, or None when the curve does not fall to
     ``rules.knee_drop`` of its cache level within the range.
 
@@ -526,6 +527,7 @@ def find_knee(curve, rules):
             error = float(np.sum((design @ coef - ly) ** 2))
             if best is None or error < best[0]:
                 best = (error, centre, coef)
+    assert best is not None   # the loops above always run
     _, centre, (device, height) = best
     if height <= 0 or math.exp(-height) > rules.knee_drop:
         return None
@@ -534,7 +536,8 @@ def find_knee(curve, rules):
                 device_level=float(math.exp(device)), throughput=curve.at(knee))
 
 
-def regime_focals(knee, curve, domain, rules):
+def regime_focals(knee: Knee | None, curve: Curve | None, domain: Domain,
+                  rules: Rules) -> dict[str, float]:
     """{regime: focal uniqueBytes}.  The cache regime's sits ``regime_margin`` below the
     knee, on the grid; the device regime's is the top of the range, beyond the node's
     memory (``Rules.memory_factor``), where neither reads nor writes fit the page cache
@@ -544,6 +547,7 @@ def regime_focals(knee, curve, domain, rules):
     focal value.  With a curve, the focal uniqueBytes are points it measured."""
     grid = domain.grid("unique_bytes") if curve is None else [int(x) for x in curve.xs]
     if knee is None:
+        assert curve is not None   # without a knee, the curve says where the focal point is
         return {"cache": _nearest(grid, focal_value(curve, rules, domain), "unique_bytes")}
     below = [u for u in grid if u <= knee.unique_bytes / rules.regime_margin]
     return {"cache": below[-1] if below else grid[0], "device": grid[-1]}
@@ -554,7 +558,7 @@ def _nearest(grid, value, name):
     return grid[int(np.argmin(np.abs(axis - _axis(name, [value])[0])))]
 
 
-def grid_steps(name, a, b, domain):
+def grid_steps(name: str, a: float, b: float, domain: Domain) -> float:
     """How many grid steps apart two values of a parameter are."""
     if name in LOG_SCALE:
         step = {"unique_bytes": domain.unique_step, "size_mean": domain.size_step,
@@ -574,12 +578,12 @@ class Regime:
     throughput: float
     curves: dict            # {parameter: Curve} for the shape parameters
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "focal": self.focal.as_dict(), "throughput": self.throughput,
                 "curves": {p: c.as_dict() for p, c in self.curves.items()}}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Regime:
         return cls(name=data["name"], focal=Workload.from_dict(data["focal"]),
                    throughput=float(data["throughput"]),
                    curves={p: Curve.from_dict(c) for p, c in data["curves"].items()})
@@ -602,7 +606,7 @@ class Model:
                 raise SelfScaleError(f"model: the {regime.name} regime has no curve of "
                                      f"{', '.join(missing)}")
 
-    def predict_in(self, workload, regime_name):
+    def predict_in(self, workload: Workload, regime_name: str) -> float:
         """The product form within one regime; the uniqueBytes curve smoothed (its grid
         is fine, and a ratio to one noisy point at the focal uniqueBytes would move
         every prediction of the regime)."""
@@ -623,22 +627,23 @@ class Model:
                 self.knee.unique_bytes if self.knee else None)
         return self.__dict__["_smoothed_cache"]
 
-    def regime_weight(self, workload):
+    def regime_weight(self, workload: Workload) -> float:
         """0 in the cache regime, 1 in the device regime, between them in log uniqueBytes."""
         if "device" not in self.regimes:
             return 0.0
         lo = math.log(self.regimes["cache"].focal.unique_bytes)
         hi = math.log(self.regimes["device"].focal.unique_bytes)
         if hi <= lo:
+            assert self.knee_bytes is not None   # a device regime comes with its knee
             return 0.0 if workload.unique_bytes <= self.knee_bytes else 1.0
         return min(1.0, max(0.0, (math.log(workload.unique_bytes) - lo) / (hi - lo)))
 
     @property
-    def knee_bytes(self):
+    def knee_bytes(self) -> int | None:
         return self.knee.unique_bytes if self.knee else None
 
     @property
-    def per_process_ceiling(self):
+    def per_process_ceiling(self) -> float:
         """The fastest throughput per process (bytes/s) of any measured point of the
         model: every curve point, the uniqueBytes curve's included, and the focal
         points.  A curve's processes are those it was measured with (``fixed``), or
@@ -649,7 +654,7 @@ class Model:
         return self.__dict__["_ceiling_cache"]
 
     def _per_process_ceiling(self):
-        def processes(curve, regime):
+        def processes(curve: Curve, regime: Regime) -> int:
             return curve.fixed.get("process_num", regime.focal.process_num)
         cache = self.regimes["cache"]
         best = max(y / processes(self.unique_curve, cache) for y in self.unique_curve.ys)
@@ -661,13 +666,13 @@ class Model:
                                           processes(curve, regime)))
         return best
 
-    def remember_predictions(self, memo):
+    def remember_predictions(self, memo: MutableMapping[str, float]) -> None:
         """Keep this model's predictions in ``memo`` (workload's five values -> bytes/s)
         and answer from it first: a caller that keeps the memo across processes (the
         page build's cache, under a digest of the model) computes each point once."""
         self.__dict__["_memo"] = memo
 
-    def predict(self, workload):
+    def predict(self, workload: Workload | dict[str, Any]) -> float:
         """Predicted throughput of a workload (bytes/s): the product form, at most
         per_process_ceiling per process."""
         if isinstance(workload, dict):
@@ -693,13 +698,13 @@ class Model:
             value = math.exp((1 - weight) * math.log(cache) + weight * math.log(device))
         return min(value, self.per_process_ceiling * workload.process_num)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"unique_curve": self.unique_curve.as_dict(),
                 "regimes": {k: r.as_dict() for k, r in self.regimes.items()},
                 "knee": self.knee.as_dict() if self.knee else None}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Model:
         try:
             return cls(unique_curve=Curve.from_dict(data["unique_curve"]),
                        regimes={k: Regime.from_dict(r) for k, r in data["regimes"].items()},
@@ -708,11 +713,13 @@ class Model:
             raise SelfScaleError(f"model: incomplete ({exc})") from None
 
     @classmethod
-    def from_figures(cls, figures):
+    def from_figures(cls, figures: Mapping[str, tuple[float | None, Mapping[str, Any] | None]]
+                     ) -> Model:
         """A model from stored figures: ``{name: (value, declaration)}`` where value is
         in the figure's unit and declaration the dict the store keeps (with ``chart``).
         Figures without a ``selfscale`` entry in their chart are ignored.  Raises
         SelfScaleError naming what is missing."""
+        curves: dict[tuple[str, str | None], list[tuple[float, float]]]
         curves, focal, knee = {}, {}, None
         for name, (value, declaration) in figures.items():
             chart = (declaration or {}).get("chart") or {}
@@ -736,7 +743,8 @@ class Model:
             raise SelfScaleError("stored figures: no uniqueBytes curve of a self-scaling run")
         if "cache" not in focal:
             raise SelfScaleError("stored figures: no focal point of the cache regime")
-        unique = Curve("unique_bytes", *zip(*curves[("unique_bytes", None)]))
+        xs, ys = zip(*curves[("unique_bytes", None)])
+        unique = Curve("unique_bytes", list(xs), list(ys))
         regimes = {}
         for regime, (workload, throughput) in focal.items():
             shape = {}
@@ -745,7 +753,8 @@ class Model:
                 if not points:
                     raise SelfScaleError(f"stored figures: no {PAPER_NAMES[p]} curve of the "
                                          f"{regime} regime")
-                shape[p] = Curve(p, *zip(*points), regime=regime)
+                xs, ys = zip(*points)
+                shape[p] = Curve(p, list(xs), list(ys), regime=regime)
             regimes[regime] = Regime(regime, workload, throughput, shape)
         return cls(unique_curve=unique, regimes=regimes, knee=knee)
 
@@ -770,31 +779,33 @@ class Exploration:
     repeat: dict = field(default_factory=dict)   # {regime: [bytes/s per repetition]}
 
     @property
-    def focal(self):
+    def focal(self) -> dict[str, Workload]:
         return {name: r.focal for name, r in self.model.regimes.items()}
 
-    def repeat_cv(self, regime):
+    def repeat_cv(self, regime: str) -> float | None:
         values = self.repeat.get(regime) or []
         if len(values) < 2:
             return None
         return float(np.std(values, ddof=1) / np.mean(values))
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"domain": self.domain.as_dict(), "rules": self.rules.as_dict(),
                 "model": self.model.as_dict(), "rounds": self.rounds, "settled": self.settled,
                 "points_measured": self.points_measured, "repeat": self.repeat}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Exploration:
         return cls(domain=Domain.from_dict(data["domain"]), rules=Rules.from_dict(data["rules"]),
                    model=Model.from_dict(data["model"]), rounds=list(data["rounds"]),
                    settled=bool(data["settled"]), points_measured=int(data["points_measured"]),
                    repeat={k: list(v) for k, v in (data.get("repeat") or {}).items()})
 
 
-def initial_focal(domain):
+def initial_focal(domain: Domain) -> Workload:
     """The search's starting point: the middle of every range."""
-    return Workload(**{p: domain.middle(p) for p in PARAMETERS})
+    # an int for sizes and processes, a float for fractions (as Workload checks)
+    middle: dict[str, Any] = {p: domain.middle(p) for p in PARAMETERS}
+    return Workload(**middle)
 
 
 def _sweep_values(name, domain, previous, focal_value_now, workload):
@@ -829,8 +840,10 @@ def _unique_values(domain, knee, rules):
     return sorted(chosen)
 
 
-def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
-            resident=None):
+def explore(measure: Measure, domain: Domain, rules: Rules | None = None,
+            start: Workload | None = None, repeats: int = 0,
+            progress: Callable[[str], None] | None = None,
+            resident: Callable[[Workload], float | None] | None = None) -> Exploration:
     """Run the search with ``measure`` (see :data:`Measure`); returns an
     :class:`Exploration`.  ``repeats`` > 1 measures each regime's final focal point that
     many times (the variation of a repeated measurement); ``progress(line)`` hears what
@@ -841,12 +854,17 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
     rules = rules or Rules()
     say = progress or (lambda line: None)
     focal_of = {"cache": start or initial_focal(domain)}
-    ranges = {}                  # (regime or None, parameter) -> useful range of last round
+    # (regime or None, parameter) -> useful range of last round
+    ranges: dict[tuple[str | None, str], tuple[float, float]] = {}
     rounds, measured = [], 0
+    unique_curve: Curve | None
+    knee: Knee | None
+    knee_before: Knee | None
     unique_curve, knee, settled = None, None, False
     shapes = {}
 
-    def sweep(base, name, regime, values=None):
+    def sweep(base: Workload, name: str, regime: str | None,
+              values: Sequence[float] | None = None) -> Curve:
         nonlocal measured
         if values is None:
             values = _sweep_values(name, domain, ranges.get((regime, name)), base.get(name),
@@ -913,8 +931,9 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
                                   for p in SHAPE_PARAMETERS]})
         # Settled: the knee (or its absence) and every shape parameter's focal value
         # stayed within settle_steps grid steps (the regimes' uniqueBytes follow the knee).
-        same_knee = (knee is None) == (knee_before is None) and (knee is None or grid_steps(
-            "unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
+        same_knee = (knee is None) == (knee_before is None) and (
+            knee is None or knee_before is not None and grid_steps(
+                "unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
             <= rules.settle_steps)
         if round_no > 1 and same_knee and set(before) == set(focal_of) and all(
                 grid_steps(p, before[r].get(p), focal_of[r].get(p), domain) <= rules.settle_steps
@@ -942,6 +961,7 @@ def explore(measure, domain, rules=None, start=None, repeats=0, progress=None,
             say(f"{regime} regime focal point measured {len(values)} times: "
                 f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%")
         regimes[regime] = Regime(regime, workload, float(np.median(estimates)), curves)
+    assert unique_curve is not None   # max_rounds is at least 1
     model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
     return Exploration(domain=domain, rules=rules, model=model, rounds=rounds, settled=settled,
                        points_measured=measured, repeat=repeat)
@@ -955,15 +975,15 @@ def _passes_through(curve, workload):
 
 
 # ---- validation ------------------------------------------------------------------------------
-def draw_workloads(domain, count, seed):
+def draw_workloads(domain: Domain, count: int, seed: int | None) -> list[Workload]:
     """``count`` workloads drawn at random from the domain (log-uniform sizes and
     processes, uniform fractions), each fitting it; reproducible from ``seed``."""
     if count < 1:
         raise SelfScaleError(f"validation: expected at least 1 workload, got {count}")
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[Workload] = []
 
-    def log_uniform(lo, hi):
+    def log_uniform(lo: float, hi: float) -> float:
         return math.exp(rng.uniform(math.log(lo), math.log(hi)))
 
     while len(out) < count:
@@ -994,20 +1014,20 @@ class Validation:
     passes: list = field(default_factory=list)
 
     @property
-    def errors(self):
+    def errors(self) -> list[float]:
         """|predicted - measured| / measured, per workload."""
         return [abs(p - m) / m for p, m in zip(self.predicted, self.measured)]
 
     @property
-    def median_error(self):
+    def median_error(self) -> float:
         return float(np.median(self.errors))
 
     @property
-    def max_error(self):
+    def max_error(self) -> float:
         return float(np.max(self.errors))
 
     @property
-    def spread(self):
+    def spread(self) -> float | None:
         """The noise floor the errors stand on: the median over workloads of how far one
         measurement lies from the median of its passes (relative), or None with one
         pass.  A prediction cannot be judged closer than this."""
@@ -1015,7 +1035,7 @@ class Validation:
                       if len(values) > 1 for v in values]
         return float(np.median(deviations)) if deviations else None
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"workloads": [w.as_dict() for w in self.workloads],
                 "predicted": list(self.predicted), "measured": list(self.measured),
                 "passes": [list(v) for v in self.passes], "errors": self.errors,
@@ -1023,13 +1043,13 @@ class Validation:
                 "spread": self.spread}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> Validation:
         return cls(workloads=[Workload.from_dict(w) for w in data["workloads"]],
                    predicted=list(data["predicted"]), measured=list(data["measured"]),
                    passes=[list(v) for v in data.get("passes") or []])
 
 
-def validate(model, measure, workloads):
+def validate(model: Model, measure: Measure, workloads: Sequence[Workload]) -> Validation:
     """Measure the workloads and compare with the model's predictions."""
     if not workloads:
         raise SelfScaleError("validation: no workloads")

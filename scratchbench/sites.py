@@ -12,8 +12,10 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scratchbench import paths
 from scratchbench.errors import ConfigError
@@ -56,7 +58,7 @@ class ScratchTarget:
     disks: list = field(default_factory=list)
     #: the same storage from every node; None: decided by the kind (san, nfs, parallel,
     #: burst-buffer and object are shared)
-    shared: bool = None
+    shared: bool | None = None
     #: a shell command, run where ReFrame runs when a job on this target failed, that
     #: prints what is wrong with the file system, one problem a line ("storage server 2
     #: of sanscratch is down"), and nothing when it is healthy; the failed case's cause
@@ -68,7 +70,7 @@ class ScratchTarget:
     #: target (``lctl get_param osc.*.max_rpcs_in_flight``, say).  Empty: none.
     facts_command: str = ""
 
-    def validate(self, where):
+    def validate(self, where: str) -> None:
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
             raise ConfigError(f"{where}: scratch target name {self.name!r}: expected a letter "
                               "followed by letters, digits or _")
@@ -115,7 +117,9 @@ class ScratchTarget:
                               "dict of {check: {metric: (value, lower, upper, unit)}}")
 
 
-def with_scratch_targets(configuration, system, targets, where=None):
+def with_scratch_targets(configuration: dict[str, Any], system: str,
+                         targets: Iterable[ScratchTarget],
+                         where: str | None = None) -> dict[str, Any]:
     """Attach ``targets`` to the partitions of ``system`` in a ReFrame configuration.
 
     Raises ConfigError on the first problem, naming the target and what was expected.
@@ -164,7 +168,7 @@ PERFLOG_FORMAT = ("%(check_job_completion_time)s|%(check_display_name)s|%(check_
                   "%(check_perfvalues)s")
 
 
-def results_logging(results_dir):
+def results_logging(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """ReFrame's `logging` section: perflogs under results_dir/perflogs, one file per
     check and partition, appended to (never overwritten).
 
@@ -181,7 +185,7 @@ def results_logging(results_dir):
     }]}]
 
 
-def polling(rate_min=2.0, rate_max=10.0):
+def polling(rate_min: float = 2.0, rate_max: float = 10.0) -> dict[str, float]:
     """ReFrame's `general` poll settings: how often job states are asked for.
 
     ReFrame's defaults slow down to one poll every 10 s, which adds seconds to every
@@ -190,12 +194,12 @@ def polling(rate_min=2.0, rate_max=10.0):
     return {"poll_rate_min": rate_min, "poll_rate_max": rate_max, "poll_rate_decay": 0.1}
 
 
-def results_storage(results_dir):
+def results_storage(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """ReFrame's results DB (off by default in ReFrame) in results_dir/results.db."""
     return [{"enable": True, "sqlite_db_file": str(Path(results_dir) / "results.db")}]
 
 
-def resolve_site_config(site):
+def resolve_site_config(site: str) -> Path:
     """A site name (``local``) or a path to a config file -> the config file's Path."""
     candidate = Path(site)
     if candidate.suffix in (".py", ".yaml", ".yml", ".json") or os.sep in site:
@@ -210,7 +214,7 @@ def resolve_site_config(site):
     return path.resolve()
 
 
-def load_site_config(path):
+def load_site_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Import a Python site config and return its ``site_configuration`` dict.
 
     Every failure becomes one line naming the file and the cause, including ReFrame's
@@ -222,6 +226,7 @@ def load_site_config(path):
                           "(they declare scratch targets with with_scratch_targets)")
     module_name = f"_scratchbench_site_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None   # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -255,7 +260,8 @@ def _validate_with_reframe(path, config):
         raise ConfigError(f"site config {path}: {location}: {exc.message}") from exc
 
 
-def scratch_targets(config, system=None):
+def scratch_targets(config: Mapping[str, Any],
+                    system: str | None = None) -> dict[str, dict[str, Any]]:
     """{partition name: {target name: target dict}} for one system of a config."""
     systems = config.get("systems", [])
     chosen = [s for s in systems if system is None or s.get("name") == system]

@@ -22,6 +22,7 @@ job slurmctld no longer holds (after MinJobAge) or one still completing.
 
 import re
 import subprocess
+from typing import Any
 
 import reframe.core.runtime as rt
 from reframe.core.backends import register_scheduler
@@ -38,7 +39,7 @@ NOT_ENDED_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", 
                               "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"})
 
 
-def nodes_out_of_service():
+def nodes_out_of_service() -> dict[str, str] | None:
     """{node: "drained: its reason"} for the nodes that are down, drained or failing; a
     node not responding for a moment, not (yet) down, is not among them.  None when
     sinfo cannot answer."""
@@ -63,8 +64,8 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
         super().__init__()
         self._configured_cancel_reasons = list(self._cancel_reasons)
 
-    def poll(self, *jobs):
-        jobs = [job for job in jobs if job is not None]
+    def poll(self, *jobs: Any) -> None:
+        jobs = tuple(job for job in jobs if job is not None)
         if not jobs:
             return
         ids = ",".join(job.jobid for job in jobs)

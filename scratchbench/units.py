@@ -20,13 +20,14 @@ def _finite(value):
         math.isfinite(value)
 
 
-def number(value):
+def number(value: float | str | None) -> str:
     """Three significant digits, thousands separators, no exponent:
     18364.2 -> '18,400', 902.4 -> '902', 1.5 -> '1.5', 0.012345 -> '0.0123'."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     if not _finite(value):
         return str(value)      # a name (a chart's x may be a placement, say)
+    assert isinstance(value, (int, float))   # as _finite said
     if value == 0:
         return "0"
     decimals = 2 - math.floor(math.log10(abs(value)))
@@ -40,12 +41,13 @@ def number(value):
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def quantity(value, unit=""):
+def quantity(value: float | str | None, unit: str = "") -> str:
     """A value with its unit scaled to read well: 18364 ops/s -> '18,400 ops/s',
     0.000902 s -> '902 µs', 1020 MiB -> '1,020 MiB' (sizes and rates of bytes move up
     a unit from 1,024 of it: 1536 MiB/s -> '1.5 GiB/s'), 5400 s -> '1.5 h'."""
     if not _finite(value):
         return f"{number(value)} {unit}".strip()
+    assert isinstance(value, (int, float))   # as _finite said
     base, per = (unit[:-2], "/s") if unit.endswith("/s") else (unit, "")
     if base in BYTE_UNITS:
         i = BYTE_UNITS.index(base)
@@ -64,13 +66,13 @@ def quantity(value, unit=""):
     return f"{number(value)} {unit}".strip()
 
 
-def size_words(n):
+def size_words(n: float) -> str:
     """A number of bytes in words: 1048576 -> '1 MiB', 47008 -> '45.9 KiB', 3 -> '3 B',
     1073741000 -> '1 GiB' (never an exponent)."""
     return quantity(n, "B")
 
 
-def size_token(n):
+def size_token(n: float) -> str:
     """A size in a figure's name, short: 1048576 -> '1m', 65536 -> '64k', 1536 -> '1536'."""
     n = int(n)
     for unit, scale in (("g", GIB), ("m", MIB), ("k", KIB)):
@@ -79,7 +81,7 @@ def size_token(n):
     return str(n)
 
 
-def duration_words(seconds):
+def duration_words(seconds: float | None) -> str:
     """A duration in words: under a minute with three significant digits (0.0042 -> '4.2 ms',
     3.76 -> '3.76 s', 0 -> '0 s'), from a minute on in whole hours, minutes and seconds
     (60 -> '1 min', 75 -> '1 min 15 s', 5400 -> '1 h 30 min')."""
@@ -98,7 +100,7 @@ SIZE_UNITS = {"": 1, "b": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GI
               "gb": 1000 ** 3, "tb": 1000 ** 4}
 
 
-def parse_size(value, decimal=True):
+def parse_size(value: str | float, decimal: bool = True) -> int:
     """4096, '4k', '4 KiB', '1.5 GiB', '512m', '2 GB' -> bytes.  With ``decimal=False``
     kB, MB, GB and TB are powers of 1024 too.  ValueError, naming the value and what was
     expected, for anything else (a negative number, an unknown unit, a bool)."""
@@ -117,31 +119,32 @@ def parse_size(value, decimal=True):
     return int(float(match.group(1)) * scale)
 
 
-def percent(fraction, signed=True):
+def percent(fraction: float | None, signed: bool = True) -> str:
     """-0.1612 -> '-16.1%', 0.004 -> '+0.4%': three significant digits at most, one
     decimal at least below 100%."""
     if not _finite(fraction):
         return "n/a"
+    assert isinstance(fraction, (int, float))   # as _finite said
     pct = fraction * 100
     text = f"{pct:.1f}" if abs(pct) < 100 else number(pct)
     return f"{'+' if signed and pct > 0 else ''}{text}%"
 
 
-def change(before, after):
+def change(before: float, after: float) -> float:
     """The relative change from before to after, as the numbers shown say it."""
     return (after - before) / abs(before) if before else math.nan
 
 
-def date(ts):
+def date(ts: float | None) -> str:
     """A Unix time as the day it fell on (UTC): '2026-11-25'."""
     return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d")
 
 
-def date_time(ts):
+def date_time(ts: float | None) -> str:
     """A Unix time as the pages write it (UTC, to the minute): '2026-11-25 04:30'."""
     return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def count_words(n, singular, plural=None):
+def count_words(n: int, singular: str, plural: str | None = None) -> str:
     """'1 file', '2 files', '1,200 opens of existing files'."""
     return f"{n:,} {singular if n == 1 else plural or singular + 's'}"
