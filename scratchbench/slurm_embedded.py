@@ -18,6 +18,15 @@ does (tens of seconds late while the cluster starts).  This backend asks ``squeu
 (slurmctld's memory, about 10 ms) for every job's state, ``scontrol show job`` for the
 exit code, end time and nodes of a job that has just ended, and ``sacct`` only about a
 job slurmctld no longer holds (after MinJobAge) or one still completing.
+
+Private members of ReFrame's, and why (written for ReFrame 4.10.4, pinned in
+pyproject.toml): ReFrame gives a scheduler backend no public way to set what it learnt
+of a job, so its own Slurm backend sets ``_state``, ``_exitcode`` and ``_nodespec`` on
+the job in ``poll`` and names a blocked job's cause in its ``_exception``; this backend
+does the same.  It extends the Slurm backend's hooks ``_cancel_if_blocked`` and
+``_cancel_if_pending_too_long`` and the list they read, ``_cancel_reasons``, runs the
+backend's ``_squeue`` command and records a job's end with ``_update_completion_time``.
+tests/test_architecture.py fails when one of them is no longer ReFrame's.
 """
 
 import re

@@ -137,3 +137,36 @@ def test_the_query_detector_sees_a_query(tmp_path):
     bad.write_text('x = 1\nrows = conn.execute(\n    "SELECT value FROM figures")\n'
                    'mariadb("SELECT 1")\n')
     assert [n for n, _ in store_queries(bad)] == [2, 3]
+
+
+def test_the_embedded_scheduler_names_the_private_reframe_members_it_relies_on():
+    """ReFrame 4.10 has no public API for a scheduler backend to set a job's state: its
+    own Slurm backend sets job._state, job._exitcode and job._nodespec in poll().  The
+    embedded backend does what it does, and extends its private hooks.  Each private
+    member it touches must be named in its docstring and still be used by ReFrame's own
+    Slurm backend (so a ReFrame upgrade that drops one fails here, not in a night)."""
+    import inspect
+
+    import reframe
+    import reframe.core.schedulers.slurm as upstream
+
+    from scratchbench import slurm_embedded
+
+    source = inspect.getsource(slurm_embedded)
+    upstream_source = inspect.getsource(upstream)
+    defined = set(re.findall(r"^\s+def (_\w+)", source, re.M))
+    used = set(re.findall(r"(?:self|job|super\(\))\.(_[a-z]\w*)", source)) - defined
+    # attributes of its own: set here, never named by ReFrame
+    own = {name for name in used if re.search(rf"self\.{name} = ", source)
+           and not re.search(rf"\.{name}\b", upstream_source)}
+    assert used - own, "found no private member of ReFrame's: the pattern is stale"
+    doc = slurm_embedded.__doc__
+    assert "ReFrame " + reframe.VERSION in doc, \
+        f"slurm_embedded's docstring does not name the ReFrame version it was written for " \
+        f"({reframe.VERSION})"
+    documented = set(re.findall(r"``(_\w+)``", doc))
+    assert used - own <= documented, \
+        f"slurm_embedded uses {sorted(used - own - documented)} without saying why"
+    for name in sorted(documented):
+        assert re.search(rf"\.{name}\b", upstream_source), \
+            f"ReFrame {reframe.VERSION}'s Slurm backend no longer uses {name}"

@@ -23,3 +23,50 @@ def test_the_lint_fails_on_an_unused_import(tmp_path):
     result = ruff("--config", REPO / "pyproject.toml", "--output-format", "concise", bad,
                   cwd=tmp_path)
     assert result.returncode == 1 and "F401" in result.stdout
+
+
+# ---- type hints ----------------------------------------------------------------------------
+#: the folders whose public functions carry type hints ([tool.mypy] files)
+TYPED = ("scratchbench", "reports", "reframe_checks/lib")
+
+
+def unannotated(path):
+    """'name (line)' of every public function or method in path missing a parameter's or
+    the return's annotation (self and cls need none)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                node.name.startswith("_") and node.name != "__init__":
+            continue
+        args = node.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                  *[a for a in (args.vararg, args.kwarg) if a]]
+        missing = [a.arg for a in params if a.annotation is None and a.arg not in ("self", "cls")]
+        if missing or (node.returns is None and node.name != "__init__"):
+            yield f"{node.name} ({node.lineno}): " + \
+                (f"{', '.join(missing)} unannotated" if missing else "no return type")
+
+
+def test_public_functions_carry_type_hints():
+    found = [f"{path.relative_to(REPO)}: {what}" for folder in TYPED
+             for path in sorted((REPO / folder).glob("*.py")) for what in unannotated(path)]
+    assert not found, f"{len(found)} public functions without type hints:\n" + \
+        "\n".join(found)
+
+
+def test_the_hint_check_sees_a_missing_hint(tmp_path):
+    code = tmp_path / "code.py"
+    code.write_text("def good(a: int, *rest: str) -> None: ...\n"
+                    "def bad(a, b: int) -> int: ...\n"
+                    "def _private(a): ...\n"
+                    "class C:\n    def method(self, x: int): ...\n")
+    assert list(unannotated(code)) == ["bad (2): a unannotated", "method (5): no return type"]
+
+
+def test_mypy_passes():
+    """mypy ([tool.mypy] in pyproject.toml) finds no type error in the typed folders."""
+    result = subprocess.run([VENV_BIN / "mypy", "--no-incremental"], cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"mypy found:\n{result.stdout}{result.stderr}"
