@@ -19,6 +19,8 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
+from typing import Any
 
 import reframe as rfm
 import reframe.core.runtime as rt
@@ -26,6 +28,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    variable)
 from reframe.core.schedulers.slurm import SlurmJobScheduler
+from reframe.core.systems import SystemPartition
 
 from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import declared_targets, target_info, workload
@@ -42,7 +45,7 @@ FSFACTS_OUTPUT = "fsfacts.txt"
 # (partition, target, environment) whose facts a case of this run already collects: the
 # first case to reach its job does it, once per run (ReFrame runs a whole run in one
 # process), so a run pays the collector's fraction of a second a few times, not per case.
-_FACTS_CLAIMED = set()
+_FACTS_CLAIMED: set[tuple[str, ...]] = set()
 # What a scheduler's final job state means to a person reading a failed check.
 SCHEDULER_CAUSES = {
     "NODE_FAIL": "a node of the job failed",
@@ -55,7 +58,8 @@ SCHEDULER_CAUSES = {
 }
 
 
-def figure(unit, label, better="higher", headline="", role=""):
+def figure(unit: str, label: str, better: str = "higher", headline: str = "",
+           role: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``@performance_function(unit)`` that also declares what the figure means.
 
     ``label`` says what the number is; ``better`` is ``"higher"`` or ``"lower"``;
@@ -67,14 +71,14 @@ def figure(unit, label, better="higher", headline="", role=""):
     declared = FigureDeclaration(unit=unit, label=label, better=better, headline=headline,
                                  role=role)
 
-    def wrap(function):
+    def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
         perf = performance_function(unit)(function)
         setattr(perf, _DECLARATION, declared)
         return perf
     return wrap
 
 
-def on_slurm(partition):
+def on_slurm(partition: SystemPartition) -> bool:
     """Whether the partition's jobs go to Slurm (under ReFrame's own backend or a site's
     subclass of it, such as the embedded cluster's)."""
     return isinstance(partition.scheduler, SlurmJobScheduler)
@@ -94,7 +98,7 @@ class SuiteTest(rfm.RegressionTestPlugin):
     skip_reason = variable(str, value="")
 
     @classmethod
-    def loggable_attrs(cls):
+    def loggable_attrs(cls) -> list[tuple[str, str | None]]:
         """ReFrame's loggable attributes but the deprecated ones (``variables``, the old
         name of ``env_vars``, logged as that).  ReFrame reads every loggable attribute at
         each of its log calls, and reading a deprecated one walks the whole Python stack
@@ -102,10 +106,13 @@ class SuiteTest(rfm.RegressionTestPlugin):
         suppressed: at dozens of log calls per check and per poll, that was most of
         ReFrame's one loop, which then noticed a finished job seconds late
         (ci/benchmarks/site_scale.py)."""
-        return [(name, alt) for name, alt in type(cls).loggable_attrs(cls)
+        # (ReFrame is untyped: mypy takes its metaclass, which defines loggable_attrs,
+        # for plain `type`)
+        return [(name, alt)
+                for name, alt in type(cls).loggable_attrs(cls)  # type: ignore[attr-defined]
                 if not (name in cls.var_space and cls.var_space[name].is_deprecated())]
 
-    def skip_because(self, condition, reason):
+    def skip_because(self, condition: bool, reason: str) -> None:
         if condition:
             self.skip_reason = reason
             self.skip(reason)
@@ -161,10 +168,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     maintainers = ["scratchbench"]
     #: which variants lead the pages with their headline figures: parameter values
     #: they must have ({} = every variant, None = none)
-    headline_when = None
+    headline_when: dict[str, Any] | None = None
 
     @run_after("init")
-    def select_target_and_workload(self):
+    def select_target_and_workload(self) -> None:
         if self.workload_tag not in TAGS:
             raise ValueError(f"workload_tag {self.workload_tag!r}: expected one of "
                              f"{', '.join(TAGS)}")
@@ -178,7 +185,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                       f"{self.workload_tag} workload")
 
     @run_after("init")
-    def declare_figures(self):
+    def declare_figures(self) -> None:
         """Collect the @figure declarations of this class; every performance variable
         must have one, so no figure reaches the history without its meaning."""
         values = {name: str(getattr(self, name)) for name in self.parameter_names}
@@ -195,7 +202,8 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                                       headline=declaration.headline if leads else "")
         self.figures = declared
 
-    def add_figure(self, name, declaration, evaluate):
+    def add_figure(self, name: str, declaration: FigureDeclaration,
+                   evaluate: Callable[[], float]) -> None:
         """A performance variable made at setup (one per point of a sweep, say), with its
         declaration; ``evaluate()`` returns the value once the job has run.  Its headline
         counts only on the variants that lead the pages (``headline_when``)."""
@@ -206,14 +214,14 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         self.figures = dict(self.figures, **{name: meaning})
 
     @run_before("run")
-    def every_figure_is_declared(self):
+    def every_figure_is_declared(self) -> None:
         missing = sorted(set(self.perf_variables) - set(self.figures))
         if missing:
             raise ValueError(f"{type(self).__name__}: performance variable(s) "
                              f"{', '.join(missing)} have no @figure declaration")
 
     @run_after("setup")
-    def resolve_target(self):
+    def resolve_target(self) -> None:
         info = target_info(self.current_partition, self.scratch_target)
         self.scratch_kind = info["kind"]
         self.scratch_description = info.get("description") or ""
@@ -224,7 +232,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         if os.path.isfile(refs):
             self.reference = {"$ref": os.path.basename(refs)}
 
-    def layout(self, nodes, tasks_per_node):
+    def layout(self, nodes: int | str, tasks_per_node: int | str) -> None:
         """Nodes and tasks per node; 'cores' means the partition's cores per node."""
         if tasks_per_node == "cores":
             extras = self.current_partition.extras
@@ -243,7 +251,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             self.job.options += ["--overcommit"]
 
     @run_after("setup")
-    def no_silent_rerun(self):
+    def no_silent_rerun(self) -> None:
         """A benchmark job Slurm requeues after a node failure would rerun later under
         other conditions and leave a job behind the run: fail it instead, with the
         scheduler's cause."""
@@ -254,7 +262,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             if run_id:
                 self.job.options += [f"--comment=scratchbench-run:{run_id}"]
 
-    def scheduler_cause(self):
+    def scheduler_cause(self) -> str | None:
         """Why the job did not end normally, in words from the scheduler's own state
         (sacct for Slurm), or None when it completed.  Names the nodes that are down
         when a node failed."""
@@ -274,11 +282,11 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         return f"{where}, during {type(self).__name__} on {self.scratch_target}"
 
     @staticmethod
-    def _nodes_down(jobid):
+    def _nodes_down(jobid: str | int) -> list[str]:
         """['node n2 went down: Not responding'] for the job's nodes that went down while
         it ran: Slurm's node events (sacctmgr), since a node an administrator set down
         may be back in service by the time the check reads it."""
-        def query(argv):
+        def query(argv: list[str]) -> str:
             return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
         try:
             job = query(["sacct", "-n", "-X", "-P", "-j", str(jobid), "-o", "NodeList,Start"])
@@ -309,7 +317,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         return sorted(set(down))
 
     @run_before("run")
-    def collect_file_system_facts(self):
+    def collect_file_system_facts(self) -> None:
         """The first case of a run on each target and environment also records what the
         file system is: the collector runs in its job, before the benchmark, where the
         job sees the target (per-job directory, the node's own mounts)."""
@@ -326,14 +334,16 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         # the path stays a template ("$MYSANSCRATCH"), expanded by the job's shell
         path = self.scratch_path.replace('"', '\\"')
         mpi = shlex.quote(str(self.current_environ.extras.get("mpi") or ""))
-        self.prerun_cmds = [f'FSFACTS_MPI={mpi} bash {shlex.quote(FSFACTS_SCRIPT)} "{path}" '
-                            f'{shlex.quote(site_command)}{" versions" * versions_only} '
-                            f'> {FSFACTS_OUTPUT} 2>&1 || true',
-                            *self.prerun_cmds]
-        self.keep_files = [*self.keep_files, FSFACTS_OUTPUT]   # the evidence, in output/
+        # (ReFrame's own variables, List[str]: mypy cannot see them, ReFrame being untyped)
+        self.prerun_cmds: list[str] = [
+            f'FSFACTS_MPI={mpi} bash {shlex.quote(FSFACTS_SCRIPT)} "{path}" '
+            f'{shlex.quote(site_command)}{" versions" * versions_only} '
+            f'> {FSFACTS_OUTPUT} 2>&1 || true',
+            *self.prerun_cmds]
+        self.keep_files: list[str] = [*self.keep_files, FSFACTS_OUTPUT]   # the evidence, in output/
 
     @run_before("sanity")
-    def read_file_system_facts(self):
+    def read_file_system_facts(self) -> None:
         if not self.collects_fs_facts:
             return
         output = os.path.join(self.stagedir, FSFACTS_OUTPUT)
@@ -350,7 +360,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             self.fs_facts = {"problems": [f"{output}: {exc}"]}
 
     @run_before("sanity")
-    def blame_the_file_system(self):
+    def blame_the_file_system(self) -> None:
         """A job that failed while its file system is unwell fails with the file system's
         own words first ("storage server 2 of sanscratch is down"), from the command the
         target declares (``health_command``); a healthy file system changes nothing."""
@@ -373,7 +383,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                             f"{type(self).__name__} on {self.scratch_target}")
             raise sn.SanityError(f"{'; '.join(problems)} ({how})")
 
-    def missing_output(self, what):
+    def missing_output(self, what: str) -> str:
         """The one-line reason for an output file that is not there: the scheduler's
         cause when the job did not end normally, else what the caller says, with the
         job's stderr file when it exists."""
@@ -392,12 +402,12 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                 else f"{what}; see {stderr}"
         return f"{what}; the job wrote nothing on stderr"
 
-    def ranks_in_words(self):
+    def ranks_in_words(self) -> str:
         nodes = self.num_nodes_used
         return (f"{self.num_tasks} rank{'s' * (self.num_tasks != 1)} on {nodes} "
                 f"node{'s' * (nodes != 1)}")
 
-    def parsed_output(self, filename, parse, missing):
+    def parsed_output(self, filename: str, parse: Callable[[str], Any], missing: str) -> Any:
         """parse(text of stagedir/filename), once per check: sanity and every figure
         share it.  A missing file or a ParseError is a SanityError every time."""
         cache = self.__dict__.setdefault("_parsed_outputs", {})

@@ -14,6 +14,8 @@ figures are declared then, before ReFrame evaluates them.
 """
 
 import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from reframe.core.builtins import run_after, run_before, variable
 
@@ -39,17 +41,17 @@ HEADLINES = (("write_bw_largest", "write", True), ("read_bw_largest", "read", Tr
              ("random_write_bw_largest", "random_write", False))
 
 
-def phase_name(pattern, file_size, record_size):
+def phase_name(pattern: str, file_size: int, record_size: int) -> str:
     """The kernel's phase of one point: 'random_read_f65536_r4096'."""
     return f"{pattern}_f{file_size}_r{record_size}"
 
 
-def figure_name(pattern, file_size, record_size):
+def figure_name(pattern: str, file_size: int, record_size: int) -> str:
     """The figure of one point: 'random_read_f64k_r4k'."""
     return f"{pattern}_f{size_token(file_size)}_r{size_token(record_size)}"
 
 
-def headline_points(points):
+def headline_points(points: Sequence[tuple[int, int]]) -> dict[bool, tuple[int, int]]:
     """{pattern kind: (file, record)} of the headline figures: the largest file, with
     records of 1 MiB (or the nearest below) for sequential patterns and the smallest
     records measured on that file for random ones."""
@@ -59,7 +61,7 @@ def headline_points(points):
     return {True: (largest, sequential), False: (largest, records[0])}
 
 
-def cache_marks(config, processes):
+def cache_marks(config: Mapping[str, Any], processes: int) -> list[dict[str, Any]]:
     """The cache thresholds of the file-size axis, from what the kernel measured: the
     largest CPU cache, and the node's memory shared by the files of its ranks."""
     marks = []
@@ -75,7 +77,7 @@ def cache_marks(config, processes):
     return marks
 
 
-def matrix_problems(report):
+def matrix_problems(report: dict[str, Any]) -> list[str]:
     """Why a complete iozone run is still invalid: a point of the matrix or a pattern
     that did not run, a rank that did not cover its whole file (a rank stopped by the
     stonewall still finishes its pass, untimed), or several ranks without the stonewall."""
@@ -115,7 +117,7 @@ class IOzoneCheckBase(KernelCheck):
     file_sizes = variable(str, value="")
 
     @run_after("setup")
-    def set_matrix(self):
+    def set_matrix(self) -> None:
         p = self.params
         self.layout(p.get("nodes", 1), self.processes_wanted)
         kind = target_info(self.current_partition, self.scratch_target)["kind"]
@@ -147,14 +149,14 @@ class IOzoneCheckBase(KernelCheck):
             f"{self.num_tasks} processes at once (IOzone's throughput mode, stonewall at "
             "the first finisher)")
 
-    def _report(self):
+    def _report(self) -> dict[str, Any] | None:
         try:
             return parse_kernel_json(open(os.path.join(self.stagedir, KERNEL_REPORT)).read())
         except (OSError, ParseError):
             return None
 
     @run_before("performance")
-    def declare_matrix(self):
+    def declare_matrix(self) -> None:
         """One figure per pattern and point of the matrix the kernel ran, each on its
         pattern's surface, and the headline figures in words."""
         report = self._report()
@@ -200,15 +202,15 @@ class IOzoneCheckBase(KernelCheck):
                              f"{size_words(record)} records"),
                 self._point(pattern, file_size, record))
 
-    def _point(self, pattern, file_size, record):
+    def _point(self, pattern: str, file_size: int, record: int) -> Callable[[], float]:
         phase = phase_name(pattern, file_size, record)
         return lambda: self.summary_value(phase, "throughput_Bps", "trimmed_mean",
                                           scale=1 / MIB)
 
-    def mode_problems(self, report):
+    def mode_problems(self, report: dict[str, Any]) -> list[str]:
         return matrix_problems(report)
 
-    def figure_sources(self, report):
+    def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         out = {}
         for pattern in (p.replace("-", "_") for p in report["config"]["patterns"]):
             for pt in report["config"]["matrix"]["points"]:

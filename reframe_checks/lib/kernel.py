@@ -8,6 +8,8 @@ stonewall) fails sanity, while a low figure only fails performance.
 """
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -34,17 +36,19 @@ class KernelBuild(rfm.CompileOnlyRegressionTest, SuiteTest):
     build_dir = variable(str, value="build-reframe")
 
     @run_before("compile")
-    def configure_make(self):
-        self.build_system.flags_from_environ = False
-        self.build_system.options = [f"MPICC={self.current_environ.cc}",
-                                     f"BUILD={self.build_dir}"]
+    def configure_make(self) -> None:
+        # (ReFrame's build_system variable turns "Make" into a build system object; mypy,
+        # without ReFrame's types, sees the class's str)
+        self.build_system.flags_from_environ = False  # type: ignore[attr-defined]
+        self.build_system.options = [  # type: ignore[attr-defined]
+            f"MPICC={self.current_environ.cc}", f"BUILD={self.build_dir}"]
 
     @property
-    def binary(self):
+    def binary(self) -> str:
         return os.path.join(self.stagedir, self.build_dir, "scratchbench-kernel")
 
     @sanity_function
-    def binary_built(self):
+    def binary_built(self) -> Any:
         return sn.assert_true(os.path.isfile(self.binary),
                               msg=f"make produced no {self.binary}")
 
@@ -62,7 +66,7 @@ class KernelCheck(ScratchCheck):
     phase_clock = "total"
 
     @run_before("run")
-    def set_kernel_command(self):
+    def set_kernel_command(self) -> None:
         self.executable = self.kernel.binary
         # The target path may be a template such as $MYSANSCRATCH: the job's shell
         # expands it, so it is quoted for the shell, not by Python.
@@ -72,13 +76,13 @@ class KernelCheck(ScratchCheck):
                                 *self.kernel_args]
         self.keep_files = [KERNEL_REPORT]
 
-    def kernel_report(self):
+    def kernel_report(self) -> dict[str, Any]:
         return self.parsed_output(
             KERNEL_REPORT, lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
             "the kernel died before writing its report")
 
     @run_before("sanity")
-    def record_what_ran(self):
+    def record_what_ran(self) -> None:
         """The transfer size as the kernel used it, the per-repetition samples and the
         length of each figure's phases, from its report (when there is one: sanity says
         why when there is not)."""
@@ -97,7 +101,7 @@ class KernelCheck(ScratchCheck):
                                   if (durations := self.phase_durations(report, phase))}
 
     @sanity_function
-    def validate_kernel_run(self):
+    def validate_kernel_run(self) -> Any:
         report = self.kernel_report()
         problems = kernel_problems(report, expected_ranks=self.num_tasks,
                                    expected_nodes=self.num_nodes_used)
@@ -105,11 +109,11 @@ class KernelCheck(ScratchCheck):
             problems = self.mode_problems(report)
         return sn.assert_false(problems, msg="; ".join(problems))
 
-    def mode_problems(self, report):
+    def mode_problems(self, report: dict[str, Any]) -> list[str]:
         """Reasons a complete run of this mode is still invalid; subclasses add theirs."""
         return []
 
-    def cache_arguments(self):
+    def cache_arguments(self) -> list[str]:
         """Cache defeat between writes and reads, as the workload entry says."""
         cache = self.params.get("cache", "fadvise")
         if cache == "fadvise":
@@ -118,17 +122,18 @@ class KernelCheck(ScratchCheck):
             return ["--direct"]
         return []
 
-    def figure_sources(self, report):
+    def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         """{performance variable: (phase, the figure's key in that phase, scale)}: where
         each figure's per-repetition values are in the report; subclasses map theirs."""
         return {}
 
     @staticmethod
-    def per_rep(report, phase, key, scale=1.0):
+    def per_rep(report: dict[str, Any], phase: str, key: str,
+                scale: float = 1.0) -> list[float]:
         return [rep["phases"][phase][key] * scale for rep in report.get("repetitions", [])
                 if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None]
 
-    def phase_durations(self, report, phase):
+    def phase_durations(self, report: dict[str, Any], phase: str) -> list[float]:
         """How long PHASE lasted in each repetition: its clock on the slowest rank."""
         durations = []
         for rep in report.get("repetitions", []):
@@ -137,7 +142,7 @@ class KernelCheck(ScratchCheck):
                 durations.append(clock["max"])
         return durations
 
-    def summary_value(self, *keys, scale=1.0):
+    def summary_value(self, *keys: str, scale: float = 1.0) -> float:
         """A number from the report's summary, e.g. summary_value('write',
         'bandwidth_min_Bps', 'trimmed_mean')."""
         value = self.kernel_report()["summary"]
@@ -165,7 +170,7 @@ class IOTestCheckBase(KernelCheck):
     tasks_per_node_wanted = variable(int, value=0)
 
     @run_after("setup")
-    def set_layout_and_args(self):
+    def set_layout_and_args(self) -> None:
         p = self.params
         self.layout(self.nodes_wanted or p.get("nodes", 1),
                     self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"))
@@ -188,30 +193,30 @@ class IOTestCheckBase(KernelCheck):
             # Read the next node's data, as IOR -C does, so reads miss the local cache.
             self.kernel_args += ["--shift", "auto"]
 
-    def figure_sources(self, report):
+    def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         write = ("write", "bandwidth_min_Bps", 1 / MIB)
         return {"write_bw": write, "write_bw_worst": write,
                 "read_bw": ("read", "bandwidth_min_Bps", 1 / MIB),
                 "open_close_share": ("write", "open_close_fraction_max", 100.0)}
 
     @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Sequential write")
-    def write_bw(self):
+    def write_bw(self) -> float:
         """Aggregate write bandwidth at the slowest rank (IOTest's minimum rate), trimmed
         mean over repetitions."""
         return self.summary_value("write", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
     @figure("MiB/s", "Read bandwidth at the slowest rank", headline="Sequential read")
-    def read_bw(self):
+    def read_bw(self) -> float:
         return self.summary_value("read", "bandwidth_min_Bps", "trimmed_mean", scale=1 / MIB)
 
     @figure("MiB/s", "Write bandwidth in the worst repetition")
-    def write_bw_worst(self):
+    def write_bw_worst(self) -> float:
         """The worst repetition: seed 000 says min and max matter as much as the mean."""
         return self.summary_value("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
 
     @figure("%", "Largest share of a rank's write time spent opening and closing",
             better="lower")
-    def open_close_share(self):
+    def open_close_share(self) -> float:
         """Largest share of a rank's write time spent in open + close (seed 002: 25%)."""
         return self.summary_value("write", "open_close_fraction_max", "max", scale=100.0)
 
@@ -229,7 +234,7 @@ class MetadataCheckBase(KernelCheck):
     files_per_rank = variable(int, value=0)
 
     @run_after("setup")
-    def set_layout_and_args(self):
+    def set_layout_and_args(self) -> None:
         p = self.params
         self.layout(p["nodes"], p["tasks_per_node"])
         self.files_per_rank = max(1, int(p["files_per_node"]) // self.tasks_per_node_used)
@@ -240,7 +245,7 @@ class MetadataCheckBase(KernelCheck):
         if self.dir_per_rank:
             self.kernel_args.append("--dir-per-rank")
 
-    def figure_sources(self, report):
+    def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         remove = ("remove", "rate_ops", 1.0)
         return {"create_rate": ("create", "rate_ops", 1.0),
                 "open_close_rate": ("open", "rate_ops", 1.0),
@@ -249,30 +254,30 @@ class MetadataCheckBase(KernelCheck):
 
     @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files",
             role="creations_per_s")
-    def create_rate(self):
+    def create_rate(self) -> float:
         return self.summary_value("create", "rate_ops", "trimmed_mean")
 
     @figure("ops/s", "Opens and closes of existing files per second (all ranks)",
             headline="Open and close existing files", role="opens_per_s")
-    def open_close_rate(self):
+    def open_close_rate(self) -> float:
         return self.summary_value("open", "rate_ops", "trimmed_mean")
 
     @figure("ops/s", "Stats per second (all ranks)", role="stats_per_s")
-    def stat_rate(self):
+    def stat_rate(self) -> float:
         return self.summary_value("stat", "rate_ops", "trimmed_mean")
 
     @figure("deletions/s", "Deletions per second (all ranks)", headline="Delete files",
             role="deletions_per_s")
-    def delete_rate(self):
+    def delete_rate(self) -> float:
         """Deletions per second with this many parallel removers per rank."""
         return self.summary_value("remove", "rate_ops", "trimmed_mean")
 
     @figure("deletions/s", "Deletions per second in the worst repetition")
-    def delete_rate_worst(self):
+    def delete_rate_worst(self) -> float:
         return self.summary_value("remove", "rate_ops", "min")
 
 
-def size_list(text):
+def size_list(text: str | int) -> list[int]:
     return [parse_size(part) for part in str(text).split(",") if part.strip()]
 
 
@@ -289,7 +294,7 @@ class DiskperfCheckBase(KernelCheck):
     queue_depths = variable(list, value=[])
 
     @run_after("setup")
-    def set_sweep(self):
+    def set_sweep(self) -> None:
         p = self.params
         self.layout(p.get("nodes", 1), p.get("tasks_per_node", 1))
         self.kernel_dirs = list(target_info(self.current_partition,
@@ -323,11 +328,11 @@ class DiskperfCheckBase(KernelCheck):
                                    "line": f"{size_words(block)} blocks"}),
                         self._point(op, block, depth))
 
-    def _point(self, op, block, depth):
+    def _point(self, op: str, block: int, depth: int) -> Callable[[], float]:
         phase = f"{op}_bs{block}_qd{depth}"
         return lambda: self.summary_value(phase, "bandwidth_Bps", "trimmed_mean", scale=1 / MIB)
 
-    def mode_problems(self, report):
+    def mode_problems(self, report: dict[str, Any]) -> list[str]:
         """The queue must fill: a point whose depth was never reached measured less."""
         problems = []
         self.io_api = report["config"].get("engine", self.io_api)
@@ -339,7 +344,7 @@ class DiskperfCheckBase(KernelCheck):
                                     f"{wanted} requests were in flight at once")
         return problems[:3]
 
-    def figure_sources(self, report):
+    def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         return {f"{op}_bw_{size_token(b)}_qd{q}": (f"{op}_bs{b}_qd{q}", "bandwidth_Bps", 1 / MIB)
                 for b in self.block_sizes for q in self.queue_depths for op in ("write", "read")}
 
@@ -359,7 +364,7 @@ class JovianCheckBase(KernelCheck):
     placements = variable(list, value=[])
 
     @run_after("setup")
-    def set_placements(self):
+    def set_placements(self) -> None:
         p = self.params
         self.layout(p.get("nodes", 2), p.get("tasks_per_node", 1))
         info = target_info(self.current_partition, self.scratch_target)
@@ -394,15 +399,15 @@ class JovianCheckBase(KernelCheck):
                                "x": ["placement", placement], "line": op}),
                     self._placement(op, key))
 
-    def _placement(self, op, key):
+    def _placement(self, op: str, key: str) -> Callable[[], float]:
         return lambda: self.summary_value(f"{op}_{key}", "bandwidth_Bps", "trimmed_mean",
                                           scale=1 / MIB)
 
-    def mode_problems(self, report):
+    def mode_problems(self, report: dict[str, Any]) -> list[str]:
         self.io_api = report["config"].get("engine", self.io_api)
         return []
 
-    def figure_sources(self, report):
+    def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         return {f"{op}_bw_{p.replace('-', '_')}": (f"{op}_{p.replace('-', '_')}",
                                                     "bandwidth_Bps", 1 / MIB)
                 for p in self.placements for op in ("write", "read")}

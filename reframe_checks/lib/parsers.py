@@ -8,6 +8,8 @@ their JSON; mdtest has no JSON, so its summary table is read, strictly.
 import json
 import re
 import shlex
+from collections.abc import Sequence
+from typing import Any
 
 KERNEL_SCHEMA_MAJOR = "1"
 
@@ -16,7 +18,7 @@ class ParseError(ValueError):
     """The output is not a complete, valid result; the message says why."""
 
 
-def _json_document(text, source, tool):
+def _json_document(text: str, source: str, tool: str) -> Any:
     """A whole JSON document, or a ParseError saying the tool died or was cut short, or
     that several copies of it wrote the same file."""
     if not text.strip():
@@ -36,7 +38,7 @@ def _json_document(text, source, tool):
                          f"{tool} stopped while writing it") from None
 
 
-def _documents(text):
+def _documents(text: str) -> list[Any]:
     """The JSON documents written one after the other in text (as many as parse)."""
     decoder, found, at = json.JSONDecoder(), [], 0
     while at < len(text):
@@ -53,7 +55,7 @@ def _documents(text):
 
 
 # ---- scratchbench-kernel -------------------------------------------------------------
-def parse_kernel_json(text, source="kernel report"):
+def parse_kernel_json(text: str, source: str = "kernel report") -> dict[str, Any]:
     """The kernel's JSON report as a dict, after checking it is whole and versioned."""
     report = _json_document(text, source, "the kernel")
     version = str(report.get("schema_version", ""))
@@ -65,7 +67,8 @@ def parse_kernel_json(text, source="kernel report"):
     return report
 
 
-def kernel_problems(report, expected_ranks=None, expected_nodes=None):
+def kernel_problems(report: dict[str, Any], expected_ranks: int | None = None,
+                    expected_nodes: int | None = None) -> list[str]:
     """Reasons why a kernel run is invalid (empty when it is valid).
 
     Invalid means the figures must not be used: the run stopped early, data read back
@@ -116,7 +119,7 @@ _IOR_SUMMARY = {
 _MIB_ROUNDING = 1e-3
 
 
-def parse_ior_json(text, source="IOR JSON summary"):
+def parse_ior_json(text: str, source: str = "IOR JSON summary") -> dict[str, Any]:
     """IOR's JSON summary (``-O summaryFormat=JSON``) -> per-operation figures.
 
     Returns ``{"operations": {"write": {...}, "read": {...}}, "parameters": {...},
@@ -149,7 +152,9 @@ def parse_ior_json(text, source="IOR JSON summary"):
             "command_line": data.get("Command line", ""), "version": data.get("Version")}
 
 
-def ior_problems(parsed, expected_tasks=None, stonewall_s=None, expected_MiB=None):
+def ior_problems(parsed: dict[str, Any], expected_tasks: int | None = None,
+                 stonewall_s: float | None = None,
+                 expected_MiB: float | None = None) -> list[str]:
     """Reasons why an IOR run is invalid (IO500's rules), empty when valid.
 
     * the task count is the one launched;
@@ -281,7 +286,8 @@ def _mdtest_block(tasks_match, tables, stonewall, command_line):
     time_rows = tables.get("time", {}).get("rows", {})
     aggregate = ("max", "min", "mean", "std")
 
-    def split(rows):
+    def split(rows: dict[str, dict[str, float]]) -> tuple[dict[str, dict[str, float]],
+                                                          dict[str, dict[str, float]]]:
         return ({op: {c: r[c] for c in aggregate} for op, r in rows.items()},
                 {op: {c[5:]: r[c] for c in r if c.startswith("rank_")}
                  for op, r in rows.items() if any(c.startswith("rank_") for c in r)})
@@ -307,7 +313,7 @@ def _mdtest_block(tasks_match, tables, stonewall, command_line):
             "command_line": command_line}
 
 
-def parse_mdtest_scan(text, source="mdtest output"):
+def parse_mdtest_scan(text: str, source: str = "mdtest output") -> list[dict[str, Any]]:
     """mdtest's text output -> one result per task count, in the order mdtest ran them.
 
     A task scan (``-f/-l/-s``) prints an ``N tasks, M files`` line and its own SUMMARY
@@ -327,7 +333,7 @@ def parse_mdtest_scan(text, source="mdtest output"):
         raise ParseError(f"{source}: mdtest reported an error: {errors[0][:160]}")
     if not any(ln.startswith("-- finished at") for ln in lines):
         raise ParseError(f"{source}: no '-- finished at' line: mdtest was killed or aborted")
-    blocks = []          # [tasks match, {kind: table}, stonewall]
+    blocks: list[list[Any]] = []          # [tasks match, {kind: table}, stonewall]
     i = 0
     while i < len(lines):
         line = lines[i].strip()
@@ -367,7 +373,7 @@ def parse_mdtest_scan(text, source="mdtest output"):
     return results
 
 
-def parse_mdtest(text, source="mdtest output"):
+def parse_mdtest(text: str, source: str = "mdtest output") -> dict[str, Any]:
     """mdtest's text output of one task count -> its result (see parse_mdtest_scan).
 
     A task scan (-f/-l/-s) is refused here: its tables belong to different task
@@ -381,7 +387,8 @@ def parse_mdtest(text, source="mdtest output"):
     return results[0]
 
 
-def parse_mdtest_rank_details(text, source="mdtest rank details"):
+def parse_mdtest_rank_details(text: str,
+                              source: str = "mdtest rank details") -> dict[str, Any]:
     """mdtest's ``--saveRankPerformanceDetails=FILE`` CSV -> items and phase figures.
 
     Returns ``{"items_per_rank": int, "phases": {op: {"rate": ops/s, "time": s}}}``
@@ -400,7 +407,7 @@ def parse_mdtest_rank_details(text, source="mdtest rank details"):
     if total is None or len(total) < len(header):
         raise ParseError(f"{source}: no complete 'all' row: mdtest stopped while writing it")
     try:
-        phases = {}
+        phases: dict[str, dict[str, float]] = {}
         for name, value in zip(header[2:], total[2:]):
             kind, op = name.split("-", 1)
             if value.strip():
@@ -410,7 +417,7 @@ def parse_mdtest_rank_details(text, source="mdtest rank details"):
         raise ParseError(f"{source}: a garbled value in the 'all' row ({exc})") from None
 
 
-def _mdtest_option(command_line, option):
+def _mdtest_option(command_line: list[str], option: str) -> str | None:
     """The value given to a short option in mdtest's 'Command line used', or None."""
     for i, arg in enumerate(command_line[:-1]):
         if arg == option:
@@ -418,8 +425,10 @@ def _mdtest_option(command_line, option):
     return None
 
 
-def mdtest_problems(result, details=None, expected_tasks=None, phases=(), stonewall_s=None,
-                    expected_items=None):
+def mdtest_problems(result: dict[str, Any], details: dict[str, Any] | None = None,
+                    expected_tasks: int | None = None, phases: Sequence[str] = (),
+                    stonewall_s: float | None = None,
+                    expected_items: int | None = None) -> list[str]:
     """Reasons why one mdtest run (one or more phases) is invalid, empty when valid.
 
     ``result`` is parse_mdtest's, ``details`` parse_mdtest_rank_details' of the same
@@ -444,6 +453,8 @@ def mdtest_problems(result, details=None, expected_tasks=None, phases=(), stonew
         problems.append("mdtest wrote no rank details (--saveRankPerformanceDetails): items "
                         "and phase times cannot be checked")
         return problems
+    if details is None:
+        return problems   # (no stonewall and no item count: nothing below applies)
     if stonewall_s and "file_creation" in phases:
         create = details["phases"].get("file_creation", {}).get("time")
         if create is None or create < float(stonewall_s) * 0.99:

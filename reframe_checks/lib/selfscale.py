@@ -27,6 +27,8 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
@@ -48,12 +50,12 @@ CHART_TITLES = {p: f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 
                 for p in ss.PARAMETERS}
 
 
-def curve_figure_name(parameter, value, regime=None):
+def curve_figure_name(parameter: str, value: float, regime: str | None = None) -> str:
     name = f"curve_{parameter}_{ss.value_token(parameter, value)}"
     return f"{name}_{regime}" if regime else name
 
 
-def regime_words(regime, workload):
+def regime_words(regime: str, workload: dict[str, Any]) -> str:
     return f"{regime} regime (uniqueBytes {size_words(workload['unique_bytes'])})"
 
 
@@ -67,7 +69,7 @@ class SelfScaleCheckBase(ScratchCheck):
     io_api = "posix"
 
     @run_after("setup")
-    def set_layout(self):
+    def set_layout(self) -> None:
         p = self.params
         self.layout(1, p.get("processes", "cores"))
         unique = "up to 1.25 x the node's memory" if str(p.get("unique_max", "memory")) == \
@@ -80,13 +82,13 @@ class SelfScaleCheckBase(ScratchCheck):
                                "held-out workloads")
 
     @run_before("run")
-    def set_driver_command(self):
+    def set_driver_command(self) -> None:
         """The driver runs once in the batch script; it launches the kernel itself,
         with the launcher the partition would have used."""
         launch = " ".join(self.job.launcher.run_command(self.job).split())
         self.job.launcher = getlauncher("local")()
         p = self.params
-        rules = {"max_rounds": int(p.get("max_rounds", 3))}
+        rules: dict[str, float] = {"max_rounds": int(p.get("max_rounds", 3))}
         for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
             if key in p:
                 rules[key] = float(p[key])
@@ -105,8 +107,8 @@ class SelfScaleCheckBase(ScratchCheck):
             "--validate", str(p.get("validate", 20)), "--rules", shlex.quote(json.dumps(rules))]
         self.keep_files = [RESULT, REPORTS]
 
-    def search_result(self):
-        def parse(text):
+    def search_result(self) -> dict[str, Any]:
+        def parse(text: str) -> dict[str, Any]:
             data = json.loads(text)
             if data.get("schema") != "scratchbench-selfscale 1":
                 raise ValueError(f"{RESULT}: schema {data.get('schema')!r}, expected "
@@ -116,7 +118,7 @@ class SelfScaleCheckBase(ScratchCheck):
                                                          "its result")
 
     @sanity_function
-    def search_completed(self):
+    def search_completed(self) -> Any:
         result = self.search_result()
         if result.get("error"):
             raise sn.SanityError(f"the self-scaling search failed: {result['error']['message']}")
@@ -128,7 +130,7 @@ class SelfScaleCheckBase(ScratchCheck):
 
     # ---- figures, declared from what the search found -----------------------------------
     @run_before("performance")
-    def declare_found_figures(self):
+    def declare_found_figures(self) -> None:
         if self.is_dry_run() or not os.path.isfile(os.path.join(self.stagedir, RESULT)):
             return
         try:
@@ -156,7 +158,7 @@ AXES = {"unique_bytes": ("uniqueBytes (MiB touched per node)", MIB),
         "size_mean": ("sizeMean (mean request size, KiB)", KIB)}
 
 
-def _chart(parameter, x, line, meta):
+def _chart(parameter: str, x: float, line: str, meta: dict[str, Any]) -> dict[str, Any]:
     """A point on a parameter's chart; ``selfscale`` holds it for the model, with x in
     bytes (or a fraction, or processes) and the value's factor to bytes/s."""
     words, scale = AXES.get(parameter, (ss.AXIS_WORDS[parameter], 1.0))
@@ -165,15 +167,16 @@ def _chart(parameter, x, line, meta):
             "selfscale": dict(meta, parameter=parameter, x=x, to_base=MIB)}
 
 
-def declared_figures(result):
+def declared_figures(result: dict[str, Any]) -> tuple[dict[str, tuple[float, FigureDeclaration]],
+                                                     dict[str, list[float]]]:
     """({name: (value, FigureDeclaration)}, {name: [samples]}) of a search result: what
     a self-scaling check stores (values in MiB/s, %, MiB and s)."""
     exploration = ss.Exploration.from_dict(result["exploration"])
     validation = ss.Validation.from_dict(result["validation"])
     model = exploration.model
-    out = {}
+    out: dict[str, tuple[float, FigureDeclaration]] = {}
 
-    def add(name, value, **declaration):
+    def add(name: str, value: float, **declaration: Any) -> None:
         out[name] = (float(value), FigureDeclaration(**declaration))
 
     curve = model.unique_curve
@@ -218,7 +221,7 @@ def declared_figures(result):
                           "top_resident": knee.top_resident}))
 
     # the performance variables
-    samples = {}
+    samples: dict[str, list[float]] = {}
     for regime, r in model.regimes.items():
         headline = "Self-scaling focal point, page cache" if regime == "cache" else \
             "Self-scaling focal point, beyond the page cache"
@@ -269,13 +272,13 @@ def declared_figures(result):
     return out, samples
 
 
-def _constant(value):
+def _constant(value: float) -> Callable[[], float]:
     return lambda: value
 
 
-def _guard(parse):
+def _guard(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """JSON and schema errors as the ParseError parsed_output reports."""
-    def wrapped(text):
+    def wrapped(text: str) -> Any:
         try:
             return parse(text)
         except ValueError as exc:

@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import random
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import reframe as rfm
@@ -40,7 +42,8 @@ MIN_SECONDS_PER_FILE = 1e-6
 MIN_SECONDS_PER_BYTE = 1.0 / (100 * 1024.0 ** 3)
 
 
-def make_dataset(home, sets, seed=2004):
+def make_dataset(home: str | os.PathLike[str], sets: Mapping[str, tuple[int, int]],
+                 seed: int = 2004) -> None:
     """Write each set {name: (files, file_bytes)} as seeded random files under
     home/input/<name>/ and the checksums the job must reproduce: input.sha256 and
     results.sha256 (the result of a file is its bytes swapped pairwise, what
@@ -66,7 +69,8 @@ def make_dataset(home, sets, seed=2004):
         f.writelines(results)
 
 
-def copy_costs(timings, start=0.0):
+def copy_costs(timings: Sequence[tuple[float, float, float]],
+               start: float = 0.0) -> tuple[float, float]:
     """(seconds per file, seconds per byte) of a copy, from [(files, bytes, seconds)]
     of sets of different shapes and what any copy costs before its first file
     (`start`, an empty copy timed the same way): the non-negative least-squares fit of
@@ -93,7 +97,8 @@ def copy_costs(timings, start=0.0):
                                                           MIN_SECONDS_PER_BYTE)
 
 
-def copy_costs_by_volume(sets, start=0.0):
+def copy_costs_by_volume(sets: Mapping[str, tuple[float, float, float]],
+                         start: float = 0.0) -> tuple[float, float, float, float]:
     """(seconds per file, seconds per byte of the first bytes of a copy, how many bytes
     that is, seconds per byte past them), from the staging report's timings of one leg:
     {"small"|"burst"|"large": (files, bytes, seconds)}.  The small and burst sets, both
@@ -111,7 +116,7 @@ def copy_costs_by_volume(sets, start=0.0):
     return per_file, per_byte_first, first_bytes, max(beyond, MIN_SECONDS_PER_BYTE)
 
 
-def parse_staging_report(text):
+def parse_staging_report(text: str) -> dict[str, Any]:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -129,7 +134,7 @@ class StagingCheckBase(ScratchCheck):
     executable = "bash"
 
     @run_after("setup")
-    def single_task_in_the_batch_script(self):
+    def single_task_in_the_batch_script(self) -> None:
         # Seed 004's job script stages with plain cp in the batch script: no launcher.
         self.layout(1, 1)
         self.job.launcher = getlauncher("local")()
@@ -137,7 +142,7 @@ class StagingCheckBase(ScratchCheck):
             f"{files} files of {size_words(size)}" for files, size in self.sets().values()) + \
             " staged in and back, checksums verified both ways"
 
-    def sets(self):
+    def sets(self) -> dict[str, tuple[int, int]]:
         """{set name: (files, file_bytes)} from workloads.yaml."""
         params = dict(self.params)
         # a site's own workloads file from before the burst set: an eighth of the files
@@ -157,7 +162,7 @@ class StagingCheckBase(ScratchCheck):
         return out
 
     @run_before("run")
-    def prepare_home_and_command(self):
+    def prepare_home_and_command(self) -> None:
         home = os.path.join(self.stagedir, "home")
         if not self.is_dry_run():
             make_dataset(home, self.sets())
@@ -165,12 +170,12 @@ class StagingCheckBase(ScratchCheck):
                                 "1" if self.scratch_per_job else "0"]
         self.keep_files = [STAGING_REPORT]
 
-    def staging_report(self):
+    def staging_report(self) -> dict[str, Any]:
         return self.parsed_output(STAGING_REPORT, parse_staging_report,
                                   "the job died before staging finished")
 
     @sanity_function
-    def staged_and_verified(self):
+    def staged_and_verified(self) -> Any:
         report = self.staging_report()
         if not report.get("ok"):
             raise sn.SanityError(f"staging failed: {report.get('error', 'no reason given')}")
@@ -185,7 +190,7 @@ class StagingCheckBase(ScratchCheck):
         ])
 
     @run_before("performance")
-    def record_phase_seconds(self):
+    def record_phase_seconds(self) -> None:
         """A leg's figures rest on its whole copy; the ones fitted from the three sets'
         copies on the shortest of them."""
         if self.is_dry_run():
@@ -198,11 +203,11 @@ class StagingCheckBase(ScratchCheck):
                 f"stage_{leg}_byte_bw": shortest, f"stage_{leg}_burst_bw": shortest,
                 f"stage_{leg}_file_rate": shortest})
 
-    def _rate(self, amount, seconds_key):
+    def _rate(self, amount: float, seconds_key: str) -> float:
         seconds = self.staging_report()[seconds_key]
         return amount / seconds if seconds > 0 else float("inf")
 
-    def _costs(self, leg):
+    def _costs(self, leg: str) -> tuple[float, float, float, float]:
         """copy_costs_by_volume of one leg's copies (a fit of two points: cheap enough
         to repeat for each of the leg's figures)."""
         report = self.staging_report()
@@ -212,12 +217,12 @@ class StagingCheckBase(ScratchCheck):
 
     @figure("MiB/s", "Stage-in bandwidth (copy into scratch, the whole data set)",
             headline="Stage a data set into scratch")
-    def stage_in_bw(self):
+    def stage_in_bw(self) -> float:
         return self._rate(self.staging_report()["bytes_in"] / MIB, "stage_in_s")
 
     @figure("MiB/s", "Stage-out bandwidth (copy results home, the whole data set)",
             headline="Copy results home from scratch")
-    def stage_out_bw(self):
+    def stage_out_bw(self) -> float:
         return self._rate(self.staging_report()["bytes_out"] / MIB, "stage_out_s")
 
     # What a copy costs per file, per byte of its first burst-sized volume and per byte
@@ -226,42 +231,42 @@ class StagingCheckBase(ScratchCheck):
     # the sustained bandwidth.
     @figure("MiB/s", "Stage-in bandwidth past the burst's volume, per-file cost taken out",
             role="stage_in_bytes_per_s")
-    def stage_in_byte_bw(self):
+    def stage_in_byte_bw(self) -> float:
         return 1.0 / self._costs("in")[3] / MIB
 
     @figure("MiB/s", "Stage-out bandwidth past the burst's volume, per-file cost taken out",
             role="stage_out_bytes_per_s")
-    def stage_out_byte_bw(self):
+    def stage_out_byte_bw(self) -> float:
         return 1.0 / self._costs("out")[3] / MIB
 
     @figure("MiB/s", "Stage-in bandwidth of a burst (a copy the page cache absorbs), "
             "per-file cost taken out", role="stage_in_first_bytes_per_s")
-    def stage_in_burst_bw(self):
+    def stage_in_burst_bw(self) -> float:
         return 1.0 / self._costs("in")[1] / MIB
 
     @figure("MiB/s", "Stage-out bandwidth of a burst (a copy the page cache absorbs), "
             "per-file cost taken out", role="stage_out_first_bytes_per_s")
-    def stage_out_burst_bw(self):
+    def stage_out_burst_bw(self) -> float:
         return 1.0 / self._costs("out")[1] / MIB
 
     @figure("MiB", "Size of the burst: the copy the burst bandwidths were measured on",
             role="stage_first_bytes")
-    def stage_burst_size(self):
+    def stage_burst_size(self) -> float:
         return self._costs("in")[2] / MIB
 
     @figure("MiB", "Size of the largest copy timed (the large set): the sustained "
             "bandwidths are measured up to it", role="stage_largest_bytes")
-    def stage_largest_copy(self):
+    def stage_largest_copy(self) -> float:
         return self.staging_report()["sets"]["large"]["bytes"] / MIB
 
     @figure("files/s", "Files staged in per second, their bytes' time taken out",
             role="stage_in_files_per_s")
-    def stage_in_file_rate(self):
+    def stage_in_file_rate(self) -> float:
         return 1.0 / self._costs("in")[0]
 
     @figure("files/s", "Files staged out per second, their bytes' time taken out",
             role="stage_out_files_per_s")
-    def stage_out_file_rate(self):
+    def stage_out_file_rate(self) -> float:
         return 1.0 / self._costs("out")[0]
 
 
@@ -284,7 +289,7 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
     num_tasks = 1
 
     @run_after("setup")
-    def same_nodes_as_the_staging_job(self):
+    def same_nodes_as_the_staging_job(self) -> None:
         info = target_info(self.current_partition, self.scratch_target)
         self.skip_because(not info.get("per_job"),
                           f"scratch target {self.scratch_target} is not a per-job directory: "
@@ -303,7 +308,7 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
                   f"{self.scratch_dir}\"; fi'"]
 
     @sanity_function
-    def directory_removed(self):
+    def directory_removed(self) -> Any:
         return sn.assert_found(r"^REMOVED ", self.stdout,
                                msg=f"per-job scratch directory {self.scratch_dir} still exists "
                                    "after the job ended: the scheduler's clean-up did not run")

@@ -7,10 +7,12 @@ site config changes the checks without touching them.
 
 import os
 from pathlib import Path
+from typing import Any
 
 import reframe.core.runtime as rt
 import yaml
 from reframe.core.exceptions import ReframeFatalError
+from reframe.core.systems import SystemPartition
 
 from scratchbench import paths
 
@@ -30,7 +32,7 @@ def _partitions():
     return runtime.system.partitions if runtime else []
 
 
-def declared_targets():
+def declared_targets() -> list[str]:
     """Sorted names of the scratch targets of the current system's partitions.
 
     Inside a ReFrame run a system without any is an error naming the site config: an
@@ -47,27 +49,27 @@ def declared_targets():
     return names
 
 
-def per_job_somewhere(name):
+def per_job_somewhere(name: str) -> bool:
     """Whether any partition of the current system declares target `name` per job."""
     return any(part.extras.get("scratch_targets", {}).get(name, {}).get("per_job")
                for part in _partitions())
 
 
-def target_info(partition, name):
+def target_info(partition: SystemPartition, name: str) -> dict[str, Any]:
     return partition.extras["scratch_targets"][name]
 
 
-def max_nodes():
+def max_nodes() -> int:
     """The largest partition's node count (extras['nodes']), 1 if none says."""
     return max([int(p.extras.get("nodes", 1)) for p in _partitions()] or [1])
 
 
-def max_cores():
+def max_cores() -> int:
     return max([int(p.extras.get("cpus_per_node", p.processor.num_cpus or 1))
                 for p in _partitions()] or [1])
 
 
-def halving(n):
+def halving(n: int) -> list[int]:
     """n, n/2, ..., 1: seed 002's sweep."""
     out = []
     while n >= 1:
@@ -76,7 +78,7 @@ def halving(n):
     return out
 
 
-def doubling(n):
+def doubling(n: int) -> list[int]:
     """1, 2, 4, ... up to n (n itself included)."""
     out, k = [], 1
     while k < n:
@@ -85,7 +87,7 @@ def doubling(n):
     return out + [n]
 
 
-def load_workloads(path=None):
+def load_workloads(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     path = Path(path or os.environ.get("SCRATCHBENCH_WORKLOADS") or WORKLOADS_FILE)
     try:
         data = yaml.safe_load(path.read_text())
@@ -101,7 +103,7 @@ def load_workloads(path=None):
 DEFAULT_TIME_LIMITS = {"quick": "10m", "nightly": "2h", "acceptance": "6h"}
 
 
-def workload(family, tag):
+def workload(family: str, tag: str) -> dict[str, Any]:
     table = load_workloads()
     try:
         entry = dict(table[family][tag])

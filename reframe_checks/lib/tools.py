@@ -33,6 +33,8 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import reframe as rfm
 import reframe.core.runtime as rt
@@ -42,6 +44,7 @@ from reframe.core.environments import Environment
 from reframe.core.exceptions import EnvironError, ReframeError
 from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
                                    variable)
+from reframe.core.systems import SystemPartition
 
 from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure
 from reframe_checks.lib.parsers import (ior_problems, mdtest_problems, parse_ior_json,
@@ -62,7 +65,7 @@ _MPI_LIBRARIES = (("openmpi", re.compile(r"\blib(open-pal|open-rte|mpi)\.so\.40\
 _MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
 
 
-def _mpi_of_ldd(out):
+def _mpi_of_ldd(out: str) -> tuple[str | None, str]:
     for family, pattern in _MPI_LIBRARIES:
         match = pattern.search(out)
         if match:
@@ -71,7 +74,7 @@ def _mpi_of_ldd(out):
     return None, f"ldd lists {', '.join(mpi) or 'no MPI library'}"
 
 
-def mpi_of_binary(path):
+def mpi_of_binary(path: str) -> tuple[str | None, str]:
     """(MPI family, evidence) of an executable from ``ldd``; family None if unknown."""
     try:
         out = subprocess.run(["ldd", path], capture_output=True, text=True,
@@ -81,7 +84,8 @@ def mpi_of_binary(path):
     return _mpi_of_ldd(out)
 
 
-def mpi_of_module(partition, environ, module):
+def mpi_of_module(partition: SystemPartition, environ: Environment,
+                  module: str) -> tuple[str | None, str]:
     """(MPI family, evidence) of the ior a module provides in an environment, found by
     loading it in a shell as the job will (the partition's and environment's setup,
     then the module) and running ``ldd`` on its ior.  A module that does not load or
@@ -128,7 +132,7 @@ _SPACK_VARIABLE = re.compile(r"\$(\{)?(" + "|".join(_SPACK_VARIABLES) + r")(?(1)
 _ENV_DIR_PREFIX = re.compile(r"^\$(env\b|\{env\})/")
 
 
-def _yaml_problem(exc):
+def _yaml_problem(exc: yaml.YAMLError) -> str:
     """A YAML error in one line: where and what."""
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -136,7 +140,7 @@ def _yaml_problem(exc):
     return where + " ".join(str(problem).split())
 
 
-def spack_includes(spack_yaml):
+def spack_includes(spack_yaml: str | os.PathLike[str]) -> list[Any]:
     """The ``include:`` entries of a Spack environment file, checked for shape: the
     top level a mapping with a ``spack:`` mapping, ``include`` a list."""
     try:
@@ -162,7 +166,8 @@ def spack_includes(spack_yaml):
     return includes
 
 
-def stage_spack_environment(spack_yaml, env_dir):
+def stage_spack_environment(spack_yaml: str | os.PathLike[str],
+                            env_dir: str | os.PathLike[str]) -> list[str]:
     """Copy a Spack environment into env_dir: spack.yaml and every file it includes by
     a relative path (such as the site's spack-externals.yaml), at the same relative
     place, so the staged environment concretizes as the original would.  Absolute
@@ -215,7 +220,7 @@ def stage_spack_environment(spack_yaml, env_dir):
     return staged
 
 
-def environ_mpi(environ):
+def environ_mpi(environ: Environment) -> str | None:
     """The MPI family a programming environment uses: extras['mpi'], else a feature."""
     declared = environ.extras.get("mpi")
     if declared:
@@ -243,7 +248,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
     spack_files = variable(list, value=[])
 
     @run_after("setup")
-    def choose_source(self):
+    def choose_source(self) -> None:
         asked = self.current_environ.extras.get("ior")
         self.source = str(asked or "path")
         env_mpi = environ_mpi(self.current_environ)
@@ -256,6 +261,9 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
                          f"IOR: environment {env} does not say which MPI it uses (set extras "
                          "{'mpi': 'openmpi'} or a feature 'openmpi'/'mpich'), so no IOR build "
                          "can be matched to it")
+        assert env_mpi is not None   # (unavailable() raised or skipped)
+        # (ReFrame's build_system variable turns a build system's name into the object;
+        # mypy, without ReFrame's types, sees the str)
         if self.source == "spack":
             self.unavailable(shutil.which("spack") is None,
                              f"IOR: environment {env} asks for a Spack build (extras 'ior': "
@@ -263,7 +271,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
                              "before `scratchbench run`")
             self.tool_mpi = env_mpi
             self.build_system = "Spack"
-            self.build_system.environment = SPACK_ENV
+            self.build_system.environment = SPACK_ENV  # type: ignore[attr-defined]
         elif self.source.startswith("module:"):
             name = self.source.split(":", 1)[1]
             self.tool_mpi = self.built_with(
@@ -271,7 +279,8 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
                 mpi_of_module(self.current_partition, self.current_environ, name), env_mpi)
             self.modules_needed = [name]
             self.build_system = "CustomBuild"
-            self.build_system.commands = ["command -v ior && command -v mdtest"]
+            self.build_system.commands = [  # type: ignore[attr-defined]
+                "command -v ior && command -v mdtest"]
             self.modules = self.modules_needed
         else:
             missing = [t for t in ("ior", "mdtest") if shutil.which(t) is None]
@@ -283,11 +292,13 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
                                 "(set extras {'ior': 'spack'} or {'ior': 'module:NAME'} in "
                                 "the site config; see spack.yaml)"))
             binary = shutil.which("ior")
+            assert binary is not None   # (unavailable() raised or skipped)
             self.tool_mpi = self.built_with(binary, mpi_of_binary(binary), env_mpi)
             self.build_system = "CustomBuild"
-            self.build_system.commands = ["command -v ior && command -v mdtest"]
+            self.build_system.commands = [  # type: ignore[attr-defined]
+                "command -v ior && command -v mdtest"]
 
-    def unavailable(self, condition, reason):
+    def unavailable(self, condition: bool, reason: str) -> None:
         """The tool cannot be had this way: a failure with the reason when the
         environment asked for this route (extras 'ior'), else a skip with it."""
         if not condition:
@@ -296,7 +307,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
             raise ToolUnavailableError(reason)
         self.skip_because(True, reason)
 
-    def built_with(self, what, detected, env_mpi):
+    def built_with(self, what: str, detected: tuple[str | None, str], env_mpi: str) -> str:
         """The MPI family of the tool, or unavailable: unknown, or not the environment's.
 
         ``extras['ior_mpi']`` states it for binaries ldd cannot read (static builds,
@@ -315,6 +326,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
                          f"IOR: cannot tell which MPI {what} is built with ({evidence}); state "
                          "it with extras {'ior_mpi': 'openmpi'} or use a dynamically linked "
                          "build")
+        assert family is not None   # (unavailable() raised or skipped)
         self.unavailable(family != env_mpi,
                          f"IOR: {what} is built with {_MPI_NAMES.get(family, family)} "
                          f"({evidence}), environment {env} uses "
@@ -322,7 +334,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
         return family
 
     @run_before("compile")
-    def copy_spack_environment(self):
+    def copy_spack_environment(self) -> None:
         if self.source == "spack":
             env = os.path.join(self.stagedir, SPACK_ENV)
             self.spack_files = stage_spack_environment(self.spack_env_file, env)
@@ -333,7 +345,7 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
             self.load_cmds = [f'eval "$(spack -e {env} load --sh ior)"']
 
     @sanity_function
-    def provided(self):
+    def provided(self) -> Any:
         if self.source == "spack":
             lock = os.path.join(self.stagedir, SPACK_ENV, "spack.lock")
             return sn.assert_true(os.path.isfile(lock),
@@ -367,21 +379,21 @@ class ToolCheck(ScratchCheck):
     workdir_var = "SB_WORKDIR"
 
     @run_after("setup")
-    def use_the_tool(self):
+    def use_the_tool(self) -> None:
         self.modules = list(self.tool.modules_needed)
         self.tool_source = self.tool.source
         self.tool_mpi = self.tool.tool_mpi
         self.stonewall_s = float(self.params.get("stonewall_s", 0) or 0)
 
     @property
-    def shape(self):
+    def shape(self) -> str:
         return self.io500_shape
 
     @property
-    def data_dir(self):
+    def data_dir(self) -> str:
         return f'"${self.workdir_var}/data"'
 
-    def choose_cache_method(self, allowed):
+    def choose_cache_method(self, allowed: Sequence[str]) -> None:
         """The workload's cache choice, plus 'shift' across nodes."""
         cache = str(self.params.get("cache", "fadvise"))
         if cache not in allowed:
@@ -391,7 +403,7 @@ class ToolCheck(ScratchCheck):
         self.cache_method = "+".join(methods)
 
     @run_before("run")
-    def write_job_steps(self):
+    def write_job_steps(self) -> None:
         """The first phase is ReFrame's launch line; the others follow it, each run only
         if every earlier one exited 0.  Every exit status is recorded before the
         working directory is removed, and the job exits with the first non-zero one."""
@@ -427,7 +439,7 @@ class ToolCheck(ScratchCheck):
         self.postrun_cmds = steps + [f'rm -rf -- "${self.workdir_var}"',
                                      'exit "${SB_FAILED:-0}"']
 
-    def tool_problems(self):
+    def tool_problems(self) -> list[str]:
         """Exit statuses of the phases: a missing or non-zero one makes the run invalid."""
         try:
             with open(os.path.join(self.stagedir, TOOL_STATUS)) as f:
@@ -446,7 +458,7 @@ class ToolCheck(ScratchCheck):
                         "rfm_job.err"]
         return []
 
-    def cache_problems(self, read_phases):
+    def cache_problems(self, read_phases: Iterable[str]) -> list[str]:
         """The fadvise method must leave (almost) nothing of the data in the page cache."""
         if "fadvise" not in self.cache_method.split("+"):
             return []
@@ -473,11 +485,11 @@ class ToolCheck(ScratchCheck):
         self.cache_resident = shares
         return problems
 
-    def parsed_phase(self, filename, parse):
+    def parsed_phase(self, filename: str, parse: Callable[..., Any]) -> Any:
         return self.parsed_output(filename, lambda text: parse(text, source=filename),
                                   f"{self.executable} wrote no {filename}; see rfm_job.err")
 
-    def mean_over_reps(self, values, what):
+    def mean_over_reps(self, values: Sequence[float], what: str) -> float:
         if not values:
             raise sn.SanityError(f"no {what} figure")
         return sum(values) / len(values)
@@ -493,7 +505,7 @@ class IORCheckBase(ToolCheck):
     title = "IOR in IO500's shapes"
 
     @run_after("setup")
-    def set_ior_phases(self):
+    def set_ior_phases(self) -> None:
         """ior-easy: file per process, 2 MiB transfers; ior-hard: one shared file,
         47008-byte transfers."""
         p = self.params
@@ -534,14 +546,14 @@ class IORCheckBase(ToolCheck):
             f"ior-{op}-{rep}.json" for rep in range(1, int(p["reps"]) + 1)
             for op in ("write", "read")]
 
-    def reps(self):
+    def reps(self) -> range:
         return range(1, len(self.phases) // 2 + 1)
 
-    def ior_result(self, op, rep):
+    def ior_result(self, op: str, rep: int) -> dict[str, Any]:
         return self.parsed_phase(f"ior-{op}-{rep}.json", parse_ior_json)
 
     @sanity_function
-    def valid_ior_run(self):
+    def valid_ior_run(self) -> Any:
         problems = self.tool_problems()
         if not problems:
             for rep in self.reps():
@@ -556,7 +568,7 @@ class IORCheckBase(ToolCheck):
         return sn.assert_false(problems, msg="; ".join(problems))
 
     @run_before("performance")
-    def record_samples(self):
+    def record_samples(self) -> None:
         """Per-repetition values, for the acceptance verdict (sanity passed)."""
         if self.is_dry_run():
             return
@@ -567,7 +579,7 @@ class IORCheckBase(ToolCheck):
                                               if r["access"] == op)
                               for op in ("write", "read")}
 
-    def read_cache_problems(self, read, rep):
+    def read_cache_problems(self, read: dict[str, Any], rep: int) -> list[str]:
         """O_DIRECT and the node shift must show in what IOR reports it did."""
         problems = []
         if "direct" in self.cache_method and "--posix.odirect" not in read["command_line"]:
@@ -576,16 +588,16 @@ class IORCheckBase(ToolCheck):
             problems.append(f"read-{rep}: IOR did not shift reads to another node (-C)")
         return problems
 
-    def per_rep(self, op):
+    def per_rep(self, op: str) -> list[float]:
         return [self.ior_result(op, rep)["operations"][op]["bw_mean"] for rep in self.reps()]
 
     @figure("MiB/s", "Write bandwidth (IOR, mean over repetitions)", headline="IOR write")
-    def write_bw(self):
+    def write_bw(self) -> float:
         """Mean over repetitions of IOR's write bandwidth (first open to last close)."""
         return self.mean_over_reps(self.per_rep("write"), "write bandwidth")
 
     @figure("MiB/s", "Read bandwidth (IOR, mean over repetitions)", headline="IOR read")
-    def read_bw(self):
+    def read_bw(self) -> float:
         return self.mean_over_reps(self.per_rep("read"), "read bandwidth")
 
 
@@ -608,16 +620,16 @@ class MdtestCheckBase(ToolCheck):
     files_per_rank = variable(int, value=0)
 
     @run_after("init")
-    def only_hard_reads(self):
+    def only_hard_reads(self) -> None:
         # mdtest-easy's files are empty: IO500 reads only mdtest-hard's.
         if self.shape == "easy":
             self.perf_variables.pop("read_rate", None)
 
-    def phase_names(self):
+    def phase_names(self) -> list[str]:
         return ["create", "stat"] + (["read"] if self.shape == "hard" else []) + ["remove"]
 
     @run_after("setup")
-    def set_mdtest_phases(self):
+    def set_mdtest_phases(self) -> None:
         """mdtest-easy: a directory per rank, empty files; mdtest-hard: one shared
         directory, 3901-byte files."""
         p = self.params
@@ -651,15 +663,15 @@ class MdtestCheckBase(ToolCheck):
         self.keep_files = [TOOL_STATUS, CACHE_RESIDENCY] + [
             f"mdtest-{name}.{ext}" for name, _, _ in self.phases for ext in ("out", "csv")]
 
-    def reps(self):
+    def reps(self) -> range:
         return range(1, len(self.phases) // len(self.phase_names()) + 1)
 
-    def mdtest_result(self, name):
+    def mdtest_result(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         return (self.parsed_phase(f"mdtest-{name}.out", parse_mdtest),
                 self.parsed_phase(f"mdtest-{name}.csv", parse_mdtest_rank_details))
 
     @sanity_function
-    def valid_mdtest_run(self):
+    def valid_mdtest_run(self) -> Any:
         problems = self.tool_problems()
         if not problems:
             for rep in self.reps():
@@ -681,7 +693,7 @@ class MdtestCheckBase(ToolCheck):
         return sn.assert_false(problems, msg="; ".join(problems))
 
     @run_before("performance")
-    def record_samples(self):
+    def record_samples(self) -> None:
         """Per-repetition values, for the acceptance verdict (sanity passed)."""
         if self.is_dry_run():
             return
@@ -694,24 +706,24 @@ class MdtestCheckBase(ToolCheck):
             if times and None not in times:
                 self.phase_seconds[_MDTEST_PHASES[ph][2]] = min(times)
 
-    def per_rep(self, phase):
+    def per_rep(self, phase: str) -> list[float]:
         op = _MDTEST_PHASES[phase][1]
         return [self.mdtest_result(f"{phase}-{rep}")[0]["rate"][op]["mean"]
                 for rep in self.reps()]
 
     @figure("ops/s", "File creations per second (mdtest)", headline="mdtest create")
-    def create_rate(self):
+    def create_rate(self) -> float:
         return self.mean_over_reps(self.per_rep("create"), "file creation rate")
 
     @figure("ops/s", "Stats per second (mdtest)")
-    def stat_rate(self):
+    def stat_rate(self) -> float:
         return self.mean_over_reps(self.per_rep("stat"), "file stat rate")
 
     @figure("ops/s", "File reads per second (mdtest-hard: open, read 3901 bytes, close)")
-    def read_rate(self):
+    def read_rate(self) -> float:
         """mdtest-hard's read rate: open, read 3901 bytes, close, after a cache drop."""
         return self.mean_over_reps(self.per_rep("read"), "file read rate")
 
     @figure("ops/s", "File removals per second (mdtest)", headline="mdtest remove")
-    def remove_rate(self):
+    def remove_rate(self) -> float:
         return self.mean_over_reps(self.per_rep("remove"), "file removal rate")
