@@ -664,6 +664,15 @@ RENDERED = ("(firstScreen) => [...document.querySelectorAll('[data-plot]')].ever
 SCROLL = """async () => {
     for (let y = 0; y < document.body.scrollHeight; y += 500) {
         window.scrollTo(0, y); await new Promise(r => setTimeout(r, 25)); } }"""
+# Every plot outside a closed fold brought into view, one after the other, each for two
+# frames: the pages draw a plot when it scrolls into view, and a plot scrolled past
+# between two frames (a loaded machine draws few) is never seen in view (CI once waited
+# 120 s for 22 plots of a page that SCROLL had swept past).
+VISIT_PLOTS = """async () => {
+    const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+    for (const el of document.querySelectorAll('[data-plot]')) {
+        if (el.closest('details:not([open])') || el.dataset.rendered === '1') continue;
+        el.scrollIntoView({block: 'center'}); await frame(); } }"""
 
 
 # Every WebGL context a page makes, recorded before the page's own scripts run: a page
@@ -761,7 +770,7 @@ def browse(home, shots, unfolded=(), pages="pages"):
                     page.screenshot(path=str(ARTIFACTS / shots[name]), full_page=True)
                 if name in full:
                     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-                    page.evaluate(SCROLL)
+                    page.evaluate(VISIT_PLOTS)
                 if page.locator("[data-plot]").count():
                     try:
                         page.wait_for_function(RENDERED, arg=name not in full, timeout=120000)
@@ -770,8 +779,8 @@ def browse(home, shots, unfolded=(), pages="pages"):
                             "() => [...document.querySelectorAll('[data-plot]')].filter("
                             "el => !el.closest('details:not([open])') && "
                             "el.dataset.rendered !== '1').length")
-                        raise AssertionError(f"{name}: {waiting} plot(s) not drawn: "
-                                             f"{exc}") from None
+                        raise AssertionError(f"{name}: {waiting} plot(s) not drawn: {exc}; "
+                                             f"the browser said: {problems[-5:]}") from None
                 problems += [f"{name}: {p}" for p in page.evaluate(LAYOUT_PROBLEMS)]
                 alive = page.evaluate(ALIVE_CONTEXTS)
                 if alive > MOST_CONTEXTS:

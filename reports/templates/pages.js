@@ -77,9 +77,19 @@
       return;
     }
     var spec = JSON.parse(document.getElementById(el.dataset.plot).textContent);
+    // A plot that cannot be drawn says so in its place, and the plots after it are drawn
+    // (one failure used to leave the queue busy for ever, and every later plot blank).
     (el.dataset.webgl ? fullBundle() : Promise.resolve())
       .then(function () { return window.Plotly.newPlot(el, spec.data, spec.layout, config); })
-      .then(function () { return drawn(el); })
+      .then(function () {
+        return drawn(el).catch(function (error) {
+          console.error("a 3-D plot not turned into a picture: " + error);
+        });
+      }, function (error) {
+        console.error("plot " + el.dataset.plot + " not drawn: " + error);
+        el.classList.add("plot-failed");
+        el.textContent = "This plot could not be drawn (" + error + ").";
+      })
       .then(function () { done(el); });
   }
   // A page opens with the cartesian plotly bundle (2-D plots, a third of the full one's
