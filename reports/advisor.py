@@ -43,11 +43,15 @@ check's rank count.
 
 import json
 import math
+import os
+import sqlite3
 import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from reports import store
-from reports.job_profile import AdvisorError
+from reports.job_profile import AdvisorError, Profile
 from scratchbench import selfscale as ss
 from scratchbench import units
 from scratchbench.errors import ScratchbenchError
@@ -88,13 +92,13 @@ class Rate:
     leads: bool
     environ: str = ""
     #: the newest value was timed in a phase too short to trust (its length, s), or None
-    short_phase: float = None
+    short_phase: float | None = None
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def short_phase_note(rates):
+def short_phase_note(rates: Sequence[Rate | None]) -> list[str]:
     """A note when a prediction rests on figures timed in phases too short to trust."""
     short = sorted({r.label for r in rates if r is not None and r.short_phase is not None})
     if not short:
@@ -120,17 +124,18 @@ class TargetFigures:
     rates: dict = field(default_factory=dict)       # role -> [Rate], the leading one first
 
 
-def _base(value, unit):
+def _base(value: float | None, unit: str | None) -> float | None:
     scale = UNIT_SCALE.get(unit or "")
     return None if scale is None or value is None or not math.isfinite(value) else \
         value * scale
 
 
-def stored_figures(conn, recent=RECENT_RUNS):
+def stored_figures(conn: sqlite3.Connection,
+                   recent: int = RECENT_RUNS) -> dict[str, TargetFigures]:
     """{target: TargetFigures} from the history store."""
-    targets = {}
+    targets: dict[str, TargetFigures] = {}
 
-    def target(row):
+    def target(row: sqlite3.Row) -> TargetFigures:
         name = row["scratch_target"] or "unspecified"
         t = targets.setdefault(name, TargetFigures(name))
         t.kind = t.kind or row["scratch_kind"] or ""
@@ -145,29 +150,30 @@ def stored_figures(conn, recent=RECENT_RUNS):
     return targets
 
 
-def _attach_models(conn, target, recent):
+def _attach_models(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], TargetFigures],
+                   recent: int) -> None:
     """Each target's self-scaling models (``target(row)`` gives its TargetFigures)."""
     # The self-scaling models: the cases with figures whose chart has a selfscale entry,
     # grouped by series; the newest series of each target gives its models.
-    cases = {}
+    cases: dict[int, dict[str, Any]] = {}
     for row in store.selfscale_figures(conn):
         entry = cases.setdefault(row["case_id"], {"row": row, "figures": {}})
         entry["figures"][row["metric"]] = (row["value"], {
             "unit": row["unit"], "label": row["label"], "better": row["better"],
             "chart": json.loads(row["chart"])})
-    by_series = {}
+    by_series: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for case_id, entry in cases.items():
         row = entry["row"]
         by_series.setdefault((row["scratch_target"], row["series"]), []).append(entry)
     # the newest series of each target and environment (one per MPI): the newest
     # environment's models predict, the others' are shown beside them, never dropped
-    newest = {}
+    newest: dict[tuple[str | None, str], tuple[float, str]] = {}
     for (name, series), entries in by_series.items():
         environ = entries[0]["row"]["environ"] or ""
         last = max(e["row"]["started"] or 0 for e in entries)
         if (name, environ) not in newest or last > newest[name, environ][0]:
             newest[name, environ] = (last, series)
-    leading = {}
+    leading: dict[str | None, tuple[float, str]] = {}
     for (name, environ), (last, _) in newest.items():
         if name not in leading or last > leading[name][0]:
             leading[name] = (last, environ)
@@ -190,12 +196,13 @@ def _attach_models(conn, target, recent):
             t.other_models[environ] = models
 
 
-def _attach_rates(conn, target, recent):
+def _attach_rates(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], TargetFigures],
+                  recent: int) -> None:
     """Each target's rates by role and its model's measured errors."""
     # Rates by role: per series, the median of the newest runs and the spread of the
     # recent runs.
     rows = store.figures_with_roles(conn)
-    series = {}
+    series: dict[tuple[str | None, str, str, str], list[tuple[sqlite3.Row, float]]] = {}
     for row in rows:
         value = _base(row["value"], row["unit"])
         if value is None or value <= 0:
@@ -226,30 +233,31 @@ def _attach_rates(conn, target, recent):
 class Part:
     """One part of a target's predicted I/O time."""
 
-    seconds: float = None            # None: cannot be predicted (see missing)
-    low: float = None                # the interval over recent runs; None with one run
-    high: float = None
+    seconds: float | None = None     # None: cannot be predicted (see missing)
+    low: float | None = None         # the interval over recent runs; None with one run
+    high: float | None = None
     runs: int = 0
-    date: float = None               # the newest figures it rests on
+    date: float | None = None        # the newest figures it rests on
     rests_on: str = ""
     missing: str = ""
     notes: list = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _interval(values):
+def _interval(values: Sequence[float]) -> tuple[float | None, float | None]:
     return (min(values), max(values)) if len(values) > 1 else (None, None)
 
 
-def point(values):
+def point(values: Sequence[float]) -> float:
     """The prediction from per-run values, newest first: their newest POINT_RUNS' median."""
     return statistics.median(values[:POINT_RUNS])
 
 
-def workload_of(profile, size, direction, model, processes=None):
+def workload_of(profile: Profile, size: float, direction: str, model: ss.Model,
+                processes: int | None = None) -> ss.Workload:
     """The self-scaling workload of one size class and direction, per node (with
     ``processes`` per node instead of the job's when given)."""
     per_node = processes or max(1, math.ceil(profile.processes / profile.nodes))
@@ -274,7 +282,8 @@ REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
 REQUEST_COST = "max"
 
 
-def request_rate(profile, direction, model, stored=None):
+def request_rate(profile: Profile, direction: str, model: ss.Model,
+                 stored: Rate | None = None) -> float:
     """Requests per second per node of one direction.  The stored rate (a figure with a
     REQUEST_ROLES role, measured on one process) where there is one, scaled to the job's
     processes per node as the model scales its smallest requests; else the model's own
@@ -287,7 +296,9 @@ def request_rate(profile, direction, model, stored=None):
     return stored.value * at_job / one
 
 
-def class_seconds(profile, model, direction, size, moved, stored=None, form=None, rate=None):
+def class_seconds(profile: Profile, model: ss.Model, direction: str, size: float, moved: float,
+                  stored: Rate | None = None, form: str | None = None,
+                  rate: float | None = None) -> tuple[float, bool]:
     """(seconds, by requests?) of one size class: its bytes over the predicted
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
@@ -306,7 +317,9 @@ def class_seconds(profile, model, direction, size, moved, stored=None, form=None
     return seconds, by_requests > by_bytes
 
 
-def data_seconds(profile, model, stored_rates=None, form=None):
+def data_seconds(profile: Profile, model: ss.Model,
+                 stored_rates: Mapping[str, Rate | None] | None = None,
+                 form: str | None = None) -> float:
     """Seconds to move the profile's bytes with one model: each size class and
     direction by class_seconds, the nodes adding up."""
     seconds = 0.0
@@ -318,7 +331,7 @@ def data_seconds(profile, model, stored_rates=None, form=None):
     return seconds
 
 
-def _measured_range(model):
+def _measured_range(model: ss.Model) -> dict[str, tuple[float, float]]:
     """{parameter: (low, high)} the model's curves were measured over."""
     ranges = {"unique_bytes": (min(model.unique_curve.xs), max(model.unique_curve.xs))}
     for regime in model.regimes.values():
@@ -332,7 +345,7 @@ def _measured_range(model):
 INSIDE = 1.01
 
 
-def extrapolation(profile, model):
+def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
     """(factor, [words]): how far the job lies outside what the model measured, per
     parameter (processes per node, bytes touched per node, request sizes above or
     below the sizes measured), and the largest of those factors (1.0: inside)."""
@@ -363,7 +376,7 @@ def extrapolation(profile, model):
     return factor, words
 
 
-def regime_words(profile, model):
+def regime_words(profile: Profile, model: ss.Model) -> str:
     """The regime the job's footprint falls in, named only as it was measured: an
     upper regime the page cache still held when the check measured it is not "beyond
     the page cache"."""
@@ -381,7 +394,7 @@ def regime_words(profile, model):
     return upper if weight >= 1.0 else f"between the page cache regime and the {upper}"
 
 
-def predict_data(profile, figures):
+def predict_data(profile: Profile, figures: TargetFigures) -> Part:
     if not figures.models:
         return Part(missing="no self-scaling curves yet", notes=list(figures.model_notes))
     if not (profile.bytes_read or profile.bytes_written):
@@ -434,7 +447,7 @@ def predict_data(profile, figures):
     return part
 
 
-def error_words(extra):
+def error_words(extra: Mapping[str, Any]) -> str:
     """The error to print beside a data prediction: the model's validation error where
     the job lies inside the range the check measured (its held-out workloads lie
     there), else how far it extrapolates and that no error is known that far."""
@@ -449,7 +462,8 @@ def error_words(extra):
             + (f", max {top:.0%}" if top is not None else ""))
 
 
-def _request_rate_of(figures, role, environ=None):
+def _request_rate_of(figures: TargetFigures, role: str,
+                     environ: str | None = None) -> Rate | None:
     """The stored request rate measured in the environment of the models (the
     self-scaling check measures both in one job; default: the environment that
     predicts), else the leading one."""
@@ -458,12 +472,12 @@ def _request_rate_of(figures, role, environ=None):
     return same[0] if same else _rate(figures, role)
 
 
-def _rate(figures, role):
+def _rate(figures: TargetFigures, role: str) -> Rate | None:
     rates = figures.rates.get(role) or []
     return rates[0] if rates else None
 
 
-def _counted(parts, what):
+def _counted(parts: Sequence[tuple[int, Rate, tuple[str, ...]]], what: str) -> Part:
     """Seconds (and interval) of [(count, Rate, words)]: count / rate, summed."""
     seconds = low = high = 0.0
     runs, dates, rests = [], [], []
@@ -483,7 +497,7 @@ def _counted(parts, what):
                 notes=short_phase_note([rate for count, rate, _ in parts if count]))
 
 
-def predict_metadata(profile, figures):
+def predict_metadata(profile: Profile, figures: TargetFigures) -> Part:
     creations = profile.files_written
     others = max(0, profile.opens - creations)
     needed = [(creations, "creations_per_s", ("creation",)),
@@ -505,7 +519,7 @@ def predict_metadata(profile, figures):
     return part
 
 
-def predict_deletion(profile, figures):
+def predict_deletion(profile: Profile, figures: TargetFigures) -> Part:
     rates = figures.rates.get("deletions_per_s") or []
     if not profile.files_written:
         return Part(seconds=0.0, rests_on="the job writes no file")
@@ -524,7 +538,7 @@ def predict_deletion(profile, figures):
     return part
 
 
-def predict_staging(profile, figures):
+def predict_staging(profile: Profile, figures: TargetFigures) -> Part:
     if not profile.staging:
         return Part(seconds=0.0, rests_on="the job does not stage" + (
             " (--stage: stage its inputs in and outputs out)" if profile.inputs else ""))
@@ -545,8 +559,9 @@ def predict_staging(profile, figures):
         burst = _rate(figures, f"stage_{leg}_first_bytes_per_s")
         burst_bytes = _rate(figures, "stage_first_bytes")
         first = min(amount["bytes"], burst_bytes.value) if burst and burst_bytes else 0
-        rated = [(amount["files"], files), (first, burst), (amount["bytes"] - first, bandwidth)]
-        rated = [(count, rate) for count, rate in rated if count]
+        costs = [(amount["files"], files), (first, burst), (amount["bytes"] - first, bandwidth)]
+        # (the burst is None only when first is 0)
+        rated = [(count, rate) for count, rate in costs if count and rate is not None]
         if first and amount["bytes"] > first:
             notes.append(f"stage-{leg}: {size_words(amount['bytes'] - first)} past the "
                          f"{size_words(first)} burst at the sustained bandwidth; how much "
@@ -579,7 +594,7 @@ def predict_staging(profile, figures):
 PARTS = ("data", "metadata", "deletion", "staging")
 
 
-def predict_target(profile, figures):
+def predict_target(profile: Profile, figures: TargetFigures) -> dict[str, Any]:
     parts = {"data": predict_data(profile, figures),
              "metadata": predict_metadata(profile, figures),
              "deletion": predict_deletion(profile, figures),
@@ -588,13 +603,13 @@ def predict_target(profile, figures):
     if missing:
         total = Part(missing=f"incomplete: {', '.join(missing)} cannot be predicted")
     else:
-        seconds = sum(p.seconds for p in parts.values())
+        seconds = sum(p.seconds for p in parts.values() if p.seconds is not None)
         spread = all(p.low is not None or p.seconds == 0 for p in parts.values())
         total = Part(seconds=seconds,
                      low=sum(p.low if p.low is not None else p.seconds
-                             for p in parts.values()) if spread else None,
+                             for p in parts.values() if p.seconds is not None) if spread else None,
                      high=sum(p.high if p.high is not None else p.seconds
-                              for p in parts.values()) if spread else None,
+                              for p in parts.values() if p.seconds is not None) if spread else None,
                      date=max((p.date for p in parts.values() if p.date), default=None))
     dates = [p.date for p in parts.values() if p.date]
     return {"target": figures.name, "kind": figures.kind,
@@ -604,7 +619,7 @@ def predict_target(profile, figures):
             "total": total.as_dict()}
 
 
-def recommend(predictions):
+def recommend(predictions: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
     """The target to use, when the intervals allow naming one; else why not."""
     complete = [p for p in predictions if p["total"]["seconds"] is not None]
     if not complete:
@@ -627,14 +642,15 @@ def recommend(predictions):
                                      f"{runner['target']} overlap over recent runs"}
 
 
-def predict_all(profile, figures):
+def predict_all(profile: Profile, figures: Mapping[str, TargetFigures]) -> dict[str, Any]:
     """{"profile", "targets": [per target], "recommendation"} from stored_figures()."""
     predictions = [predict_target(profile, figures[name]) for name in sorted(figures)]
     return {"profile": profile.as_dict(), "profile_words": profile.words(),
             "targets": predictions, "recommendation": recommend(predictions)}
 
 
-def load_figures(conn=None, db_path=None):
+def load_figures(conn: sqlite3.Connection | None = None,
+                 db_path: str | os.PathLike[str] | None = None) -> dict[str, TargetFigures]:
     """stored_figures() of the history store, read in one snapshot; an error when it has
     no figures of any target."""
     own = conn is None
@@ -652,10 +668,11 @@ def load_figures(conn=None, db_path=None):
     return figures
 
 
-def advise(profile, conn=None, db_path=None):
+def advise(profile: Profile, conn: sqlite3.Connection | None = None,
+           db_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     return predict_all(profile, load_figures(conn, db_path))
 
 
-def seconds_words(seconds):
+def seconds_words(seconds: float | None) -> str:
     """0.0042 -> '4.2 ms', 75 -> '1 min 15 s', None -> '-' (scratchbench.units)."""
     return "-" if seconds is None else units.duration_words(seconds)

@@ -5,8 +5,11 @@ and the CLI's text."""
 import hashlib
 import json
 import os
+import sqlite3
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -21,13 +24,14 @@ from scratchbench.units import GIB, KIB, MIB
 CLASSES_FILE = Path(__file__).with_name("advisor_workloads.yaml")
 #: The page's form: each field's choices (per node), the grid its throughputs are
 #: computed at.  A description with these values gets the same answer from the CLI.
+FORM_GRID: dict[str, list[Any]]
 FORM_GRID = {"request_size": [4 * KIB, 64 * KIB, MIB, 16 * MIB],
              "sequential_fraction": [0.0, 0.5, 1.0],
              "processes_per_node": [1, 2, 4, 8, 16, 32, 64],
              "footprint_per_node": [64 * MIB, GIB, 16 * GIB, 256 * GIB]}
 
 
-def load_classes(path=CLASSES_FILE):
+def load_classes(path: Path = CLASSES_FILE) -> list[tuple[str, str, Profile]]:
     """[(name, words, Profile)] of the workload classes file."""
     try:
         entries = yaml.safe_load(Path(path).read_text())
@@ -45,7 +49,7 @@ def load_classes(path=CLASSES_FILE):
     return out
 
 
-def _grid_throughputs(figures):
+def _grid_throughputs(figures: advisor.TargetFigures) -> dict[str, dict[str, Any]]:
     """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...],
     "extrapolation": factor}}: what the models predict at every point of the form's
     grid, newest model first, each the throughput of advisor.class_seconds (requests charged at
@@ -53,7 +57,7 @@ def _grid_throughputs(figures):
     the newest model measured."""
     stored = {d: advisor._request_rate_of(figures, role)
               for d, role in advisor.REQUEST_ROLES.items()}
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for seq in FORM_GRID["sequential_fraction"]:
         for procs in FORM_GRID["processes_per_node"]:
             for unique in FORM_GRID["footprint_per_node"]:
@@ -84,7 +88,7 @@ class PredictionCache:
 
     CODE = Path(ss.__file__)
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.code = hashlib.sha256(self.CODE.read_bytes()).hexdigest()[:16]
         try:
@@ -92,9 +96,9 @@ class PredictionCache:
             self.models = kept["models"] if kept.get("code") == self.code else {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.models = {}
-        self.used = {}
+        self.used: dict[str, dict[str, float]] = {}
 
-    def attach(self, figures):
+    def attach(self, figures: Mapping[str, advisor.TargetFigures]) -> None:
         """Every model of every target (leading and other environments) reads and
         fills its memo here."""
         for t in figures.values():
@@ -104,7 +108,7 @@ class PredictionCache:
                 memo = self.used.setdefault(fp, self.models.get(fp, {}))
                 model.remember_predictions(memo)
 
-    def save(self):
+    def save(self) -> None:
         """Only the models this build used (the file does not grow with the history);
         written whole and renamed, so a build that dies never leaves half a file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +117,8 @@ class PredictionCache:
         tmp.replace(self.path)
 
 
-def page_data(conn, classes_path=CLASSES_FILE, cache_dir=None):
+def page_data(conn: sqlite3.Connection, classes_path: Path = CLASSES_FILE,
+              cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What the advisor page shows: the common workloads predicted here, and for the
     form, each target's model throughputs on the form's grid and its stored rates.  The
     caller holds the store's snapshot (a page build reads one).  ``cache_dir``: where
@@ -149,11 +154,11 @@ def page_data(conn, classes_path=CLASSES_FILE, cache_dir=None):
 
 
 # ---- words ----------------------------------------------------------------------------------
-def date_words(ts):
+def date_words(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "-"
 
 
-def interval_words(part):
+def interval_words(part: Mapping[str, Any]) -> str:
     if part.get("seconds") is None:
         return ""
     if part.get("low") is None:
@@ -161,7 +166,7 @@ def interval_words(part):
     return f"{seconds_words(part['low'])} to {seconds_words(part['high'])}"
 
 
-def format_advice(result):
+def format_advice(result: Mapping[str, Any]) -> str:
     """The advice as text: the workload, then a table per target."""
     p = result["profile"]
     lines = [f"Workload ({p['source']}): {result['profile_words']}"]

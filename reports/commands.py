@@ -4,12 +4,15 @@ import json
 import math
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from scratchbench import paths, units
 from scratchbench.errors import ConfigError, ScratchbenchError
@@ -17,11 +20,11 @@ from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S, too_short_words
 from reports import fs_diary, naming, pages, store, suite, verdicts
 
 
-def progress(message):
+def progress(message: str) -> None:
     print(f"scratchbench: {message}", file=sys.stderr, flush=True)
 
 
-def verdict_dir():
+def verdict_dir() -> Path:
     return paths.results_dir() / "verdicts"
 
 
@@ -29,13 +32,15 @@ class NotAllStored(store.StoreError):
     """Some sources of an ingest could not be stored; the others were.  ``errors``: one
     per bad source, each naming it; ``stored``: (runs, figures, total) as ingest returns."""
 
-    def __init__(self, errors, stored):
+    def __init__(self, errors: Sequence[ScratchbenchError],
+                 stored: tuple[int, int, int]) -> None:
         super().__init__(f"{len(errors)} source(s) not stored: " +
                          "; ".join(str(e) for e in errors))
         self.errors, self.stored = errors, stored
 
 
-def ingest(sources=(), db=None):
+def ingest(sources: Sequence[str | os.PathLike[str]] = (),
+           db: str | os.PathLike[str] | None = None) -> tuple[int, int, int]:
     """Store runs: (runs added, figures added, figures in the store).  Every source is
     read and every good one stored, even after a bad one; then a bad source raises its
     own error, or NotAllStored naming each when there were several sources."""
@@ -62,7 +67,7 @@ def ingest(sources=(), db=None):
     return runs, figures, total
 
 
-def _ingest_source(conn, path):
+def _ingest_source(conn: sqlite3.Connection, path: Path) -> int:
     if path.is_dir():
         return store.ingest_run_dir(conn, path)
     if path.is_file():
@@ -77,9 +82,12 @@ def _ingest_source(conn, path):
     raise store.StoreError(f"{path}: no such run directory or run report")
 
 
-def _series_history(conn, run_id):
+def _series_history(conn: sqlite3.Connection,
+                    run_id: str) -> dict[tuple[str, str], list[sqlite3.Row]]:
     """For each figure of run_id: its series' values up to and including that run."""
-    rows = store.figure_rows(conn, "WHERE r.started <= ?", (store.run(conn, run_id)["started"],))
+    run = store.run(conn, run_id)
+    assert run is not None   # the caller (nightly) found it
+    rows = store.figure_rows(conn, "WHERE r.started <= ?", (run["started"],))
     history = defaultdict(list)
     latest = set()
     for row in rows:
@@ -90,7 +98,7 @@ def _series_history(conn, run_id):
     return {k: v for k, v in history.items() if k in latest}
 
 
-def _dated(detail, started):
+def _dated(detail: str, started: Mapping[str, float]) -> str:
     """'since run 3f2a...' -> 'since the run of 2026-11-20': a reader knows a date, not a
     run id (the run ids stay in the verdict's fields)."""
     return re.sub(r"\brun (\S+?)(?=[\s),;:]|$)",
@@ -98,7 +106,8 @@ def _dated(detail, started):
                   if m.group(1) in started else m.group(0), detail)
 
 
-def _describe_change(entry, row, started):
+def _describe_change(entry: dict[str, Any], row: sqlite3.Row,
+                     started: Mapping[str, float]) -> None:
     """What the morning page and the CLI say of a change: the figure in the pages' words,
     where it ran, since when (a date), and a link to its chart."""
     since_run = entry.get("change_run") or entry["latest_run"]
@@ -114,7 +123,7 @@ def _describe_change(entry, row, started):
     entry["what"] = f"{entry['what']} ({entry['workload']})"
 
 
-def _failed_cases(conn, run_id):
+def _failed_cases(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
     """The judged run's cases that failed, with their cause, as verdict entries: a figure
     missing from the latest run is a verdict of its own, never the last night's value."""
     entries = []
@@ -129,12 +138,14 @@ def _failed_cases(conn, run_id):
     return entries
 
 
-def _judged_histories(conn, run_id):
+def _judged_histories(conn: sqlite3.Connection, run_id: str
+                      ) -> tuple[list[verdicts.History], list[str], list[sqlite3.Row],
+                                 list[dict[str, Any]], dict[str, float]]:
     """The histories a nightly verdict judges: (histories, their figures' names, each
     one's latest row, the figures left unjudged (too short, undeclared) as verdict
     entries, {run: started})."""
     histories, names, latest_rows, unjudged = [], [], [], []
-    started = {}
+    started: dict[str, float] = {}
     for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
         started.update((r["run_id"], r["started"]) for r in rows)
         if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
@@ -162,7 +173,9 @@ def _judged_histories(conn, run_id):
     return histories, names, latest_rows, unjudged, started
 
 
-def _nightly_result(run_id, figures, failed, suite_verdict, started):
+def _nightly_result(run_id: str, figures: list[dict[str, Any]], failed: list[dict[str, Any]],
+                    suite_verdict: suite.SuiteVerdict,
+                    started: Mapping[str, float]) -> dict[str, Any]:
     """The nightly verdict file's content: the counts, the suite's alerts, every entry."""
     counts = Counter(f["verdict"] for f in figures)
     return {
@@ -188,7 +201,9 @@ def _nightly_result(run_id, figures, failed, suite_verdict, started):
     }
 
 
-def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
+def nightly(run_id: str | None = None, tag: str | None = None,
+            out: str | os.PathLike[str] | None = None, notify: Iterable[str] = (),
+            db: str | os.PathLike[str] | None = None) -> tuple[int, dict[str, Any], Path]:
     """Returns (exit code, verdict dict, path written).
 
     Exit 1 when a figure regressed, 4 when checks of the run failed (and nothing
@@ -235,7 +250,9 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
                                and entry["verdict"] in naming.CHANGE_WORDS)
     figures += unjudged
     failed = _failed_cases(conn, run_id)
-    judged_on = store.run(conn, run_id)["started"]
+    judged_run = store.run(conn, run_id)
+    assert judged_run is not None   # found above
+    judged_on = judged_run["started"]
     for entry in failed:
         entry["since"] = units.date(judged_on)
     conn.close()
@@ -256,14 +273,14 @@ def nightly(run_id=None, tag=None, out=None, notify=(), db=None):
     return code, result, path
 
 
-def _group_words(row):
+def _group_words(row: sqlite3.Row) -> str:
     """A suite group in words: a check on one target, system and environment."""
     return (f"{naming.check_words(row)} on {row['scratch_target'] or 'unspecified'} "
             f"[{row['environ'] or 'no environment'}] ({row['system']}:{row['partition']}"
             + (f", {row['workload']}" if row["workload"] else "") + ")")
 
 
-def _suite_entry(verdict, started):
+def _suite_entry(verdict: suite.SuiteVerdict, started: Mapping[str, float]) -> dict[str, Any]:
     """The suite layer's part of the verdict file: its method, budget and alerts."""
     return {"method": suite.METHOD, "false_notifications": suite.FALSE_NOTIFICATIONS,
             "alpha": suite.SUITE_ALPHA, "tests": verdict.tests, "groups": verdict.groups,
@@ -275,7 +292,7 @@ def _suite_entry(verdict, started):
                        for a in verdict.alerts]}
 
 
-def alert_sentence(alert):
+def alert_sentence(alert: Mapping[str, Any]) -> str:
     """A suite alert in words: the group, new or ongoing, since when, how much, and how
     many of its figures moved."""
     kind = "Regression" if alert["direction"] == "regression" else "Improvement"
@@ -287,7 +304,8 @@ def alert_sentence(alert):
             f"(z {alert['z']:+.1f} beyond {alert['threshold']:.1f})")
 
 
-def notify_all(targets, result, path):
+def notify_all(targets: Iterable[str] | None, result: Mapping[str, Any],
+               path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Tell every notifier about a regression or a failed run: a shell command (with
     $SCRATCHBENCH_VERDICT naming the verdict file) or an http(s) URL (a JSON POST, as
     chat and ticket webhooks take).  A notifier that fails is reported, never fatal."""
@@ -311,7 +329,7 @@ def notify_all(targets, result, path):
     return outcomes
 
 
-def _notification(result, path):
+def _notification(result: Mapping[str, Any], path: str | os.PathLike[str]) -> dict[str, Any]:
     bad = [f for f in naming.changes(result["figures"])
            if f.get("notify") or f["verdict"] == "failed"]
     alerts = [a for a in result.get("suite", {}).get("alerts", [])
@@ -331,7 +349,7 @@ def _notification(result, path):
                         for f in bad]}
 
 
-def _post(url, payload):
+def _post(url: str, payload: Mapping[str, Any]) -> None:
     request = urllib.request.Request(url, data=json.dumps(payload).encode(),
                                      headers={"Content-Type": "application/json"},
                                      method="POST")
@@ -340,7 +358,7 @@ def _post(url, payload):
             raise RuntimeError(f"HTTP {response.status}")
 
 
-def format_nightly(result, path):
+def format_nightly(result: Mapping[str, Any], path: str | os.PathLike[str]) -> str:
     lines = [f"Nightly verdict for run {result['run_id']} ({len(result['figures'])} figures; "
              f"false-alarm rate {result['false_alarm_rate']}):"]
     for alert in result.get("suite", {}).get("alerts", []):
@@ -358,7 +376,7 @@ def format_nightly(result, path):
         if f["verdict"] not in ("ok", "insufficient-history", "too-short") and \
                 f["verdict"] not in naming.CHANGE_WORDS:
             lines.append(f"  {f['verdict'].upper():<11} {f['name']}: {f['detail']}")
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for f in result["figures"]:
         counts[f["verdict"]] += 1
     lines.append("  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
@@ -369,9 +387,9 @@ def format_nightly(result, path):
     return "\n".join(lines)
 
 
-def _select(conn, spec, option):
+def _select(conn: sqlite3.Connection, spec: str, option: str) -> list[str]:
     """Runs matching 'key:value,key:value' (tag, note, since, until, run)."""
-    conditions = []
+    conditions: list[tuple[str, str | float | list[str]]] = []
     for part in [p.strip() for p in spec.split(",") if p.strip()]:
         key, _, value = part.partition(":")
         if not value:
@@ -399,13 +417,14 @@ def _select(conn, spec, option):
     return ids
 
 
-def _runs_of(conn, run_ids):
+def _runs_of(conn: sqlite3.Connection,
+             run_ids: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
     """{(series, metric): {"runs": [[repetitions of a run], ...], ...}}: the run is the
     unit of independence, its repetitions only summarise it."""
     marks = ",".join("?" * len(run_ids))
     rows = store.figure_rows(conn, f"WHERE r.run_id IN ({marks})", run_ids)
     extra = store.samples_of(conn, [r["figure_id"] for r in rows])
-    grouped = defaultdict(lambda: {"runs": []})
+    grouped: defaultdict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"runs": []})
     for row in rows:
         if row["value"] is None:
             continue
@@ -417,7 +436,8 @@ def _runs_of(conn, run_ids):
     return grouped
 
 
-def acceptance(before, after, out=None, db=None):
+def acceptance(before: str, after: str, out: str | os.PathLike[str] | None = None,
+               db: str | os.PathLike[str] | None = None) -> tuple[int, dict[str, Any], Path]:
     conn = store.connect(db, create=False)
     store.check_integrity(conn)
     before_ids = _select(conn, before, "--before")
@@ -445,6 +465,7 @@ def acceptance(before, after, out=None, db=None):
     if not figures:
         raise ConfigError("the runs before and after share no figure: select runs of "
                           "the same checks and tag")
+    result: dict[str, Any]
     result = {"kind": "acceptance", "before": {"selection": before, "runs": before_ids},
               "after": {"selection": after, "runs": after_ids},
               "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -477,7 +498,7 @@ def acceptance(before, after, out=None, db=None):
     return (1 if result["worse"] else 0), result, path
 
 
-def format_acceptance(result, path):
+def format_acceptance(result: Mapping[str, Any], path: str | os.PathLike[str]) -> str:
     lines = [f"Acceptance verdict: {len(result['before']['runs'])} run(s) before "
              f"({result['before']['selection']}) vs {len(result['after']['runs'])} after "
              f"({result['after']['selection']})"]
@@ -495,7 +516,8 @@ def format_acceptance(result, path):
     return "\n".join(lines)
 
 
-def report(out_dir, db=None, prepare_out=None):
+def report(out_dir: str | os.PathLike[str], db: str | os.PathLike[str] | None = None,
+           prepare_out: Callable[[], object] | None = None) -> tuple[int, int, float]:
     """Build the pages; the verdict banner uses the nightly verdict of the latest run
     (``nightly-RUN.json`` as `verdict nightly` writes it), and says so when there is none.
     ``prepare_out`` (checks or makes the output directory) runs only once the store is
@@ -522,14 +544,14 @@ def report(out_dir, db=None, prepare_out=None):
     return pages.build(out_dir, db_path=db, nightly_verdicts=nightly_result)
 
 
-def _write_json(path, data):
+def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n")
     tmp.replace(path)
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if hasattr(value, "item"):

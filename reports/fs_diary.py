@@ -10,7 +10,10 @@ to 4 servers"), and the acceptance page's configuration before and after, side b
 """
 
 import html
+import sqlite3
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from markupsafe import Markup
 
@@ -21,12 +24,12 @@ from scratchbench import fsconfig, units
 MARK_COLOUR = "#b35900"
 
 
-def _esc(text):
+def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
 # ---- one run's configuration of one target ---------------------------------------------
-def configuration(rows):
+def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The rows of one run and target (one per environment) as one configuration:
     {summary, mpi: {environ: version}, problems, rows, facts (of the first readable
     row)}.  The file system's facts are the same whatever the environment; the MPI is
@@ -54,9 +57,11 @@ def configuration(rows):
             "revision": rows[0]["revision"]}
 
 
-def configurations(conn, target=None, run_ids=None):
+def configurations(conn: sqlite3.Connection, target: str | None = None,
+                   run_ids: Iterable[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """{target: [configuration of each run, oldest first]}."""
-    grouped = defaultdict(lambda: defaultdict(list))
+    grouped: defaultdict[str, defaultdict[str, list[dict[str, Any]]]] = \
+        defaultdict(lambda: defaultdict(list))
     for row in store.filesystem_configs(conn, run_ids=run_ids, target=target):
         grouped[row["scratch_target"]][row["run_id"]].append(row)
     return {t: sorted((configuration(rows) for rows in runs.values()),
@@ -64,7 +69,8 @@ def configurations(conn, target=None, run_ids=None):
             for t, runs in grouped.items()}
 
 
-def differences(before, after):
+def differences(before: Mapping[str, Any],
+                after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """Where two configurations differ.  An environment's MPI counts only when both
     runs recorded that environment (a run of a few checks may not use every one)."""
     found = fsconfig.differences(before["summary"], after["summary"])
@@ -73,11 +79,12 @@ def differences(before, after):
 
 
 # ---- the diary ---------------------------------------------------------------------------
-def diary(configs):
+def diary(configs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """[{date, run_id, words, changes, change_words}] of one target: its first
     configuration, then one entry per run whose configuration differs from the run
     before it (runs whose configuration could not be read are passed over)."""
-    entries, previous = [], None
+    entries: list[dict[str, Any]] = []
+    previous: Mapping[str, Any] | None = None
     for config in configs:
         if not config["summary"]:
             continue
@@ -93,7 +100,7 @@ def diary(configs):
     return entries
 
 
-def change_dates(conn):
+def change_dates(conn: sqlite3.Connection) -> dict[str, list[tuple[float, str]]]:
     """{target: [(Unix time, words)]}: the runs at which a target's configuration changed
     (its first configuration is not a change)."""
     return {target: [(e["started"], f"{e['date']}: {e['change_words']}")
@@ -101,13 +108,13 @@ def change_dates(conn):
             for target, configs in configurations(conn).items()}
 
 
-def change_at(conn, target, run_id):
+def change_at(conn: sqlite3.Connection, target: str | None, run_id: str) -> str | None:
     """'sanscratch went from 2 to 4 servers' when the target's configuration in run_id
     differs from the run before it that recorded one; None otherwise."""
     return ChangeFinder(conn).at(target, run_id)
 
 
-def mark_plots(page, marks):
+def mark_plots(page: dict[str, Any], marks: Sequence[tuple[float, str]] | None) -> None:
     """Draw each configuration change of the target on its history plots (date axes): a
     dotted vertical line at the run, its date and what changed on hover."""
     if not marks:
@@ -133,11 +140,11 @@ def mark_plots(page, marks):
 
 
 # ---- HTML ------------------------------------------------------------------------------
-def _summary_rows(summary):
+def _summary_rows(summary: Mapping[str, Any]) -> str:
     return "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in summary.items())
 
 
-def run_section(conn, run_id):
+def run_section(conn: sqlite3.Connection, run_id: str) -> Markup:
     """The run page's "File systems" section: per target, what it was, the tools'
     outputs verbatim, and what could not be read and why."""
     found = configurations(conn, run_ids=[run_id])
@@ -174,7 +181,8 @@ def run_section(conn, run_id):
     return Markup("\n".join(parts))
 
 
-def diary_section(conn, target, run_page):
+def diary_section(conn: sqlite3.Connection, target: str,
+                  run_page: Callable[[str], str]) -> Markup:
     """The file-system page's diary: a dated entry where the configuration changed."""
     entries = diary(configurations(conn, target=target).get(target, []))
     if not entries:
@@ -194,13 +202,14 @@ def diary_section(conn, target, run_page):
 
 
 # ---- acceptance ----------------------------------------------------------------------
-def acceptance_sides(conn, before_ids, after_ids):
+def acceptance_sides(conn: sqlite3.Connection, before_ids: Iterable[str],
+                     after_ids: Iterable[str]) -> list[dict[str, Any]]:
     """[{target, rows: [(label, before, after, differs)], before_run, after_run,
     problems}]: each target's configuration in the last run before and the last run
     after, side by side; also when the runs on one side differ among themselves."""
     before = configurations(conn, run_ids=before_ids)
     after = configurations(conn, run_ids=after_ids)
-    out = []
+    out: list[dict[str, Any]] = []
     for target in sorted(set(before) | set(after)):
         b = [c for c in before.get(target, []) if c["summary"]]
         a = [c for c in after.get(target, []) if c["summary"]]
@@ -227,7 +236,7 @@ def acceptance_sides(conn, before_ids, after_ids):
     return out
 
 
-def acceptance_lines(sides):
+def acceptance_lines(sides: Iterable[Mapping[str, Any]]) -> list[str]:
     """The configuration difference in words for `verdict acceptance` (CLI)."""
     lines = []
     for side in sides:
@@ -242,7 +251,7 @@ def acceptance_lines(sides):
     return lines
 
 
-def acceptance_table(sides):
+def acceptance_table(sides: Iterable[Mapping[str, Any]]) -> str:
     """The acceptance page's configuration before and after, differences highlighted."""
     parts = ['<section class="fs-compare"><h2>Configuration before and after</h2>']
     for side in sides:
@@ -262,7 +271,7 @@ def acceptance_table(sides):
     return "\n".join(parts)
 
 
-def acceptance_page(result, sides):
+def acceptance_page(result: Mapping[str, Any], sides: Iterable[Mapping[str, Any]]) -> str:
     """A standalone page of one acceptance verdict: the configuration before and after
     above the per-figure verdicts (written beside the verdict file)."""
     figures = "".join(
@@ -289,10 +298,12 @@ def acceptance_page(result, sides):
 class ChangeFinder:
     """change_at for many figures of one verdict: each target's configurations read once."""
 
-    def __init__(self, conn):
+    configs: dict[str, list[dict[str, Any]]]
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn, self.configs = conn, {}
 
-    def at(self, target, run_id):
+    def at(self, target: str | None, run_id: str) -> str | None:
         if not target:
             return None
         if target not in self.configs:

@@ -20,8 +20,10 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -74,30 +76,30 @@ class Profile:
     opens: int = 0
     stats: int = 0
     #: {"in": {"bytes": b, "files": f}, "out": {...}} when the job stages, else None
-    staging: dict = None
+    staging: dict | None = None
     #: what a log says the job read without writing, and what it wrote: {"bytes",
     #: "files"}; what it would stage in and out (``--stage``)
-    inputs: dict = None
-    outputs: dict = None
+    inputs: dict | None = None
+    outputs: dict | None = None
     #: what a log says the job spent in I/O: the slowest rank's time (Darshan's estimate)
-    observed_io_s: float = None
-    observed: dict = None            # {"read_s", "write_s", "meta_s"} over all ranks
-    run_time_s: float = None
+    observed_io_s: float | None = None
+    observed: dict | None = None     # {"read_s", "write_s", "meta_s"} over all ranks
+    run_time_s: float | None = None
     notes: list = field(default_factory=list)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> "Profile":
         return cls(**data)
 
     @property
-    def read_fraction(self):
+    def read_fraction(self) -> float:
         total = self.reads + self.writes
         return self.reads / total if total else 0.0
 
-    def words(self):
+    def words(self) -> str:
         """The profile in one sentence."""
         parts = [f"{self.processes} process{'es' * (self.processes != 1)}"
                  + (f" on {self.nodes} nodes" if self.nodes > 1 else "")]
@@ -122,7 +124,8 @@ class Profile:
         return "; ".join(parts)
 
 
-def size_classes_of(histogram, access_sizes, total_bytes):
+def size_classes_of(histogram: Mapping[str, int], access_sizes: Mapping[int, int],
+                    total_bytes: int) -> list[list[float]]:
     """[[request bytes, bytes moved]] of one direction from Darshan's histogram of
     request counts.  A bin's request size is the mean of the log's most common access
     sizes that fall in it (Darshan keeps the four most common exactly), else the
@@ -158,7 +161,8 @@ DARSHAN_COMPLAINTS = (
 )
 
 
-def profile_from_darshan(path, nodes=1, stage=False):
+def profile_from_darshan(path: str | os.PathLike[str], nodes: int = 1,
+                         stage: bool = False) -> Profile:
     """The profile of a Darshan log; AdvisorError (one line) when the log cannot be
     read, is truncated, or has no POSIX data."""
     path = Path(path)
@@ -200,7 +204,7 @@ def profile_from_darshan(path, nodes=1, stage=False):
     return _spread_and_stage(profile, nodes, stage)
 
 
-def _darshan_complaints(stderr):
+def _darshan_complaints(stderr: str) -> list[str]:
     found = []
     for line in stderr.splitlines():
         for pattern, words in DARSHAN_COMPLAINTS:
@@ -212,7 +216,7 @@ def _darshan_complaints(stderr):
     return found
 
 
-def _spread_and_stage(profile, nodes, stage):
+def _spread_and_stage(profile: Profile, nodes: int, stage: bool) -> Profile:
     if not isinstance(nodes, int) or nodes < 1:
         raise AdvisorError(f"--nodes: expected an integer of at least 1, got {nodes!r}")
     profile.nodes = nodes
@@ -220,6 +224,8 @@ def _spread_and_stage(profile, nodes, stage):
         profile.notes.append("a Darshan log does not say how many nodes the job used: one "
                              "node assumed (--nodes N says otherwise)")
     if stage:
+        # a log's profile always has them (profile_of_modules)
+        assert profile.inputs is not None and profile.outputs is not None
         profile.staging = {"in": dict(profile.inputs), "out": dict(profile.outputs)}
         profile.notes.append("staging: the files the job only read are staged in, the "
                              "files it wrote are staged out")
@@ -237,7 +243,7 @@ NO_TRAFFIC = ("LUSTRE", "DXT_POSIX", "DXT_MPIIO", "HEATMAP", "MDHIM", "APMPI", "
 MODULE_WORDS = {"DFS": "DFS (DAOS)", "DAOS": "DAOS's object API"}
 
 
-def _read_darshan(path):
+def _read_darshan(path: str) -> dict[str, Any]:
     """Runs in the child: the profile of the log at path as a dict, or {"error": ...}.
     The modules it could read are in the profile's ``modules``; libdarshan-util says on
     stderr what it could not read (a log cut short), and the parent says it."""
@@ -292,7 +298,8 @@ def _read_darshan(path):
     return {"profile": profile.as_dict(), "cut": cut_short(path, modules)}
 
 
-def cut_short(path, modules):
+def cut_short(path: str | os.PathLike[str],
+              modules: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """{"size", "expected", "modules"} when the log's header maps records past the end
     of the file (a log cut short: libdarshan-util complains only of the modules it is
     asked to read), else None.  The header (darshan-log-format.h): version[8], magic
@@ -305,7 +312,7 @@ def cut_short(path, modules):
     with open(path, "rb") as f:
         head = f.read(24 + 16 * 65)
     order = "<" if head[8:16] == DARSHAN_MAGIC[0] else ">"
-    regions = []
+    regions: list[tuple[int, int]] = []
     for at in range(24, len(head) - 15, 16):
         off, length = struct.unpack_from(order + "QQ", head, at)
         # the name table and the modules follow each other without gaps; the module
@@ -323,7 +330,7 @@ def cut_short(path, modules):
     return {"size": size, "expected": expected, "modules": missing}
 
 
-def module_notes(modules):
+def module_notes(modules: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """One line per thing a reader must know about the log's modules: what was counted
     through what, what is in POSIX already, what is not predicted, what is partial."""
     notes = []
@@ -354,14 +361,15 @@ def module_notes(modules):
     return notes
 
 
-def _without_prefix(frame, module):
+def _without_prefix(frame: Any, module: str) -> Any:
     """A module's frame with its prefix off the column names (POSIX_READS -> READS), so
     POSIX and STDIO records add up column by column."""
     return frame.rename(columns=lambda c: c[len(module) + 1:]
                         if c.startswith(module + "_") else c)
 
 
-def profile_of_modules(frames, nprocs, run_time, source=""):
+def profile_of_modules(frames: Mapping[str, tuple[Any, Any]], nprocs: int, run_time: float,
+                       source: str = "") -> Profile:
     """A profile from PyDarshan's data frames of POSIX and STDIO ({module: (counters,
     fcounters)}, one row per record: a file on one rank, or rank -1 for a file shared by
     every rank).  Both are data the job moved through the file system; what only one
@@ -378,11 +386,11 @@ def profile_of_modules(frames, nprocs, run_time, source=""):
     posix = counters[counters["module"] == "POSIX"]
     stdio = counters[counters["module"] == "STDIO"]
 
-    def total(column, rows=counters):
+    def total(column: str, rows: Any = counters) -> int:
         return int(rows[column].sum()) if column in rows else 0
 
     reads, writes = total("READS"), total("WRITES")
-    access = {}
+    access: dict[int, int] = {}
     for k in range(1, 5):
         if f"ACCESS{k}_ACCESS" not in posix:
             continue
@@ -397,7 +405,8 @@ def profile_of_modules(frames, nprocs, run_time, source=""):
                                ("write", "WRITES", "BYTES_WRITTEN")):
         classes[d] = size_classes_of(histogram[d], access, total(moved, posix))
         # STDIO records no sizes: each record's requests at their mean size
-        stdio_sizes, stdio_bins = {}, {}
+        stdio_sizes: dict[int, int] = {}
+        stdio_bins: dict[str, int] = {}
         for n, b in zip(stdio[requests], stdio[moved]):
             if n > 0:
                 size = max(1, round(b / n))
@@ -405,13 +414,13 @@ def profile_of_modules(frames, nprocs, run_time, source=""):
                 name = next(name for name, low, high in DARSHAN_BINS
                             if low <= size < high or name == "1G_PLUS")
                 stdio_bins[name] = stdio_bins.get(name, 0) + int(n)
-        merged = {}
+        merged: dict[float, float] = {}
         for size, b in classes[d] + size_classes_of(stdio_bins, stdio_sizes,
                                                     total(moved, stdio)):
             merged[size] = merged.get(size, 0.0) + b
         classes[d] = [[size, b] for size, b in sorted(merged.items())]
 
-    def share(counted, requests):
+    def share(counted: str, requests: str) -> float:
         """Of the requests, those counted consecutive (sequential), plus each record's
         first request: Darshan compares a request with the one before it on the same
         rank, so a rank's first access is never counted, and a job of one request per
@@ -489,7 +498,7 @@ DESCRIPTION_KEYS = {
 }
 
 
-def parse_size(value, where):
+def parse_size(value: Any, where: str) -> int:
     """4096, '4k', '4 KiB', '1.5 GiB', '2 GB' -> bytes (scratchbench.units); AdvisorError
     naming ``where`` otherwise."""
     try:
@@ -499,21 +508,21 @@ def parse_size(value, where):
                            f"{value!r}") from None
 
 
-def _count(value, where, minimum=0):
+def _count(value: Any, where: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise AdvisorError(f"{where}: expected an integer of at least {minimum}, got "
                            f"{value!r}")
     return value
 
 
-def _fraction(value, where):
+def _fraction(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not 0 <= value <= 1:
         raise AdvisorError(f"{where}: expected a fraction from 0 to 1, got {value!r}")
     return float(value)
 
 
-def description_profile(data, where="description"):
+def description_profile(data: object, where: str = "description") -> Profile:
     """A profile from a parsed description (a mapping); AdvisorError naming the key."""
     if not isinstance(data, dict):
         raise AdvisorError(f"{where}: expected a mapping of workload keys "
@@ -576,7 +585,7 @@ def description_profile(data, where="description"):
         stats=_count(data.get("stats", 0), f"{where}: stats"), staging=staging or None)
 
 
-def profile_from_description(path):
+def profile_from_description(path: str | os.PathLike[str]) -> Profile:
     path = Path(path)
     try:
         text = path.read_text()
@@ -603,7 +612,7 @@ def profile_from_description(path):
 DARSHAN_MAGIC = (6567223).to_bytes(8, "little"), (6567223).to_bytes(8, "big")
 
 
-def is_darshan_log(path):
+def is_darshan_log(path: str | os.PathLike[str]) -> bool:
     """A Darshan log starts with its format version ("3.41") in an 8-byte field and
     Darshan's magic number after it, whatever the file is called; a description is
     text."""
@@ -620,7 +629,8 @@ def is_darshan_log(path):
     return str(path).endswith(".darshan") or head[8:16] in DARSHAN_MAGIC
 
 
-def load_profile(path, nodes=None, stage=False):
+def load_profile(path: str | os.PathLike[str], nodes: int | None = None,
+                 stage: bool = False) -> Profile:
     """The profile of a Darshan log or a description, by what the file is."""
     if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)
                               or nodes < 1):
