@@ -45,12 +45,15 @@ import math
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -58,8 +61,9 @@ from markupsafe import Markup
 from reports import advisor_report, fs_diary, naming, runreport, store
 from reports.plots import (LOG_SCALE_RATIO, PLOTLY_CARTESIAN, PLOTLY_FULL, SCREENFUL, Plots,
                            bars_plot, history_plot, lines_plot, plot_json, surface_plots)
-from reports.rankings import (HISTORY_RUNS, MIN_RUNS_TO_RANK, RECENT_RUNS, Standing, advice,
-                              in_environment, lead_environment, load, rankings)
+from reports.rankings import (HISTORY_RUNS, MIN_RUNS_TO_RANK, RECENT_RUNS, Ranking, Series,
+                              Standing, advice, in_environment, lead_environment, load,
+                              rankings)
 from scratchbench import units
 from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S
 
@@ -79,24 +83,25 @@ fmt, when, day = units.number, units.date_time, units.date
 
 
 # ---- formatting -----------------------------------------------------------------------
-def fs_page_name(target):
+def fs_page_name(target: str) -> str:
     """The page of one file system (the verdict file links a change to its chart there)."""
     return f"fs-{slug(target)}.html"
 
 
-def slug(text):
+def slug(text: object) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
 
 
-def duration(seconds):
+def duration(seconds: float | None) -> str:
     return "" if seconds is None else units.duration_words(seconds)
 
 
-def verdict_words(label):
+def verdict_words(label: str) -> str:
     return VERDICT_WORDS.get(label, str(label).replace("-", " ").replace("_", " "))
 
 
-def latest_cases(conn):
+def latest_cases(conn: sqlite3.Connection
+                 ) -> dict[str, tuple[sqlite3.Row | None, list[sqlite3.Row]]]:
     """Every case of each file system's latest run (within the window):
     {target: (run row, [case rows])}."""
     return {target or "unspecified": (store.run(conn, run_id),
@@ -105,7 +110,7 @@ def latest_cases(conn):
 
 
 # ---- the verdict banner --------------------------------------------------------------------
-def nights_needed(entry):
+def nights_needed(entry: Mapping[str, Any]) -> int:
     """How many more nights a figure needs before it can be judged (0 when judged)."""
     for name in ("nights_needed", "runs_needed", "more_runs_needed"):
         if isinstance(entry.get(name), int):
@@ -120,14 +125,16 @@ def nights_needed(entry):
 BANNER_CHANGES = 20
 
 
-def regressions_of(series, verdicts):
+def regressions_of(series: Iterable[Series], verdicts: Mapping[tuple[str, str], dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
     """The regression verdicts (new or ongoing) of these series (every environment)."""
     return [v for s in series
             for v in [verdicts.get((s.key, s.metric))]
             if v and v["verdict"] in ("regression", "ongoing-regression")]
 
 
-def banner(verdicts, latest_run):
+def banner(verdicts: Mapping[str, Any] | None,
+           latest_run: sqlite3.Row | None) -> dict[str, Any] | None:
     """What the nightly verdict of the latest run decided and what it could not."""
     if latest_run is None:
         return None
@@ -154,7 +161,8 @@ def banner(verdicts, latest_run):
 
 
 # ---- pages -----------------------------------------------------------------------------------
-def headline_table(headline_rankings, targets):
+def headline_table(headline_rankings: Iterable[Ranking],
+                   targets: Sequence[str]) -> list[dict[str, Any]]:
     """Rows of the index: one per headline figure, grouped by workload tag."""
     by_tag = defaultdict(list)
     for r in headline_rankings:
@@ -167,7 +175,7 @@ def headline_table(headline_rankings, targets):
             for tag in sorted(by_tag, key=lambda t: -newest[t])]
 
 
-def problems(cases, with_target=False):
+def problems(cases: Sequence[sqlite3.Row], with_target: bool = False) -> dict[str, Any]:
     """Failures and skips of a set of cases, grouped by cause."""
     failed, skipped = defaultdict(list), defaultdict(list)
     for c in cases:
@@ -190,7 +198,9 @@ def problems(cases, with_target=False):
             "skips": sorted(skipped.items(), key=lambda kv: -len(kv[1]))}
 
 
-def fs_page(target, series, headline_rankings, verdicts, plots):
+def fs_page(target: str, series: Mapping[tuple[str, str], Series],
+            headline_rankings: Iterable[Ranking],
+            verdicts: Mapping[tuple[str, str], dict[str, Any]], plots: Plots) -> dict[str, Any]:
     """The sections of one file system's page."""
     mine = [s for s in series.values() if s.target == target]
     headlines = []
@@ -204,6 +214,8 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
         headlines.append(plots.add(spec, ranking=r, standing=standing, notes=notes))
     charts = _chart_sections(mine, plots)
     scaling = _scaling_sections(mine, plots)
+    folded: defaultdict[tuple[str, str],
+                        defaultdict[tuple[str, str, tuple[str, ...]], list[dict[str, Any]]]]
     folded = defaultdict(lambda: defaultdict(list))
     groups = defaultdict(list)
     for s in mine:
@@ -220,6 +232,7 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
             .append(plots.add(spec, label=label, unit=unit, notes=notes, headline=headline,
                               verdicts=[(e, v) for e, v in judged if v],
                               anchors=_anchors(ss)))
+    sections: list[dict[str, Any]]
     sections = [{"tag": tag, "check": check, "words": naming.tag_words(tag),
                  "variants": [{"variant": v, "partition": p, "workload": "; ".join(w),
                                "plots": sorted(ps, key=lambda p: (not p["headline"], p["label"]))}
@@ -230,7 +243,7 @@ def fs_page(target, series, headline_rankings, verdicts, plots):
             "kind": next((s.kind for s in mine if s.kind), None)}
 
 
-def _anchors(series):
+def _anchors(series: Iterable[Series]) -> list[str]:
     """The ids a verdict's link to these figures' chart lands on (naming.figure_anchor)."""
     return [naming.figure_anchor(s.key, s.metric) for s in series]
 
@@ -304,7 +317,8 @@ def _scaling_sections(mine, plots):
     return out
 
 
-def compare_page(all_rankings, plots):
+def compare_page(all_rankings: Sequence[Ranking], plots: Plots
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Headline figures across file systems, then every figure, the same variant side by
     side."""
     headlines = []
@@ -314,7 +328,8 @@ def compare_page(all_rankings, plots):
         spec, log = bars_plot(targets, [(r.name, r.standings)], r.unit,
                               highlight=r.best.target if r.status == "winner" else None)
         headlines.append(plots.add(spec, ranking=r, log=log, targets=targets))
-    grouped = defaultdict(lambda: defaultdict(dict))
+    grouped: defaultdict[tuple[str, str, str, str, str], dict[str, Ranking]]
+    grouped = defaultdict(dict)
     # A variant measured with different sizes on different file systems is not one bar
     # group: its sizes tell the groups apart.
     sized = Counter((r.tag, r.check, r.variant, r.label) for r in all_rankings)
@@ -337,7 +352,8 @@ def compare_page(all_rankings, plots):
                         "plots": ps} for (tag, check), ps in sorted(sections.items())]
 
 
-def compare_charts(series, plots):
+def compare_charts(series: Mapping[tuple[str, str], Series],
+                   plots: Plots) -> list[dict[str, Any]]:
     """The 'lines' charts the checks declare, every file system on the same graph (as
     seed 003 compares two systems): the latest run of each, one line per file system
     and chart line."""
@@ -351,14 +367,17 @@ def compare_charts(series, plots):
         targets = sorted({s.target for s in ss})
         if len(targets) < 2:
             continue
+        lines: defaultdict[str, dict[Any, float]]
         lines = defaultdict(dict)
         for target in targets:
             mine = [s for s in ss if s.target == target]
             newest = max(s.points[-1][0] for s in mine)
             for s in mine:
+                assert s.chart is not None     # grouped by its chart
                 if s.points[-1][0] == newest:
                     lines[f"{target}: {s.chart.get('line') or s.label}"][s.chart["x"][1]] = \
                         s.points[-1][1]
+        assert ss[0].chart is not None
         out.append(plots.add(lines_plot(ss[0].chart["x"][0], lines, unit), title=title,
                              check=check, variant=variant, environ=environ, unit=unit,
                              words=naming.tag_words(tag) + (f", {sizes}" if sizes else "")))
@@ -370,10 +389,11 @@ def compare_charts(series, plots):
 # its axis words and thresholds (e.g. the node's memory on a file-size axis), and a page
 # per chart title that sets every file system's latest chart side by side: surfaces in a
 # row on one colour scale, lines on the same axes.
-def chart_ticks(series):
+def chart_ticks(series: Iterable[Series]) -> dict[str, dict[Any, str]]:
     """{"x": {value: words}, "y": {...}} from the axis words the charts declare."""
-    ticks = {"x": {}, "y": {}}
+    ticks: dict[str, dict[Any, str]] = {"x": {}, "y": {}}
     for s in series:
+        assert s.chart is not None     # the series of a chart
         for axis in ("x", "y"):
             declared = s.chart.get(axis)
             if declared and len(declared) == 3:
@@ -381,16 +401,19 @@ def chart_ticks(series):
     return ticks
 
 
-def chart_marks(series):
+def chart_marks(series: Iterable[Series]) -> list[dict[str, Any]]:
     """The thresholds declared with a chart (the same for every figure of a case)."""
     marks = {}
     for s in series:
+        assert s.chart is not None     # the series of a chart
         for m in s.chart.get("marks") or []:
             marks[(m["axis"], m["value"], m["label"])] = m
     return sorted(marks.values(), key=lambda m: (m["axis"], m["value"]))
 
 
-def threshold_words(marks, cells, ticks):
+def threshold_words(marks: Iterable[Mapping[str, Any]],
+                    cells: Mapping[tuple[Any, Any], float | None],
+                    ticks: Mapping[str, Mapping[Any, str]]) -> list[str]:
     """Each threshold in words, and whether the chart shows it: 'node memory, 24 GiB:
     beyond the largest file size measured (1 MiB)'."""
     out = []
@@ -407,7 +430,7 @@ def threshold_words(marks, cells, ticks):
     return out
 
 
-def across_page_name(title):
+def across_page_name(title: str) -> str:
     return f"across-{slug(title)}.html"
 
 
@@ -427,7 +450,7 @@ def _latest_cells(series):
     return cells, newest, current
 
 
-def across_pages(series):
+def across_pages(series: Mapping[tuple[str, str], Series]) -> list[dict[str, Any]]:
     """Per declared chart title: every file system's latest chart of each workload, side
     by side.  Returns [{"title", "file", "kind", "checks", "targets", "groups"}]."""
     by_title = defaultdict(list)
@@ -437,8 +460,10 @@ def across_pages(series):
     pages_out = []
     for title, members in sorted(by_title.items()):
         plots = Plots("a")
+        groups: defaultdict[tuple[str, str, str, str, str, str], defaultdict[str, list[Series]]]
         groups = defaultdict(lambda: defaultdict(list))
         for s in members:
+            assert s.chart is not None     # grouped by its chart's title
             # lines of different work (2 directories against 1) are not drawn as one
             # comparison; a surface's cells are each a (file size, record size), the
             # work on its axes, so surfaces of different size ranges still compare
@@ -453,6 +478,7 @@ def across_pages(series):
             environ = lead_environment(by_target)
             latest = {t: _latest_cells(in_environment(by_target[t], environ))
                       for t in targets}
+            row: dict[str, Any]
             row = {"tag": tag, "words": naming.tag_words(tag), "check": check,
                    "variant": variant, "kind": kind, "unit": unit, "targets": targets,
                    "workload": "; ".join(sorted({s.workload_words for t in targets
@@ -501,7 +527,7 @@ def _surfaces_side_by_side(chart, latest, targets, unit, plots):
     return out
 
 
-def run_extras(source):
+def run_extras(source: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """Per case of a run report: wall time and output directory (kept in the run
     report, not in the store): {series key: {...}}."""
     try:
@@ -521,18 +547,19 @@ def run_extras(source):
 FIGURE_COLUMNS = 8   # a check with more figures than this lists them in a fold per case
 
 
-def _short_mark(phase):
+def _short_mark(phase: float | None) -> str:
     """The mark of a value whose timed phase was too short to trust (the phase's length
     on hover; the rule under the table: a run has thousands of such values)."""
     return (f' <abbr class="short" title="timed over {duration(phase)}">(too short)</abbr>'
             if phase is not None else "")
 
 
-def _figure_cell(value, short):
+def _figure_cell(value: str, short: float | None) -> str:
     return f'<td class="num">{escape(value)}{_short_mark(short)}</td>'
 
 
-def case_rows_html(rows, parameters, figure_columns):
+def case_rows_html(rows: Iterable[Mapping[str, Any]], parameters: Sequence[str],
+                   figure_columns: Sequence[tuple[str, str]]) -> Markup:
     """The rows of a run's table of cases: parameters and figures as columns.
 
     Built here with ``html.escape`` rather than in the template: a run of the suite has
@@ -578,7 +605,8 @@ def case_rows_html(rows, parameters, figure_columns):
     return Markup("\n".join(out))
 
 
-def run_page_data(conn, run, out):
+def run_page_data(conn: sqlite3.Connection, run: sqlite3.Row,
+                  out: str | os.PathLike[str]) -> dict[str, Any]:
     cases = store.run_cases(conn, run["run_id"])
     figures = defaultdict(list)
     for case_id, value, unit, label, metric, phase, short in store.run_figures(conn,
@@ -598,6 +626,7 @@ def run_page_data(conn, run, out):
     tables = []
     for check, rows in groups.items():
         names = sorted({k for r in rows for k in r["params"]})
+        figure_columns: dict[str, str] | list[tuple[str, str]]
         figure_columns = {}
         for r in rows:
             for label, _, unit, _ in r["figures"]:
@@ -631,7 +660,7 @@ def _environment(cache):
     return env
 
 
-def _code_digest():
+def _code_digest() -> str:
     """Changes whenever the code a run page comes from or a template changes: every page
     is rebuilt then."""
     digest = hashlib.sha256()
@@ -644,7 +673,9 @@ def _code_digest():
     return digest.hexdigest()[:16]
 
 
-def build(out_dir, db_path=None, nightly_verdicts=None, title="Scratch file system performance"):
+def build(out_dir: str | os.PathLike[str], db_path: str | os.PathLike[str] | None = None,
+          nightly_verdicts: Mapping[str, Any] | None = None,
+          title: str = "Scratch file system performance") -> tuple[int, int, float]:
     """Write the site into out_dir; returns (pages written, figures stored, seconds).
 
     ``nightly_verdicts``: the verdict file of a nightly run; the banner uses it only when
@@ -690,7 +721,7 @@ def _build(conn, out, nightly_verdicts, title):
     common["chart_pages"] = {page["title"]: page["file"] for page in across}
     written = 0
 
-    def write(file_name, template, **context):
+    def write(file_name: str, template: str, **context: Any) -> None:
         nonlocal written
         (out / file_name).write_text(env.get_template(template).render(common, **context))
         written += 1
@@ -745,7 +776,7 @@ def _build(conn, out, nightly_verdicts, title):
     return written
 
 
-def _run_page_name(run_id):
+def _run_page_name(run_id: str) -> str:
     return f"run-{slug(run_id)}.html"
 
 

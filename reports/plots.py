@@ -12,11 +12,16 @@ validate every property: too slow at scale), and which plotly.js bundle a page n
 import json
 import math
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
 from scratchbench import units
+
+if TYPE_CHECKING:
+    from reports.rankings import Standing
 
 LOG_SCALE_RATIO = 30      # bars on a log axis when values differ by more than this
 MIN_EARLIER_FOR_BOX = 4   # earlier runs before a box plot and quartile colours
@@ -64,11 +69,13 @@ def _time_range(stamps):
     return [(lo - pad) * 1000, (hi + pad) * 1000]
 
 
-def history_plot(lines, unit, higher):
+def history_plot(lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]], unit: str,
+                 higher: bool) -> tuple[dict[str, Any], list[tuple[str, float, str | None]]]:
     """UMAMI's layout: the history on the left with the latest value marked and coloured
     by the quarter of earlier runs it falls in; a box plot of the earlier runs on the
     right (from MIN_EARLIER_FOR_BOX earlier runs on).  lines: [(name, [(t, v, run)])].
     Returns (spec, [(name, latest, quartile words or None)])."""
+    data: list[dict[str, Any]]
     data, notes, stamps = [], [], []
     boxes = any(len(points) - 1 >= MIN_EARLIER_FOR_BOX for _, points in lines)
     # One run so far: its value over its date, not a dot lost on a time axis of minutes.
@@ -102,6 +109,7 @@ def history_plot(lines, unit, higher):
                          "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
     top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480)
                           if len(lines) > 1 else 0)
+    layout: dict[str, Any]
     layout = {"height": 220 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 35},
               "showlegend": len(lines) > 1,
               "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom",
@@ -145,7 +153,9 @@ def _spaced_ticks(values, log, most=MOST_TICKS):
     return [values[i] for i in kept]
 
 
-def lines_plot(x_name, lines, unit, error_bars=None):
+def lines_plot(x_name: str, lines: Mapping[str, Mapping[Any, float]], unit: str,
+               error_bars: Mapping[str, Mapping[Any, tuple[float, float]]] | None = None
+               ) -> dict[str, Any]:
     """x against value, one line per name: lines = {name: {x: value}};
     error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
     data, xs_all = [], []
@@ -182,7 +192,11 @@ def lines_plot(x_name, lines, unit, error_bars=None):
         "xaxis": xaxis, "yaxis": {"title": {"text": unit}, "rangemode": "tozero"}}}
 
 
-def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None):
+def surface_plots(x_name: str, y_name: str, cells: Mapping[tuple[Any, Any], float | None],
+                  unit: str, ticks: Mapping[str, Mapping[Any, str]] | None = None,
+                  marks: Iterable[Mapping[str, Any]] = (),
+                  zrange: tuple[float, float] | None = None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A 3-D surface and a heat map of value over (x, y); cells = {(x, y): value}.
     Missing cells (e.g. small records of large files) stay empty.  ``ticks``: the
     declared words of axis values ({"x": {65536: "64 KiB"}}); ``marks``: declared
@@ -198,7 +212,7 @@ def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None
     log = low > 0 and high / low > LOG_SCALE_RATIO
     colour = _colour_scale(low, high, log, unit)
 
-    def words(axis, v):
+    def words(axis: str, v: Any) -> str:
         return ticks.get(axis, {}).get(v) or fmt(v)
 
     text = [[f"{words('x', x)}, {words('y', y)}: {fmt(cells[(x, y)])} {unit}"
@@ -219,10 +233,12 @@ def surface_plots(x_name, y_name, cells, unit, ticks=None, marks=(), zrange=None
         values_ = _round_ticks(high)
         scene["zaxis"].update(range=[0, max(high, values_[-1]) * 1.1], tickvals=values_,
                               ticktext=[fmt(v) for v in values_])
+    surface: dict[str, Any]
     surface = {"data": [dict(colour, type="surface", x=xs, y=ys, z=z, surfacecolor=shade,
                              text=text, hovertemplate="%{text}<extra></extra>")],
                "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
                           "scene": dict(scene, camera={"eye": {"x": 1.7, "y": 1.7, "z": 1.0}})}}
+    heat: dict[str, Any]
     heat = {"data": [dict(colour, type="heatmap", x=[words("x", x) for x in xs],
                           y=[words("y", y) for y in ys], z=shade, text=text,
                           hovertemplate="%{text}<extra></extra>")],
@@ -300,7 +316,9 @@ def _category_position(values, value):
     return float(len(values) - 1)
 
 
-def bars_plot(categories, traces, unit, highlight=None, width=480):
+def bars_plot(categories: Sequence[str],
+              traces: Sequence[tuple[str, Mapping[str, "Standing | None"]]], unit: str,
+              highlight: str | None = None, width: int = 480) -> tuple[dict[str, Any], bool]:
     """Bars of the recent median with the recent range as error bars.
     traces: [(name, {category: Standing})]; a log axis when values differ by orders;
     width: the narrowest the plot is drawn (labels and legend are laid out for it)."""
@@ -334,6 +352,7 @@ def bars_plot(categories, traces, unit, highlight=None, width=480):
     legend_rows = _legend_rows([str(name) for name, _ in traces], width) \
         if len(traces) > 1 else 0
     top, bottom = 30 + LINE_PX * legend_rows, 25 + LINE_PX * label_lines
+    yaxis: dict[str, Any]
     yaxis = {"title": {"text": unit + (" (log scale)" if log else "")},
              "type": "log" if log else "linear"}
     if log:
@@ -353,7 +372,7 @@ def bars_plot(categories, traces, unit, highlight=None, width=480):
 CHAR_PX, LINE_PX = 7, 18
 
 
-def _wrap(text, width):
+def _wrap(text: str, width: int) -> str:
     """Text in lines of at most ``width`` characters (words kept whole), for a tick label."""
     lines, line = [], ""
     for word in text.split():
@@ -382,23 +401,25 @@ class Plots:
     among the first ``SCREENFUL`` plots (folded surfaces load the full bundle when they
     are opened: pages.js)."""
 
-    def __init__(self, prefix="p"):
+    first_3d: int | None   # the number of the first 3-D surface added, if any
+
+    def __init__(self, prefix: str = "p") -> None:
         self.prefix, self.count, self.first_3d = prefix, 0, None
 
-    def add(self, spec, **info):
+    def add(self, spec: dict[str, Any], **info: Any) -> dict[str, Any]:
         self.count += 1
         if info.get("surface") and self.first_3d is None:
             self.first_3d = self.count
         return dict(info, id=f"{self.prefix}{self.count}", spec=spec)
 
     @property
-    def bundle(self):
+    def bundle(self) -> str:
         """The plotly bundle the page loads with it."""
         return PLOTLY_FULL if self.first_3d is not None and self.first_3d <= SCREENFUL \
             else PLOTLY_CARTESIAN
 
 
-def plot_json(spec):
+def plot_json(spec: Any) -> Markup:
     """A plot specification as JSON safe inside <script>: what Jinja's ``tojson`` does,
     without sorting keys or indenting (plots are most of a page's bytes and build time)."""
     text = json.dumps(spec, separators=(",", ":"), allow_nan=False)

@@ -18,8 +18,11 @@ Statistics, and why:
 
 import json
 import math
+import sqlite3
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reports import naming, store
 from scratchbench import units
@@ -34,7 +37,7 @@ VARIANT_ADVICE_RATIO = 1.5  # advice compares variants that differ by at least t
 fmt, day = units.number, units.date
 
 
-def times(ratio):
+def times(ratio: float) -> str:
     return f"{ratio:.3g}x" if math.isfinite(ratio) else "many times"
 
 
@@ -47,7 +50,8 @@ class Series:
                  "workload_words", "params", "scaling", "case_id", "role",
                  "phase_seconds", "too_short")
 
-    def __init__(self, key, metric, points, meta):
+    def __init__(self, key: str, metric: str, points: list[tuple[float, float, str]],
+                 meta: sqlite3.Row | Mapping[str, Any]) -> None:
         self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
         self.case_id = meta["case_id"]
         self.target = meta["scratch_target"] or "unspecified"
@@ -70,21 +74,22 @@ class Series:
         self.phase_seconds, self.too_short = meta["phase_seconds"], bool(meta["too_short"])
 
     @property
-    def descriptive(self):
+    def descriptive(self) -> bool:
         """Describes a model, a search or the measurement, not the file system."""
         return self.role in DESCRIPTIVE_ROLES
 
     @property
-    def figure(self):
+    def figure(self) -> tuple[str, str, str, str, str, str, str]:
         """One figure of one workload, comparable across file systems: the same tag,
         check, variant, sizes and declared meaning."""
         return (self.tag, self.check, self.variant, self.workload_words, self.label,
                 self.unit, self.better)
 
 
-def load(conn):
+def load(conn: sqlite3.Connection) -> dict[tuple[str, str], Series]:
     """The histories of the latest HISTORY_RUNS runs of each tag:
     {(series key, metric): Series}."""
+    points: dict[tuple[str, str], list[tuple[float, float, str]]]
     points, latest_case = {}, {}
     for case_id, key, metric, value, started, run_id in store.recent_values(conn,
                                                                              HISTORY_RUNS):
@@ -107,9 +112,9 @@ class Standing:
     and over the environments when given several, that measured it in that run; the
     rankings give it one environment: see lead_environment), and its recent spread."""
 
-    def __init__(self, target, series):
+    def __init__(self, target: str, series: Sequence[Series]) -> None:
         self.target, self.series = target, series
-        by_run = {}
+        by_run: dict[str, tuple[float, list[float]]] = {}
         for s in series:
             for t, v, run in s.points:
                 by_run.setdefault(run, (t, []))[1].append(v)
@@ -124,15 +129,15 @@ class Standing:
         self.low, self.high = min(self.recent), max(self.recent)
 
     @property
-    def n(self):
+    def n(self) -> int:
         return len(self.recent)
 
-    def spread_words(self, unit):
+    def spread_words(self, unit: str) -> str:
         if self.n == 1:
             return "one run so far"
         return f"{fmt(self.low)} to {fmt(self.high)} {unit} over {self.n} runs"
 
-    def rests_on(self):
+    def rests_on(self) -> str:
         dates = day(self.first) if self.n == 1 or day(self.first) == day(self.last) \
             else f"{day(self.first)} to {day(self.last)}"
         runs = "the latest run" if self.n == 1 else f"the last {self.n} runs"
@@ -140,22 +145,24 @@ class Standing:
         return f"{runs} ({dates}){': ' + sizes if sizes else ''}"
 
 
-def _apart(good, bad, better):
+def _apart(good: Standing, bad: Standing, better: str) -> bool:
     """Every recent value of `good` beats every recent value of `bad`."""
     return good.low > bad.high if better == "higher" else good.high < bad.low
 
 
-def _ratio(good, bad, better):
+def _ratio(good: Standing, bad: Standing, better: str) -> float:
     """How many times better `good` is than `bad` on the medians (>= 1 when better)."""
     a, b = (good.median, bad.median) if better == "higher" else (bad.median, good.median)
     return a / b if b else math.inf
 
 
-def lead_environment(series_by_target):
+def lead_environment(series_by_target: Mapping[str, Sequence[Series]]) -> str:
     """The one programming environment a headline value comes from: the one that
     measured the figure on the most file systems, then in the most runs, then the first
     by name.  Never a median across environments: MPI libraries differ by several times
     on metadata rates, so such a median would be neither's number."""
+    targets: Counter[str]
+    points: Counter[str]
     targets, points = Counter(), Counter()
     for ss in series_by_target.values():
         targets.update({s.environ for s in ss})
@@ -164,7 +171,7 @@ def lead_environment(series_by_target):
     return min(targets, key=lambda e: (-targets[e], -points[e], e))
 
 
-def in_environment(series, environ):
+def in_environment(series: Sequence[Series], environ: str) -> list[Series]:
     """The series of one environment; where it did not run, those of the target's own
     lead environment (said beside the value)."""
     mine = [s for s in series if s.environ == environ]
@@ -174,7 +181,10 @@ def in_environment(series, environ):
 class Ranking:
     """Which file system is best for one figure, and whether the spreads allow saying so."""
 
-    def __init__(self, figure, series_by_target):
+    regressed: dict[str, list[dict[str, Any]]]   # nightly verdict entries, by target
+
+    def __init__(self, figure: tuple[str, str, str, str, str, str, str],
+                 series_by_target: Mapping[str, Sequence[Series]]) -> None:
         self.figure = figure
         (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
          self.better) = figure
@@ -213,17 +223,18 @@ class Ranking:
             self.status = "no clear winner"
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.headline or self.label
 
     @property
-    def workload_words(self):
+    def workload_words(self) -> list[str]:
         return sorted({w for s in self.standings.values() for w in s.workload_words})
 
-    def margin_words(self):
+    def margin_words(self) -> str:
+        assert self.margin is not None     # ranked: set with self.second
         return f"{times(self.margin)} {'higher' if self.better == 'higher' else 'lower'}"
 
-    def regression_words(self, target):
+    def regression_words(self, target: str) -> str:
         """'' or what a recommendation of target must say: it just regressed here."""
         found = self.regressed.get(target)
         if not found:
@@ -234,7 +245,7 @@ class Ranking:
                 f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
                 "may no longer hold")
 
-    def verdict(self):
+    def verdict(self) -> str:
         """The ranking in words, as the index shows it (and the advice repeats)."""
         if self.status == "not ranked":
             return ("not ranked: it describes a model or the measurement, not the file "
@@ -244,6 +255,9 @@ class Ranking:
             return f"not ranked: on {target}, {too_short_words(seconds)}"
         if self.status == "alone":
             return f"only measured on {self.best.target}"
+        # ranked against a second file system: margin and runs needed are set
+        assert self.second is not None and self.margin is not None and \
+            self.runs_needed is not None
         if self.status == "winner":
             caveat = self.regression_words(self.best.target)
             return (f"{self.best.target}: {self.margin_words()} than {self.second.target} "
@@ -256,9 +270,10 @@ class Ranking:
                 f"needed (so far {self.best.target} leads by {times(self.margin)})")
 
 
-def rankings(series):
+def rankings(series: Mapping[tuple[str, str], Series]) -> list[Ranking]:
     """A ranking of every figure (except those drawn on a declared chart), in the order
     the pages list them."""
+    grouped: defaultdict[tuple[str, str, str, str, str, str, str], defaultdict[str, list[Series]]]
     grouped = defaultdict(lambda: defaultdict(list))
     for s in series.values():
         if not s.chart:
@@ -268,7 +283,8 @@ def rankings(series):
 
 
 # ---- advice ------------------------------------------------------------------------------
-def advice(target, headline_rankings, series):
+def advice(target: str, headline_rankings: Sequence[Ranking],
+           series: Mapping[tuple[str, str], Series]) -> list[str]:
     """What a user of one file system should know, from the declared figures only.
 
     Each line says which runs and sizes it rests on; nothing is said where the spread
@@ -285,6 +301,7 @@ def advice(target, headline_rankings, series):
         caveat = r.regression_words(r.best.target)
         caveat = f" {caveat[0].upper()}{caveat[1:]}." if caveat else ""
         if r.status == "winner" and r.best.target == target:
+            assert r.second is not None     # a winner has a runner-up
             lines.append(f"Best file system here for {what}: {r.margin_words()} than "
                          f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
                          f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
@@ -301,6 +318,7 @@ def advice(target, headline_rankings, series):
         elif r.status == "no clear winner":
             level.append(what)
         else:
+            assert r.runs_needed is not None     # too few runs: ranked against a second
             undecided.append((what, r.runs_needed))
     for r in headline_rankings:
         mine = r.standings.get(target)

@@ -8,29 +8,31 @@ run summary read them here, never by parsing display names.
 """
 
 import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from scratchbench.errors import one_line
 
 SUPPORTED_DATA_VERSION = "4."
 
 
-def final_cases(report):
+def final_cases(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The test cases of the last run of a session (retries hold the final state)."""
     runs = report.get("runs") or [{}]
     return list(runs[-1].get("testcases", []))
 
 
-def parameters(case):
+def parameters(case: Mapping[str, Any]) -> dict[str, Any]:
     """{parameter name: value} from the case's own fields."""
     return {name: case.get(name) for name in case.get("parameter_names") or []}
 
 
-def check_name(case):
+def check_name(case: Mapping[str, Any]) -> str:
     """The check's class name (the first word of its display name for foreign cases)."""
     return case.get("check_class") or (case.get("display_name") or case.get("name") or "?").split()[0]
 
 
-def case_key(case):
+def case_key(case: Mapping[str, Any]) -> tuple[str | None, str, str | None]:
     """How ReFrame names a case in ``dependencies_actual``."""
     return (case.get("unique_name"), f"{case.get('system')}:{case.get('partition')}",
             case.get("environ"))
@@ -41,7 +43,8 @@ def case_key(case):
 NOT_RUN = ("skip", "fail_deps")
 
 
-def skip_reasons(cases, with_failed_cause=True):
+def skip_reasons(cases: Sequence[Mapping[str, Any]],
+                 with_failed_cause: bool = True) -> dict[int, str]:
     """{index in cases: reason} for every case that did not run (``NOT_RUN``).
 
     A case skipped because a dependency (e.g. the IOR provider fixture) was skipped
@@ -52,7 +55,7 @@ def skip_reasons(cases, with_failed_cause=True):
     """
     by_key = {case_key(c): c for c in cases}
 
-    def reason_of(case, seen=()):
+    def reason_of(case: Mapping[str, Any], seen: tuple[int, ...] = ()) -> str | None:
         own = case.get("skip_reason") or case.get("fail_reason")
         if own:
             return own
@@ -77,14 +80,14 @@ def skip_reasons(cases, with_failed_cause=True):
             if c.get("result") in NOT_RUN}
 
 
-def failure_in_words(case):
+def failure_in_words(case: Mapping[str, Any]) -> str:
     """Why a case failed, in one line: ReFrame's reason (folded) and, for a failed
     build, the end of what the build wrote to stderr."""
     return "; ".join(filter(None, (one_line(case.get("fail_reason")),
                                    build_error_tail(case))))
 
 
-def build_error_tail(case):
+def build_error_tail(case: Mapping[str, Any]) -> str:
     """For a case whose build failed: the last line its build wrote to stderr (a Spack
     or make error says its cause there, ReFrame's reason only the exit code), with
     the file; "" for any other case."""
@@ -99,7 +102,7 @@ def build_error_tail(case):
     return f"{lines[-1][:300] if lines else 'nothing on stderr'} (the end of {path})"
 
 
-def perf_figures(case):
+def perf_figures(case: Mapping[str, Any]) -> list[tuple[str, Any, Any, Any, Any, Any, Any]]:
     """[(metric, value, unit, reference, lower, upper, result)] of one case."""
     out = []
     for key, perf in (case.get("perfvalues") or {}).items():

@@ -31,8 +31,10 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from reports import runreport
 from scratchbench import paths
@@ -54,7 +56,7 @@ class NoHistory(StoreError):
     exit_code = 7
 
 
-def migrations():
+def migrations() -> list[tuple[int, str]]:
     """[(version, sql)] in order, from reports/migrations/NNNN_*.sql."""
     found = []
     for entry in resources.files("reports").joinpath("migrations").iterdir():
@@ -64,7 +66,8 @@ def migrations():
     return sorted(found)
 
 
-def connect(db_path=None, create=True):
+def connect(db_path: str | os.PathLike[str] | None = None,
+            create: bool = True) -> sqlite3.Connection:
     """Open (creating and migrating as needed) the history store.  ``create=False`` is
     for commands that only read: a store that does not exist is an error (NoHistory),
     never made empty by reading it."""
@@ -91,7 +94,7 @@ def connect(db_path=None, create=True):
     return conn
 
 
-def _statements(sql):
+def _statements(sql: str) -> Iterator[str]:
     """The SQL statements of a migration file (comments may hold semicolons)."""
     buffer = ""
     for line in sql.splitlines():
@@ -105,7 +108,7 @@ def _statements(sql):
         raise StoreError(f"migration ends with an incomplete statement: {buffer.strip()[:60]}")
 
 
-def _migrate(conn, db_path):
+def _migrate(conn: sqlite3.Connection, db_path: str | os.PathLike[str]) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         current = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -125,25 +128,26 @@ def _migrate(conn, db_path):
         raise
 
 
-def _num(value):
+def _num(value: object) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _insert(conn, table, row):
+def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> sqlite3.Cursor:
     """INSERT by column name: a new column never shifts the others."""
     columns = list(row)
     return conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
                         f"({', '.join('?' * len(columns))})", [row[c] for c in columns])
 
 
-def series_key(case, display):
+def series_key(case: Mapping[str, Any], display: str | None) -> str:
     """One history line: where it ran, with which environment, which variant, which
     workload (quick, nightly and acceptance sizes are different series)."""
     return (f"{case.get('system')}:{case.get('partition')}|{case.get('environ')}|{display}|"
             f"{case.get('workload_tag') or ''}")
 
 
-def ingest_report(conn, report, meta=None, source=""):
+def ingest_report(conn: sqlite3.Connection, report: Mapping[str, Any],
+                  meta: Mapping[str, Any] | None = None, source: str = "") -> int:
     """Store one ReFrame run report.  Returns the number of figures added (0 when the
     run was already stored)."""
     meta = meta or {}
@@ -276,7 +280,8 @@ def _insert_filesystem_configs(conn, run_id, cases):
              f"({', '.join(results)}), or the run predates the collector"))
 
 
-def filesystem_configs(conn, run_ids=None, target=None):
+def filesystem_configs(conn: sqlite3.Connection, run_ids: Iterable[str] | None = None,
+                       target: str | None = None) -> list[dict[str, Any]]:
     """Rows of filesystem_configs with the run's start, oldest run first; ``facts``
     decoded (None when none were read)."""
     clauses, args = [], []
@@ -299,12 +304,12 @@ def filesystem_configs(conn, run_ids=None, target=None):
     return out
 
 
-def _db_name(conn):
+def _db_name(conn: sqlite3.Connection) -> str:
     row = conn.execute("PRAGMA database_list").fetchone()
     return f"history store {row[2]}" + _why_unwritable(row[2]) if row else "history store"
 
 
-def _why_unwritable(db_path):
+def _why_unwritable(db_path: str | os.PathLike[str]) -> str:
     """What the file system says, since SQLite's own words ('disk I/O error', 'unable to
     open database file') do not tell a full disk from a read-only one."""
     folder = os.path.dirname(os.path.abspath(db_path)) or "."
@@ -322,7 +327,7 @@ def _why_unwritable(db_path):
 
 
 @contextlib.contextmanager
-def snapshot(conn):
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One consistent view of the store for a whole read (a page build): in WAL mode a
     read transaction sees the runs committed when it began, whole, and none after."""
     conn.execute("BEGIN")
@@ -332,7 +337,7 @@ def snapshot(conn):
         conn.execute("ROLLBACK")
 
 
-def check_integrity(conn):
+def check_integrity(conn: sqlite3.Connection) -> None:
     """SQLite's own check; a damaged store is an error before anything is written."""
     try:
         problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
@@ -344,7 +349,7 @@ def check_integrity(conn):
                          "backup, or save what is readable with `sqlite3 FILE .recover`")
 
 
-def ingest_run_dir(conn, run_dir):
+def ingest_run_dir(conn: sqlite3.Connection, run_dir: str | os.PathLike[str]) -> int:
     """Ingest results/runs/<id>/ (report.json + run.json)."""
     run_dir = Path(run_dir)
     report_path = run_dir / "report.json"
@@ -364,7 +369,8 @@ def ingest_run_dir(conn, run_dir):
     return ingest_report(conn, report, meta, source=str(report_path))
 
 
-def ingest_all(conn, runs_dir=None):
+def ingest_all(conn: sqlite3.Connection,
+               runs_dir: str | os.PathLike[str] | None = None) -> tuple[int, int]:
     """Ingest every finished run directory not yet stored: (runs added, figures added)."""
     runs_dir = Path(runs_dir or paths.results_dir() / "runs")
     stored = {row[0] for row in conn.execute("SELECT run_id FROM runs")}
@@ -378,7 +384,8 @@ def ingest_all(conn, runs_dir=None):
     return runs, figures
 
 
-def figure_rows(conn, where="", args=()):
+def figure_rows(conn: sqlite3.Connection, where: str = "",
+                args: Sequence[Any] = ()) -> list[sqlite3.Row]:
     """Every figure with its case and run, oldest run first."""
     return conn.execute(
         "SELECT f.figure_id, f.metric, f.value, f.unit, f.reference, f.lower, f.upper,"
@@ -389,8 +396,9 @@ def figure_rows(conn, where="", args=()):
         f"{where} ORDER BY r.started, r.run_id", args).fetchall()
 
 
-def samples_of(conn, figure_ids):
-    out = {}
+def samples_of(conn: sqlite3.Connection,
+               figure_ids: Iterable[int]) -> dict[int, list[float]]:
+    out: dict[int, list[float]] = {}
     ids = list(figure_ids)
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
@@ -401,20 +409,20 @@ def samples_of(conn, figure_ids):
     return out
 
 
-def runs(conn):
+def runs(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     return conn.execute("SELECT * FROM runs ORDER BY started, run_id").fetchall()
 
 
-def figure_count(conn):
+def figure_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
 
 
-def run(conn, run_id):
+def run(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row | None:
     """One run's row, or None."""
     return conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
 
 
-def latest_run_id(conn, tag=None):
+def latest_run_id(conn: sqlite3.Connection, tag: str | None = None) -> str | None:
     """The newest run (of one tag), or None."""
     row = conn.execute("SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") +
                        "ORDER BY started DESC, run_id DESC LIMIT 1",
@@ -422,9 +430,11 @@ def latest_run_id(conn, tag=None):
     return row[0] if row else None
 
 
-def run_cases(conn, run_id, target=None, by_target=False):
+def run_cases(conn: sqlite3.Connection, run_id: str, target: str | None = None,
+              by_target: bool = False) -> list[sqlite3.Row]:
     """A run's cases in the pages' order (title, check, variant, ...); ``by_target``: only
     those on ``target`` (None: those on no target)."""
+    args: list[str | None]
     where, args = "run_id = ?", [run_id]
     if by_target:
         where, args = where + " AND scratch_target IS ?", args + [target]
@@ -432,7 +442,7 @@ def run_cases(conn, run_id, target=None, by_target=False):
                         "variant, scratch_target, environ, display_name", args).fetchall()
 
 
-def run_figures(conn, run_id):
+def run_figures(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
     """(case_id, value, unit, label, metric, phase_seconds, too_short) of a run's figures,
     in the order they were stored."""
     return conn.execute(
@@ -450,7 +460,7 @@ _NEWEST_OF_EACH_TAG = """WITH recent AS (
     WHERE newest <= ?)"""
 
 
-def recent_values(conn, runs_per_tag):
+def recent_values(conn: sqlite3.Connection, runs_per_tag: int) -> sqlite3.Cursor:
     """(case_id, series, metric, value, started, run_id) of every stored value of the
     newest ``runs_per_tag`` runs of each tag, the oldest run first."""
     return conn.execute(
@@ -460,7 +470,8 @@ def recent_values(conn, runs_per_tag):
         "ORDER BY recent.started, c.run_id", (runs_per_tag,))
 
 
-def declarations_of(conn, case_ids):
+def declarations_of(conn: sqlite3.Connection,
+                    case_ids: Iterable[int]) -> dict[tuple[int, str], sqlite3.Row]:
     """{(case_id, metric): the case's row with the figure's declaration (metric, unit,
     label, better, headline, chart, role, phase_seconds, too_short)}."""
     out, ids = {}, sorted(set(case_ids))
@@ -475,7 +486,8 @@ def declarations_of(conn, case_ids):
     return out
 
 
-def latest_run_of_each_target(conn, runs_per_tag):
+def latest_run_of_each_target(conn: sqlite3.Connection,
+                              runs_per_tag: int) -> dict[str | None, str]:
     """{target or None: its latest run's id} within the newest ``runs_per_tag`` runs of
     each tag."""
     return {target: run_id for target, run_id, _ in conn.execute(
@@ -484,7 +496,7 @@ def latest_run_of_each_target(conn, runs_per_tag):
         (runs_per_tag,)).fetchall()}
 
 
-def failed_cases(conn, run_id):
+def failed_cases(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
     """A run's cases that neither passed nor were skipped (failed, errored, ...)."""
     return conn.execute("SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
                         "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
@@ -496,7 +508,8 @@ _RUN_CONDITIONS = {"tag": "tag = ?", "note": "note LIKE '%' || ? || '%'",
                    "since": "started >= ?", "until": "started < ?"}
 
 
-def runs_matching(conn, conditions):
+def runs_matching(conn: sqlite3.Connection,
+                  conditions: Iterable[tuple[str, Any]]) -> list[str]:
     """The ids of the runs meeting every (key, value) of conditions: tag, note (a part
     of it), since and until (Unix times), run (a list of run ids)."""
     clauses, args = [], []
@@ -511,7 +524,7 @@ def runs_matching(conn, conditions):
         f"SELECT run_id FROM runs WHERE {' AND '.join(clauses)}", args)]
 
 
-def selfscale_figures(conn):
+def selfscale_figures(conn: sqlite3.Connection) -> sqlite3.Cursor:
     """Every stored figure of the self-scaling checks (those whose chart carries a
     model), with its case and the run's start."""
     return conn.execute(
@@ -521,7 +534,7 @@ def selfscale_figures(conn):
         "WHERE f.chart LIKE '%\"selfscale\"%' AND f.value IS NOT NULL")
 
 
-def figures_with_roles(conn):
+def figures_with_roles(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     """Every stored figure that declares a role, with its case, the run's start and
     whether its case leads its check's pages (has a headline figure), the newest first."""
     return conn.execute(

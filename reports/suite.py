@@ -29,8 +29,9 @@ the method and its figures: reports/VERDICTS.md ("The suite layer").
 """
 
 import math
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from scipy import stats
@@ -84,11 +85,11 @@ class SuiteVerdict:
     figures: int
 
     @property
-    def regressions(self):
+    def regressions(self) -> list[Alert]:
         return [a for a in self.alerts if a.direction == "regression"]
 
     @property
-    def notify(self):
+    def notify(self) -> bool:
         return any(a.news for a in self.regressions)
 
 
@@ -249,7 +250,10 @@ def _critical(p, df):
     return stats.t.isf(p, df)
 
 
-def night(matrix, logs, group_of, *, alpha=SUITE_ALPHA):
+def night(matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *,
+          alpha: float = SUITE_ALPHA) -> tuple[
+              dict[tuple[int, str], tuple[int, float, float, list[tuple[int, float, float]]]],
+              dict[str, Any]]:
     """The suite's alerts for the newest run (the last column) of an aligned matrix.
 
     matrix: figures x runs, oriented so that higher is better (log values where
@@ -289,9 +293,10 @@ def night(matrix, logs, group_of, *, alpha=SUITE_ALPHA):
     per_k = len(SCAN)
     p_group = alpha * GROUP_SHARE / max(tested_groups, 1) / per_k
     p_single = alpha * (1 - GROUP_SHARE) / (tested_figures + 1) / per_k
-    fired = {}
+    fired: dict[tuple[int, str], tuple[int, float, float, int]] = {}
 
-    def consider(keys, down, up, df, p):
+    def consider(keys: np.ndarray, down: np.ndarray, up: np.ndarray, df: np.ndarray,
+                 p: float) -> None:
         """Record the rows that pass their critical value, the strongest per (group,
         direction)."""
         crit = _critical(p, df)
@@ -334,17 +339,20 @@ def night(matrix, logs, group_of, *, alpha=SUITE_ALPHA):
     return out, details
 
 
-def news(fired_tonight, fired_before):
+def news(fired_tonight: Iterable[tuple[int, str]],
+         fired_before: Iterable[Iterable[tuple[int, str]]]) -> dict[tuple[int, str], bool]:
     """Which of tonight's alerts are news: the same group and direction fired on none
     of the nights before (``fired_before``: the fired dicts of up to LOOK_BACK nights)."""
-    seen = set()
+    seen: set[tuple[int, str]] = set()
     for earlier in fired_before:
         seen.update(earlier)
     return {key: key not in seen for key in fired_tonight}
 
 
 # ---- histories from the store -------------------------------------------------------------
-def judge(histories, groups, runs, *, alpha=SUITE_ALPHA, window=verdicts.WINDOW):
+def judge(histories: Iterable[verdicts.History], groups: Iterable[Hashable],
+          runs: Iterable[str], *, alpha: float = SUITE_ALPHA,
+          window: int = verdicts.WINDOW) -> SuiteVerdict:
     """Suite verdict for the newest of ``runs`` (run ids, oldest first).
 
     histories: ``verdicts.History`` items (values oldest first, one run id each);
@@ -386,7 +394,7 @@ def judge(histories, groups, runs, *, alpha=SUITE_ALPHA, window=verdicts.WINDOW)
     alerts = []
     for (key, direction), (k, z, crit, moved) in tonight.items():
         name = SUITE_GROUP if key < 0 else str(labels[key])
-        members = []
+        members: list[dict[str, Any]] = []
         for i, mz, d in moved:
             if i < 0:
                 members.append({"series": SUITE_GROUP, "metric": "", "z": round(mz, 2),

@@ -8,9 +8,12 @@ they go through the same ingestion as real runs.
 """
 
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
-def declaration(metric, unit, better=None, headline=""):
+def declaration(metric: str, unit: str, better: str | None = None,
+                headline: str = "") -> dict[str, str]:
     """A figure declaration as a check writes it (label defaults to the metric name)."""
     if better is None:
         better = "lower" if unit in ("%", "s") else "higher"
@@ -18,11 +21,16 @@ def declaration(metric, unit, better=None, headline=""):
             "headline": headline}
 
 
-def make_case(check, params, environ, target, figures, *, workload="nightly",
-              declarations=None, result="pass", fail_phase=None, fail_reason=None,
-              skip_reason="", variant="", nodes=1, title="",
-              workload_words="synthetic workload", scaling_parameter="", time_total=None,
-              outputdir=None, phase_seconds=None):
+def make_case(check: str, params: Mapping[str, Any], environ: str, target: str | None,
+              figures: Mapping[str, tuple[float | None, str, Sequence[float] | None]], *,
+              workload: str = "nightly",
+              declarations: Mapping[str, Mapping[str, Any]] | None = None,
+              result: str = "pass", fail_phase: str | None = None,
+              fail_reason: str | None = None, skip_reason: str = "", variant: str = "",
+              nodes: int = 1, title: str = "", workload_words: str = "synthetic workload",
+              scaling_parameter: str = "", time_total: float | None = None,
+              outputdir: str | None = None,
+              phase_seconds: Mapping[str, float] | None = None) -> dict[str, Any]:
     """One test case.  figures: {metric: (value, unit, samples)}; declarations:
     {metric: declaration dict} for figures that need more than the default (a headline,
     a chart); phase_seconds: {metric: how long its timed phase lasted}."""
@@ -50,7 +58,9 @@ def make_case(check, params, environ, target, figures, *, workload="nightly",
     return case
 
 
-def make_report(run_id, start, cases, tag="nightly", note=""):
+def make_report(run_id: str, start: float,
+                cases: Iterable[Mapping[str, Any] | tuple[Any, ...]], tag: str = "nightly",
+                note: str = "") -> dict[str, Any]:
     """cases: make_case() dicts, or tuples (check, params, environ, target, figures)."""
     testcases = []
     for case in cases:

@@ -20,15 +20,19 @@ numbers: reports/VERDICTS.md; ci/benchmarks/verdict_simulation.py reproduces the
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 from scipy import stats
 
 from reports import verdict_methods as methods
 from scratchbench import units
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 BETTER = ("higher", "lower")
 
@@ -59,13 +63,15 @@ CHUNK = 256             # figures judged together (pairwise distances: CHUNK x 1
 # Critical values (|z| needed) by number of runs in the window, linear in between: the
 # worse of independent and AR(1) phi=0.5 noise, from `calibrate()` (40,000 simulated
 # series per length and noise, seed 2026; 99 = no such test fits).  reports/VERDICTS.md.
-CALIBRATION_LENGTHS = (8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100)
+CALIBRATION_LENGTHS: tuple[int, ...] = (8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100)
 CRITICAL_RECENT = (2.11, 2.22, 2.28, 2.39, 2.5, 2.62, 2.69, 2.74, 2.78, 2.78, 2.8, 2.8,
                    2.82, 2.82)
 CRITICAL_LATER = (99.0, 99.0, 99.0, 99.0, 2.59, 3.04, 3.38, 4.2, 3.62, 3.54, 3.5, 3.5, 3.39,
                   3.39)
+CRITICAL_SPLIT: tuple[float, ...]
 CRITICAL_SPLIT = (9.92, 10.46, 9.84, 9.17, 7.58, 6.79, 6.29, 5.6, 5.33, 5.01, 4.85, 4.84,
                   4.67, 4.63)
+CRITICAL_REFERENCE: tuple[float, ...]
 CRITICAL_REFERENCE = (4.87, 5.36, 5.46, 5.39, 4.97, 4.66, 4.39, 4.03, 3.85, 3.68, 3.61, 3.56,
                       3.52, 3.47)
 
@@ -249,7 +255,7 @@ def _best_splits(p, seg_f, seg_a, seg_b):
     flat = p.reshape(-1)
     base = seg_f[sid] * n1 * n1
 
-    def block(r0, r1, c0, c1):
+    def block(r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
         return (flat[base + r1 * n1 + c1] - flat[base + r0 * n1 + c1]
                 - flat[base + r1 * n1 + c0] + flat[base + r0 * n1 + c0])
 
@@ -471,7 +477,7 @@ class _Prepared:
     sign: float
 
 
-def _check_better(better, what="better"):
+def _check_better(better: str, what: str = "better") -> None:
     if better not in BETTER:
         raise ValueError(f"{what}: {better!r}; expected 'higher' or 'lower' (declared with "
                          "the figure)")
@@ -488,7 +494,7 @@ def _as_float(value, what):
         raise ValueError(f"{what}: {value!r} is not a number") from None
 
 
-def _prepare(h):
+def _prepare(h: History) -> _Prepared:
     _check_better(h.better, f"{h.series or 'history'} better")
     values = list(h.values)
     if not values:
@@ -688,8 +694,9 @@ class NightlyVerdict:
     detail: str = ""
 
 
-def nightly(values, run_ids, better, *, series="", metric="", unit="",
-            min_effect=MIN_EFFECT):
+def nightly(values: Sequence[float], run_ids: Sequence[str], better: str, *,
+            series: str = "", metric: str = "", unit: str = "",
+            min_effect: float = MIN_EFFECT) -> NightlyVerdict:
     """Verdict for the latest value of one figure's history (oldest first).
 
     better: "higher" or "lower", as the figure declares.  See ``nightly_many``.
@@ -698,7 +705,8 @@ def nightly(values, run_ids, better, *, series="", metric="", unit="",
                         min_effect=min_effect)[0]
 
 
-def nightly_many(histories, min_effect=MIN_EFFECT):
+def nightly_many(histories: Iterable[History],
+                 min_effect: float = MIN_EFFECT) -> list[NightlyVerdict]:
     """Verdicts for many figures at once (``History`` items), in their order.
 
     Histories with the same number of runs are judged together, vectorised.  Raises
@@ -713,7 +721,8 @@ def nightly_many(histories, min_effect=MIN_EFFECT):
     # nights for a change that may already have been reported.
     news = {i for i, s in enumerate(today)
             if s is not None and s.kind in ("regression", "recovered", "improvement")}
-    earlier = {i: [] for i, s in enumerate(today) if s is not None}
+    earlier: dict[int, list[tuple[_State | None, _Prepared]]] = {
+        i: [] for i, s in enumerate(today) if s is not None}
     for back in range(1, LOOK_BACK + 1):
         usable = [i for i in (earlier if back == 1 else news)
                   if len(histories[i].values) > back]
@@ -731,7 +740,7 @@ def _fmt(x):
     return units.number(x)
 
 
-def _pct(x):
+def _pct(x: float | None) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:+.1%}"
 
 
@@ -916,8 +925,10 @@ class AcceptanceVerdict:
     detail: str = ""
 
 
-def acceptance(before_runs, after_runs, better, *, series="", metric="", unit="",
-               alpha=ACCEPTANCE_ALPHA, min_effect=ACCEPTANCE_MIN_EFFECT):
+def acceptance(before_runs: Iterable[Sequence[float]], after_runs: Iterable[Sequence[float]],
+               better: str, *, series: str = "", metric: str = "", unit: str = "",
+               alpha: float = ACCEPTANCE_ALPHA,
+               min_effect: float = ACCEPTANCE_MIN_EFFECT) -> AcceptanceVerdict:
     """Before/after verdict of one figure from its runs.
 
     before_runs, after_runs: one list of repetitions per run (a run without
@@ -967,6 +978,7 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
     log = bool((b > 0).all() and (a > 0).all())
     v.scale = "log" if log else "linear"
     xb, xa = (np.log(b), np.log(a)) if log else (b, a)
+    assert v.median_before is not None and v.median_after is not None   # MIN_RUNS a side
     v.absolute_change = v.median_after - v.median_before
     diff = float(xa.mean() - xb.mean())
     vb, va = xb.var(ddof=1), xa.var(ddof=1)
@@ -976,7 +988,7 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
     v.mean_before = float(np.exp(base)) if log else base
     v.mean_after = float(np.exp(xa.mean())) if log else float(xa.mean())
 
-    def relative(x):
+    def relative(x: float) -> float | None:
         if log:
             return math.expm1(x)
         return x / abs(base) if base else None
@@ -1033,9 +1045,9 @@ def acceptance(before_runs, after_runs, better, *, series="", metric="", unit=""
     return v
 
 
-def as_dict(verdict):
+def as_dict(verdict: "DataclassInstance") -> dict[str, Any]:
     """A verdict as plain JSON-able Python types (non-finite numbers become None)."""
-    def plain(x):
+    def plain(x: Any) -> Any:
         if isinstance(x, np.generic):
             x = x.item()
         if isinstance(x, float) and not math.isfinite(x):
@@ -1054,8 +1066,11 @@ def _ar1(rng, count, n, phi):
     return x
 
 
-def calibrate(replicates=40000, seed=2026, lengths=CALIBRATION_LENGTHS,
-              correlations=(0.0, 0.5)):
+def calibrate(replicates: int = 40000, seed: int = 2026,
+              lengths: Sequence[int] = CALIBRATION_LENGTHS,
+              correlations: Sequence[float] = (0.0, 0.5)
+              ) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...],
+                         tuple[float, ...]]:
     """Critical values: (CRITICAL_RECENT, CRITICAL_LATER, CRITICAL_SPLIT,
     CRITICAL_REFERENCE).
 
@@ -1073,6 +1088,7 @@ def calibrate(replicates=40000, seed=2026, lengths=CALIBRATION_LENGTHS,
     for n in lengths:
         worst = np.zeros(2)
         for phi in correlations:
+            z: list[np.ndarray] | np.ndarray
             z = []
             for start in range(0, replicates, CHUNK):
                 xb = _tame(_ar1(rng, min(CHUNK, replicates - start), n, phi))
@@ -1093,6 +1109,7 @@ def calibrate(replicates=40000, seed=2026, lengths=CALIBRATION_LENGTHS,
         for n in lengths:
             worst = np.full(2, -np.inf)
             for phi in correlations:
+                lowest: list[np.ndarray] | np.ndarray
                 lowest = []
                 for start in range(0, replicates, CHUNK):
                     x = _analyse(_ar1(rng, min(CHUNK, replicates - start), n, phi))
@@ -1104,6 +1121,7 @@ def calibrate(replicates=40000, seed=2026, lengths=CALIBRATION_LENGTHS,
                         z[:, ~first].min(axis=1) if (~first).any() else
                         np.full(len(z), np.inf)], axis=1))
                 lowest = np.clip(np.concatenate(lowest), -99.0, 99.0)
+                assert isinstance(lowest, np.ndarray)   # numpy's stubs: np.clip -> Any
                 worst = np.maximum(worst, [-np.quantile(lowest[:, 0], ALPHA_RECENT),
                                            -np.quantile(lowest[:, 1], ALPHA_LATER)])
             # No k beyond RECENT_EARLY fits a short window: nothing to pass.
