@@ -18,14 +18,13 @@ than a buffer has scattered pages splits each request).  Exits 0 whatever the fi
 """
 
 import json
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (build_kernel, fio_iomem, fio_iomem_argument, goal_verdict,
-                   load_average, pair_arguments, ratio_interval, sh, spread)
+from pairs import (goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread,
+                   start)
 
 from scratchbench.units import MIB
 
@@ -70,12 +69,7 @@ def main():
                         help="file size in MiB for blocks under 64 KiB (default 128)")
     parser.add_argument("--mib-large", type=int, default=1024,
                         help="file size in MiB for larger blocks (default 1024)")
-    fio_iomem_argument(parser)
-    args = parser.parse_args()
-    args.fio_iomem, iomem_words = fio_iomem(args.fio_iomem)
-    os.makedirs(args.dir, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    kernel = build_kernel(build)
+    args, iomem_words, kernel = start(parser)
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]
@@ -107,7 +101,6 @@ def main():
             label = f"{bs // 1024} KiB qd {qd}"
             print(f"{label:<16} {op:<5} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
                   f"[{lo:4.2f}, {hi:4.2f}]   {verdict}")
-    shutil.rmtree(build)
     return 0
 
 

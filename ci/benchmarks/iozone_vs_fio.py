@@ -57,14 +57,13 @@ pattern).  Exits 0 whatever the figures are.
 """
 
 import json
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (build_kernel, fio_iomem, fio_iomem_argument, goal_verdict,
-                   load_average, pair_arguments, ratio_interval, sh, spread)
+from pairs import (goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread,
+                   start)
 
 from scratchbench.units import MIB, parse_size
 
@@ -167,12 +166,7 @@ def main():
     parser.add_argument("--json", help="also write every round's figures to this file")
     parser.add_argument("--fio-hints", action="store_true",
                         help="let fio give the kernel its access hints (its default)")
-    fio_iomem_argument(parser)
-    args = parser.parse_args()
-    args.fio_iomem, iomem_words = fio_iomem(args.fio_iomem)
-    os.makedirs(args.dir, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    kernel = build_kernel(build)
+    args, iomem_words, kernel = start(parser)
     size = parse_size(args.file_size)
     records = [parse_size(r) for r in args.record_sizes.split(",")]
     cache = "O_DIRECT" if args.direct else \
@@ -184,19 +178,16 @@ def main():
           f"{iomem_words}; "
           f"kernel under {' '.join(MPIRUN)}; before: {load_average()}")
     samples = {r: {"kernel": [], "fio": []} for r in records}
-    try:
-        for n in range(args.rounds):
-            for i, record in enumerate(records):
-                order = ["kernel", "fio"] if (n + i) % 2 == 0 else ["fio", "kernel"]
-                for tool in order:
-                    samples[record][tool].append(
-                        kernel_round(kernel, args.dir, record, size, args.direct,
-                                     args.verify) if tool == "kernel" else
-                        fio_round(args.dir, record, size, args.direct, args.fio_hints,
-                                  args.fio_iomem))
-            print(f"  round {n + 1}/{args.rounds} done", file=sys.stderr)
-    finally:
-        shutil.rmtree(build)
+    for n in range(args.rounds):
+        for i, record in enumerate(records):
+            order = ["kernel", "fio"] if (n + i) % 2 == 0 else ["fio", "kernel"]
+            for tool in order:
+                samples[record][tool].append(
+                    kernel_round(kernel, args.dir, record, size, args.direct,
+                                 args.verify) if tool == "kernel" else
+                    fio_round(args.dir, record, size, args.direct, args.fio_hints,
+                              args.fio_iomem))
+        print(f"  round {n + 1}/{args.rounds} done", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps({str(r): v for r, v in samples.items()}, indent=1))
     print(f"after: {load_average()}")

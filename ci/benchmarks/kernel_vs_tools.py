@@ -41,8 +41,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (build_kernel, fio_iomem, fio_iomem_argument, goal_verdict,
-                   load_average, pair_arguments, ratio_interval, sh, spread)
+from pairs import (goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread,
+                   start)
 
 from reframe_checks.lib.parsers import parse_ior_json, parse_mdtest
 from scratchbench.units import MIB
@@ -202,12 +202,7 @@ def main():
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
-    fio_iomem_argument(parser)
-    args = parser.parse_args()
-    args.fio_iomem, iomem_words = fio_iomem(args.fio_iomem)
-    os.makedirs(args.dir, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix="sbk-bench-"))
-    kernel = build_kernel(build)
+    args, iomem_words, kernel = start(parser)
     path = args.ior_bin or os.environ.get("PATH")
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
     dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"
@@ -247,7 +242,6 @@ def main():
             print(f"{np} rank(s) items: {same_work(samples, 'items')}; path components below "
                   f"--dir/-d: {comps}; median phase seconds: {seconds}")
     print(f"after: {load_average()}")
-    shutil.rmtree(build)
     return 0
 
 

@@ -7,10 +7,12 @@ import atexit
 import math
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,9 +63,13 @@ def build_kernel(where, mpicc="mpicc.openmpi"):
 FIO_HUGE_PAGES = 64
 
 
+#: fio's --iomem choices (fio's HOWTO), and auto
+FIO_IOMEM_CHOICES = ("auto", "malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared")
+
+
 def fio_iomem_argument(parser):
     parser.add_argument(
-        "--fio-iomem", default="auto",
+        "--fio-iomem", default="auto", choices=FIO_IOMEM_CHOICES,
         help="fio's --iomem. auto (the default): mmaphuge, fio's buffers on huge pages as "
              "the kernel's are, so that both send the device the same requests (reserving "
              f"{FIO_HUGE_PAGES} hugetlb pages as root, given back at the end); malloc where "
@@ -130,3 +136,18 @@ def load_average():
     shared machine mean little without them."""
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+def start(parser):
+    """What every side-by-side benchmark of the kernel and fio does first: parse its
+    arguments (with fio's --iomem), choose fio's buffers, make the directory to measure
+    and build the kernel apart (its build removed when the benchmark exits, however it
+    ends).  Returns (arguments, the line saying which --iomem fio runs with, kernel)."""
+    fio_iomem_argument(parser)
+    args = parser.parse_args()
+    args.fio_iomem, iomem_words = fio_iomem(args.fio_iomem)
+    os.makedirs(args.dir, exist_ok=True)
+    build = tempfile.mkdtemp(prefix="sbk-bench-")
+    atexit.register(shutil.rmtree, build, ignore_errors=True)
+    return args, iomem_words, build_kernel(build)
+
