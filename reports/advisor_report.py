@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from reports import advisor, job_profile
 from reports.advisor import seconds_words
 from reports.job_profile import AdvisorError, Profile, description_profile
 from scratchbench import selfscale as ss
+from scratchbench import units
 from scratchbench.units import GIB, KIB, MIB
 
 # ---- the page ---------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def page_data(conn: sqlite3.Connection, classes_path: Path = CLASSES_FILE,
 
 # ---- words ----------------------------------------------------------------------------------
 def date_words(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "-"
+    return f"{units.date_time(ts)} UTC" if ts else "-"
 
 
 def interval_words(part: Mapping[str, Any]) -> str:

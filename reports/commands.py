@@ -83,10 +83,9 @@ def _ingest_source(conn: sqlite3.Connection, path: Path) -> int:
 
 
 def _series_history(conn: sqlite3.Connection,
-                    run_id: str) -> dict[tuple[str, str], list[sqlite3.Row]]:
-    """For each figure of run_id: its series' values up to and including that run."""
-    run = store.run(conn, run_id)
-    assert run is not None   # the caller (nightly) found it
+                    run: sqlite3.Row) -> dict[tuple[str, str], list[sqlite3.Row]]:
+    """For each figure of the run: its series' values up to and including that run."""
+    run_id = run["run_id"]
     rows = store.figure_rows(conn, "WHERE r.started <= ?", (run["started"],))
     history = defaultdict(list)
     latest = set()
@@ -138,7 +137,7 @@ def _failed_cases(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]
     return entries
 
 
-def _judged_histories(conn: sqlite3.Connection, run_id: str
+def _judged_histories(conn: sqlite3.Connection, run: sqlite3.Row
                       ) -> tuple[list[verdicts.History], list[str], list[sqlite3.Row],
                                  list[dict[str, Any]], dict[str, float]]:
     """The histories a nightly verdict judges: (histories, their figures' names, each
@@ -146,7 +145,8 @@ def _judged_histories(conn: sqlite3.Connection, run_id: str
     entries, {run: started})."""
     histories, names, latest_rows, unjudged = [], [], [], []
     started: dict[str, float] = {}
-    for (series, metric), rows in sorted(_series_history(conn, run_id).items()):
+    run_id = run["run_id"]
+    for (series, metric), rows in sorted(_series_history(conn, run).items()):
         started.update((r["run_id"], r["started"]) for r in rows)
         if rows[-1]["run_id"] != run_id or rows[-1]["value"] is None:
             continue   # not measured in the judged run: its case is judged as failed
@@ -219,10 +219,11 @@ def nightly(run_id: str | None = None, tag: str | None = None,
             raise store.NoHistory(f"the history store {db or paths.history_db()} holds no run" +
                                     (f" tagged {tag}" if tag else "") +
                                     ": run the suite, then `scratchbench ingest`")
-    elif store.run(conn, run_id) is None:
+    judged_run = store.run(conn, run_id)
+    if judged_run is None:
         conn.close()
         raise ScratchbenchError(f"--run {run_id}: no such run in the history store")
-    histories, names, latest_rows, unjudged, started = _judged_histories(conn, run_id)
+    histories, names, latest_rows, unjudged, started = _judged_histories(conn, judged_run)
     # The suite layer decides what is notified and the exit code: figures that move
     # together (a check on one target, system and environment) are one group, the
     # run's common shift is removed, and one budget covers the whole suite.
@@ -250,11 +251,8 @@ def nightly(run_id: str | None = None, tag: str | None = None,
                                and entry["verdict"] in naming.CHANGE_WORDS)
     figures += unjudged
     failed = _failed_cases(conn, run_id)
-    judged_run = store.run(conn, run_id)
-    assert judged_run is not None   # found above
-    judged_on = judged_run["started"]
     for entry in failed:
-        entry["since"] = units.date(judged_on)
+        entry["since"] = units.date(judged_run["started"])
     conn.close()
     if not figures and not failed:
         raise ScratchbenchError(f"run {run_id} has no figures to judge: its checks were "

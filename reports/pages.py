@@ -105,7 +105,7 @@ def latest_cases(conn: sqlite3.Connection
     """Every case of each file system's latest run (within the window):
     {target: (run row, [case rows])}."""
     return {target or "unspecified": (store.run(conn, run_id),
-                                      store.run_cases(conn, run_id, target, by_target=True))
+                                      store.target_cases(conn, run_id, target))
             for target, run_id in store.latest_run_of_each_target(conn, HISTORY_RUNS).items()}
 
 

@@ -430,16 +430,21 @@ def latest_run_id(conn: sqlite3.Connection, tag: str | None = None) -> str | Non
     return row[0] if row else None
 
 
-def run_cases(conn: sqlite3.Connection, run_id: str, target: str | None = None,
-              by_target: bool = False) -> list[sqlite3.Row]:
-    """A run's cases in the pages' order (title, check, variant, ...); ``by_target``: only
-    those on ``target`` (None: those on no target)."""
-    args: list[str | None]
-    where, args = "run_id = ?", [run_id]
-    if by_target:
-        where, args = where + " AND scratch_target IS ?", args + [target]
-    return conn.execute(f"SELECT * FROM cases WHERE {where} ORDER BY title, check_name, "
-                        "variant, scratch_target, environ, display_name", args).fetchall()
+#: the order the pages list a run's cases in
+_CASE_ORDER = "ORDER BY title, check_name, variant, scratch_target, environ, display_name"
+
+
+def run_cases(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
+    """A run's cases in the pages' order (title, check, variant, ...)."""
+    return conn.execute(f"SELECT * FROM cases WHERE run_id = ? {_CASE_ORDER}",
+                        (run_id,)).fetchall()
+
+
+def target_cases(conn: sqlite3.Connection, run_id: str,
+                 target: str | None) -> list[sqlite3.Row]:
+    """A run's cases on one target (None: those on no target), in the pages' order."""
+    return conn.execute(f"SELECT * FROM cases WHERE run_id = ? AND scratch_target IS ? "
+                        f"{_CASE_ORDER}", (run_id, target)).fetchall()
 
 
 def run_figures(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:

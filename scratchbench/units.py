@@ -6,6 +6,7 @@ descriptions and the kernel's arguments."""
 import math
 import re
 from datetime import datetime, timezone
+from typing import TypeGuard
 
 KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
 #: byte units, each 1024 times the one before
@@ -15,7 +16,8 @@ TIME_UNITS = (("ns", 1e-9), ("µs", 1e-6), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0
               ("min", 60.0), ("h", 3600.0))
 
 
-def _finite(value):
+def _finite(value: object) -> TypeGuard[float]:
+    """A finite number (not a bool); mypy then knows the value is a number."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and \
         math.isfinite(value)
 
@@ -27,7 +29,6 @@ def number(value: float | str | None) -> str:
         return "n/a"
     if not _finite(value):
         return str(value)      # a name (a chart's x may be a placement, say)
-    assert isinstance(value, (int, float))   # as _finite said
     if value == 0:
         return "0"
     decimals = 2 - math.floor(math.log10(abs(value)))
@@ -47,7 +48,6 @@ def quantity(value: float | str | None, unit: str = "") -> str:
     a unit from 1,024 of it: 1536 MiB/s -> '1.5 GiB/s'), 5400 s -> '1.5 h'."""
     if not _finite(value):
         return f"{number(value)} {unit}".strip()
-    assert isinstance(value, (int, float))   # as _finite said
     base, per = (unit[:-2], "/s") if unit.endswith("/s") else (unit, "")
     if base in BYTE_UNITS:
         i = BYTE_UNITS.index(base)
@@ -124,7 +124,6 @@ def percent(fraction: float | None, signed: bool = True) -> str:
     decimal at least below 100%."""
     if not _finite(fraction):
         return "n/a"
-    assert isinstance(fraction, (int, float))   # as _finite said
     pct = fraction * 100
     text = f"{pct:.1f}" if abs(pct) < 100 else number(pct)
     return f"{'+' if signed and pct > 0 else ''}{text}%"
