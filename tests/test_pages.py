@@ -818,6 +818,35 @@ def served_page(home):
         server.shutdown()
 
 
+def test_a_plot_that_cannot_be_drawn_says_so_and_the_rest_are_drawn(made_up_site):
+    """One plot whose specification is broken: it says so in its place, and every plot
+    after it is still drawn (a failed draw used to leave the queue busy for ever)."""
+    with served_page(made_up_site["home"]) as (page, root):
+        problems = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.goto(f"{root}/pages/fs-fastfs.html")
+        broken = page.evaluate(
+            "() => { const el = [...document.querySelectorAll('details [data-plot]')]"
+            ".find(el => !el.dataset.rendered); "
+            "document.getElementById(el.dataset.plot).textContent = '{not json'; "
+            "return el.dataset.plot; }")
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        page.evaluate(VISIT_PLOTS)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-plot]')].every(el => "
+            "el.dataset.rendered === '1')", timeout=120000)
+        failed = page.evaluate(
+            "() => [...document.querySelectorAll('[data-plot].plot-failed')].map(el => "
+            "[el.dataset.plot, el.textContent])")
+        assert len(failed) == 1 and failed[0][0] == broken, failed
+        assert failed[0][1].startswith("This plot could not be drawn ("), failed
+        drawn = page.evaluate("() => document.querySelectorAll("
+                              "'[data-plot] .plot-container, [data-plot] img.snapshot').length")
+        total = page.evaluate("() => document.querySelectorAll('[data-plot]').length")
+        assert drawn == total - 1, (drawn, total)
+        assert any(f"plot {broken} not drawn" in text for text in problems), problems
+
+
 def test_a_chart_of_names_draws_its_points_in_chromium(made_up_site):
     """'Bandwidth by placement of readers' has names on its x axis: every point is
     drawn (on a numeric axis Plotly drew none), on the across page and the fs page."""

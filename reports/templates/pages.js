@@ -76,11 +76,13 @@
       done(el);
       return;
     }
-    var spec = JSON.parse(document.getElementById(el.dataset.plot).textContent);
     // A plot that cannot be drawn says so in its place, and the plots after it are drawn
     // (one failure used to leave the queue busy for ever, and every later plot blank).
     (el.dataset.webgl ? fullBundle() : Promise.resolve())
-      .then(function () { return window.Plotly.newPlot(el, spec.data, spec.layout, config); })
+      .then(function () {
+        var spec = JSON.parse(document.getElementById(el.dataset.plot).textContent);
+        return window.Plotly.newPlot(el, spec.data, spec.layout, config);
+      })
       .then(function () {
         return drawn(el).catch(function (error) {
           console.error("a 3-D plot not turned into a picture: " + error);
