@@ -632,7 +632,7 @@ def recommend(predictions: Sequence[Mapping[str, Any]]) -> dict[str, str | None]
     runner = complete[1]
     if best["total"]["high"] is None or runner["total"]["low"] is None:
         return {"target": None, "words": f"fastest predicted: {best['target']}, but without "
-                                         "an interval (one stored run) no target can be "
+                                         "an interval (one stored run), so no target can be "
                                          "named best yet"}
     if best["total"]["high"] < runner["total"]["low"]:
         return {"target": best["target"],

@@ -217,7 +217,7 @@
     var runner = complete[1];
     if (best.total.high === null || runner.total.low === null) {
       return "fastest predicted: " + best.target + ", but without an interval (one stored " +
-             "run) no target can be named best yet";
+             "run), so no target can be named best yet";
     }
     if (best.total.high < runner.total.low) {
       return best.target + ": its slowest prediction beats the fastest of " + runner.target +
