@@ -57,10 +57,14 @@ class RunLock:
             raise RunLocked(
                 f"another run of this site holds {self.path}: run {holder.get('run_id', '?')}"
                 f" (pid {holder.get('pid', '?')} on {holder.get('host', '?')}) since "
-                f"{holder.get('since', '?')}; wait for it or stop it") from None
+                f"{holder.get('since', '?')}; wait for it or stop it"
+            ) from None
         previous = self._holder()
-        if previous.get("pid") and previous.get("host") == socket.gethostname() and \
-                not process_alive(previous["pid"]):
+        if (
+            previous.get("pid")
+            and previous.get("host") == socket.gethostname()
+            and not process_alive(previous["pid"])
+        ):
             self.took_over = previous
         self.acquire_for(run_id)
         return self
@@ -69,9 +73,15 @@ class RunLock:
         """Name the run holding the lock once its id is known."""
         self.file.seek(0)
         self.file.truncate()
-        json.dump({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
-                   "since": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-                  self.file)
+        json.dump(
+            {
+                "run_id": run_id,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            },
+            self.file,
+        )
         self.file.flush()
 
     def _holder(self):
@@ -93,15 +103,16 @@ class RunLock:
 def jobs_of_runs(run_ids, env):
     """{job id: run id} of queued or running Slurm jobs submitted by these runs."""
     try:
-        out = subprocess.run(["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True,
-                             env=env, timeout=30)
+        out = subprocess.run(
+            ["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True, env=env, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return {}
     found = {}
     for line in out.stdout.splitlines():
         job, _, comment = line.partition("|")
-        if comment.startswith(JOB_COMMENT) and comment[len(JOB_COMMENT):] in run_ids:
-            found[job.strip()] = comment[len(JOB_COMMENT):]
+        if comment.startswith(JOB_COMMENT) and comment[len(JOB_COMMENT) :] in run_ids:
+            found[job.strip()] = comment[len(JOB_COMMENT) :]
     return found
 
 
@@ -128,6 +139,9 @@ def interrupted_runs(runs_dir):
 
 
 def mark_interrupted(run_dir, meta, what):
-    meta = dict(meta, interrupted=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                interrupted_what=what)
+    meta = dict(
+        meta,
+        interrupted=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        interrupted_what=what,
+    )
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -17,8 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cli.housekeeping import (RunLock, cancel_jobs, interrupted_runs, jobs_of_runs,
-                              mark_interrupted)
+from cli.housekeeping import RunLock, cancel_jobs, interrupted_runs, jobs_of_runs, mark_interrupted
 from reports import runreport
 from scratchbench import paths
 from scratchbench.errors import ClusterError, ConfigError, RunError, ScratchbenchError
@@ -36,11 +35,18 @@ def progress(message):
 
 def git_revision():
     try:
-        rev = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", str(paths.REPO_ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(paths.REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (rev or "unknown") + ("-dirty" if dirty else "")
@@ -68,8 +74,10 @@ def choose_system(config, site_path, partition, name=None):
     if partition:
         parts = [p["name"] for p in system["partitions"]]
         if partition not in parts:
-            raise ConfigError(f"site config {site_path}: system '{system['name']}' has no "
-                              f"partition '{partition}' (it has: {', '.join(parts)})")
+            raise ConfigError(
+                f"site config {site_path}: system '{system['name']}' has no "
+                f"partition '{partition}' (it has: {', '.join(parts)})"
+            )
         return f"{system['name']}:{partition}"
     return system["name"]
 
@@ -78,12 +86,15 @@ def environ_option(config, site_path, system, environ):
     """ReFrame's -p for one programming environment the chosen partitions declare."""
     name, _, partition = system.partition(":")
     chosen = next(s for s in config["systems"] if s["name"] == name)["partitions"]
-    declared = sorted({e for p in chosen if partition in ("", p["name"])
-                       for e in p.get("environs", ())})
+    declared = sorted(
+        {e for p in chosen if partition in ("", p["name"]) for e in p.get("environs", ())}
+    )
     if environ not in declared:
-        raise ConfigError(f"--environ {environ}: site config {site_path} declares no such "
-                          f"programming environment on {system} (it has: "
-                          f"{', '.join(declared)})")
+        raise ConfigError(
+            f"--environ {environ}: site config {site_path} declares no such "
+            f"programming environment on {system} (it has: "
+            f"{', '.join(declared)})"
+        )
     return ["-p", f"^{environ}$"]
 
 
@@ -91,11 +102,15 @@ def check_targets(config, site_path, system, target):
     targets = scratch_targets(config, system.split(":")[0])
     declared = sorted({name for per_part in targets.values() for name in per_part})
     if not declared:
-        raise ConfigError(f"site config {site_path}: declares no scratch targets; add "
-                          "ScratchTarget entries with with_scratch_targets()")
+        raise ConfigError(
+            f"site config {site_path}: declares no scratch targets; add "
+            "ScratchTarget entries with with_scratch_targets()"
+        )
     if target and target not in declared:
-        raise ConfigError(f"--target {target}: site config {site_path} declares no such "
-                          f"scratch target (it has: {', '.join(declared)})")
+        raise ConfigError(
+            f"--target {target}: site config {site_path} declares no such "
+            f"scratch target (it has: {', '.join(declared)})"
+        )
 
 
 def ensure_embedded_cluster(start):
@@ -106,8 +121,9 @@ def ensure_embedded_cluster(start):
     status = cluster.status()
     if not status["up"]:
         if not start:
-            raise RunError("the embedded cluster is not running: start it with "
-                           "`scratchbench cluster up`")
+            raise RunError(
+                "the embedded cluster is not running: start it with `scratchbench cluster up`"
+            )
         progress("the embedded cluster is not running; starting it")
         cluster.up(cluster.recorded_spec())
     return str(cluster.slurm_conf)
@@ -122,7 +138,7 @@ def reframe_env(slurm_conf=None):
     local_scratch.mkdir(parents=True, exist_ok=True)
     env.setdefault("SCRATCHBENCH_LOCAL_SCRATCH", str(local_scratch))
     if "LMOD_CMD" not in env and Path(LMOD_CMD).exists():
-        env["LMOD_CMD"] = LMOD_CMD   # ReFrame's Lmod backend needs it; Debian's path
+        env["LMOD_CMD"] = LMOD_CMD  # ReFrame's Lmod backend needs it; Debian's path
     env.setdefault("SCRATCHBENCH_HOME", str(paths.state_dir()))
     # Per-site references (ReFrame's $ref files) live with the site configs.
     env.setdefault("RFM_REFERENCE_PREFIX", str(paths.SITE_CONFIGS_DIR / "references"))
@@ -133,16 +149,29 @@ def spack_env_option(path):
     """ReFrame's arguments that point the IOR provider at a Spack environment file."""
     full = os.path.abspath(path)
     if not os.path.isfile(full):
-        raise ConfigError(f"--spack-env {path}: no such file (expected a Spack environment "
-                          "file, spack.yaml)")
+        raise ConfigError(
+            f"--spack-env {path}: no such file (expected a Spack environment file, spack.yaml)"
+        )
     if not os.access(full, os.R_OK):
         raise ConfigError(f"--spack-env {path}: not readable by this user")
     return ["-S", f"IORProvider.spack_env_file={full}"]
 
 
-def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
-              start_cluster=True, extra_args=(), stream=None, local=False, spack_env=None,
-              checks_tag=None, environ=None):
+def run_suite(
+    tag,
+    site="local",
+    partition=None,
+    target=None,
+    names=(),
+    note="",
+    start_cluster=True,
+    extra_args=(),
+    stream=None,
+    local=False,
+    spack_env=None,
+    checks_tag=None,
+    environ=None,
+):
     """Run one tag of the suite; returns (exit code, summary dict).  ``checks_tag``
     selects other checks than the tag's (check-site's), with the tag's workloads; their
     runs go to results/<checks_tag>-checks/, outside the suite's history."""
@@ -169,11 +198,15 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
                 raise
             fallback = f"the embedded Slurm cluster cannot start: {exc}"
     elif local:
-        raise ConfigError(f"--local: site config {site_path} has no '{FALLBACK_SYSTEM}' "
-                          "system; it is for the local site")
+        raise ConfigError(
+            f"--local: site config {site_path} has no '{FALLBACK_SYSTEM}' "
+            "system; it is for the local site"
+        )
     if fallback:
-        progress(f"warning: {fallback}; running on this machine through ReFrame's local "
-                 "scheduler instead: no exclusive nodes, no per-job scratch directory")
+        progress(
+            f"warning: {fallback}; running on this machine through ReFrame's local "
+            "scheduler instead: no exclusive nodes, no per-job scratch directory"
+        )
         system = choose_system(config, site_path, None, name=FALLBACK_SYSTEM)
         check_targets(config, site_path, system, target)
 
@@ -182,9 +215,21 @@ def run_suite(tag, site="local", partition=None, target=None, names=(), note="",
         run_dir = new_run_dir(f"{checks_tag}-checks" if checks_tag else "runs")
         lock.acquire_for(run_dir.name)
         notes = recover_interrupted_runs(slurm_conf, lock)
-        code, summary = _run_reframe(run_dir, tag, site_path, config, system, target, names,
-                                     note, fallback, slurm_conf, extra_args, stream,
-                                     checks_tag or tag)
+        code, summary = _run_reframe(
+            run_dir,
+            tag,
+            site_path,
+            config,
+            system,
+            target,
+            names,
+            note,
+            fallback,
+            slurm_conf,
+            extra_args,
+            stream,
+            checks_tag or tag,
+        )
     finally:
         lock.release()
     summary["notes"] = notes + summary.get("notes", [])
@@ -196,9 +241,11 @@ def recover_interrupted_runs(slurm_conf, lock):
     they left in the queue, store what their run report holds, and say what is lost."""
     notes = []
     if lock.took_over:
-        notes.append(f"took over the run lock left by run {lock.took_over.get('run_id')} "
-                     f"(pid {lock.took_over.get('pid')}, started {lock.took_over.get('since')}), "
-                     "whose process is gone")
+        notes.append(
+            f"took over the run lock left by run {lock.took_over.get('run_id')} "
+            f"(pid {lock.took_over.get('pid')}, started {lock.took_over.get('since')}), "
+            "whose process is gone"
+        )
     env = dict(os.environ, **({"SLURM_CONF": slurm_conf} if slurm_conf else {}))
     for run_dir, meta in interrupted_runs(paths.results_dir() / "runs"):
         left = jobs_of_runs({run_dir.name}, env) if slurm_conf else {}
@@ -206,19 +253,27 @@ def recover_interrupted_runs(slurm_conf, lock):
         report = run_dir / "report.json"
         if report.is_file():
             from reports import commands
+
             try:
                 _, figures, _ = commands.ingest([run_dir])
                 cases = runreport.final_cases(json.loads(report.read_text()))
             except (ScratchbenchError, ValueError) as exc:
                 what = f"its run report could not be stored ({exc})"
             else:
-                unfinished = [case_in_words(c) for c in cases
-                              if c.get("result") not in ("pass", "xfail", *runreport.NOT_RUN)]
-                what = (f"stored {figures} figures of it; {len(unfinished)} case(s) did not "
-                        f"finish" + (f": {'; '.join(unfinished[:5])}" if unfinished else ""))
+                unfinished = [
+                    case_in_words(c)
+                    for c in cases
+                    if c.get("result") not in ("pass", "xfail", *runreport.NOT_RUN)
+                ]
+                what = (
+                    f"stored {figures} figures of it; {len(unfinished)} case(s) did not "
+                    f"finish" + (f": {'; '.join(unfinished[:5])}" if unfinished else "")
+                )
         else:
-            what = ("ReFrame wrote no run report, so none of its figures could be stored; its "
-                    f"job outputs are in {run_dir / 'stage'}")
+            what = (
+                "ReFrame wrote no run report, so none of its figures could be stored; its "
+                f"job outputs are in {run_dir / 'stage'}"
+            )
         if left:
             what += f"; cancelled its job(s) still in the queue: {', '.join(sorted(left))}"
         mark_interrupted(run_dir, meta, what)
@@ -227,27 +282,75 @@ def recover_interrupted_runs(slurm_conf, lock):
     return notes
 
 
-def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, fallback,
-                 slurm_conf, extra_args, stream, checks_tag):
+def _run_reframe(
+    run_dir,
+    tag,
+    site_path,
+    config,
+    system,
+    target,
+    names,
+    note,
+    fallback,
+    slurm_conf,
+    extra_args,
+    stream,
+    checks_tag,
+):
     report = run_dir / "report.json"
     revision = git_revision()
-    partitions = {p["name"]: {"scheduler": p["scheduler"], "access": p.get("access", []),
-                              "descr": p.get("descr", "")}
-                  for s in config["systems"] if s["name"] == system.split(":")[0]
-                  for p in s["partitions"]}
-    meta = {"run_id": run_dir.name, "site": str(site_path), "system": system, "tag": tag,
-            "target": target, "note": note, "revision": revision, "partitions": partitions,
-            "scheduler_fallback": fallback, "pid": os.getpid(), "host": socket.gethostname(),
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    partitions = {
+        p["name"]: {
+            "scheduler": p["scheduler"],
+            "access": p.get("access", []),
+            "descr": p.get("descr", ""),
+        }
+        for s in config["systems"]
+        if s["name"] == system.split(":")[0]
+        for p in s["partitions"]
+    }
+    meta = {
+        "run_id": run_dir.name,
+        "site": str(site_path),
+        "system": system,
+        "tag": tag,
+        "target": target,
+        "note": note,
+        "revision": revision,
+        "partitions": partitions,
+        "scheduler_fallback": fallback,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 
     reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
-    cmd = [reframe, "-C", str(site_path), "-c", str(paths.CHECKS_DIR), "--system", system,
-           "-t", f"^{checks_tag}$", "-S", f"workload_tag={tag}", "-r", "--warn-as-error",
-           "--prefix", str(paths.results_dir()),
-           "-o", str(run_dir / "output"), "-s", str(run_dir / "stage"),
-           "--report-file", str(report),
-           "--session-extras", f"scratchbench_run={run_dir.name},tag={tag},revision={revision}"]
+    cmd = [
+        reframe,
+        "-C",
+        str(site_path),
+        "-c",
+        str(paths.CHECKS_DIR),
+        "--system",
+        system,
+        "-t",
+        f"^{checks_tag}$",
+        "-S",
+        f"workload_tag={tag}",
+        "-r",
+        "--warn-as-error",
+        "--prefix",
+        str(paths.results_dir()),
+        "-o",
+        str(run_dir / "output"),
+        "-s",
+        str(run_dir / "stage"),
+        "--report-file",
+        str(report),
+        "--session-extras",
+        f"scratchbench_run={run_dir.name},tag={tag},revision={revision}",
+    ]
     if target:
         cmd += ["-t", f"^fs:{target}$"]
     for name in names:
@@ -256,26 +359,36 @@ def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, f
     (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
 
     log_path = run_dir / "reframe.out"
-    progress(f"running the '{checks_tag}' checks on {system} with ReFrame; output also in "
-             f"{log_path}")
+    progress(
+        f"running the '{checks_tag}' checks on {system} with ReFrame; output also in {log_path}"
+    )
     t0 = time.monotonic()
     out = stream or sys.stdout
     env = reframe_env(slurm_conf)
     env["SCRATCHBENCH_RUN_ID"] = run_dir.name
     signalled = []
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env, cwd=str(run_dir))
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=str(run_dir),
+        )
 
         def stop_reframe(signum, _frame):
             # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
             signalled.append(signum)
-            progress(f"received signal {signum}: stopping ReFrame, which cancels its jobs "
-                     "and writes what finished")
+            progress(
+                f"received signal {signum}: stopping ReFrame, which cancels its jobs "
+                "and writes what finished"
+            )
             proc.send_signal(signal.SIGTERM)
 
-        previous = {sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM,
-                                                                       signal.SIGINT)}
+        previous = {
+            sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
         try:
             for line in proc.stdout:
                 log.write(line)
@@ -297,20 +410,30 @@ def _run_reframe(run_dir, tag, site_path, config, system, target, names, note, f
         left = jobs_of_runs({run_dir.name}, env)
         if left:
             cancel_jobs(list(left), env)
-            notes.append(f"cancelled {len(left)} job(s) this run left in the queue: "
-                         f"{', '.join(sorted(left))}")
+            notes.append(
+                f"cancelled {len(left)} job(s) this run left in the queue: "
+                f"{', '.join(sorted(left))}"
+            )
     if not report.exists():
         raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
     summary = summarise_report(json.loads(report.read_text()))
     summary["site_lines"] = site_check_lines(json.loads(report.read_text()))
-    summary.update(run_dir=str(run_dir), report=str(report), wall_seconds=round(wall, 1),
-                   fallback=fallback, notes=notes,
-                   perflogs=str(paths.results_dir() / "perflogs"),
-                   output=str(run_dir / "output"),
-                   results_db=str(paths.results_dir() / "results.db"), reframe_exit_code=rc)
+    summary.update(
+        run_dir=str(run_dir),
+        report=str(report),
+        wall_seconds=round(wall, 1),
+        fallback=fallback,
+        notes=notes,
+        perflogs=str(paths.results_dir() / "perflogs"),
+        output=str(run_dir / "output"),
+        results_db=str(paths.results_dir() / "results.db"),
+        reframe_exit_code=rc,
+    )
     if signalled:
-        summary["notes"].append(f"interrupted by signal {signalled[0]}: the cases above that "
-                                "did not finish are reported as failed")
+        summary["notes"].append(
+            f"interrupted by signal {signalled[0]}: the cases above that "
+            "did not finish are reported as failed"
+        )
         return 128 + signalled[0], summary
     return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
 
@@ -327,7 +450,7 @@ def summarise_report(report):
         name = case_in_words(case)
         if result in ("pass", "xfail"):
             counts["passed"] += 1
-        elif result in runreport.NOT_RUN:   # counted as ReFrame counts them
+        elif result in runreport.NOT_RUN:  # counted as ReFrame counts them
             counts["skipped"] += 1
             skipped.append((name, reasons[index]))
         else:
@@ -335,10 +458,17 @@ def summarise_report(report):
             failures.append((name, case.get("fail_phase"), runreport.failure_in_words(case)))
         for metric, value, unit, *_ in runreport.perf_figures(case):
             if value is None:
-                continue   # a failed case: its cause is printed, not empty figures
-            figures.append({"case": name, "environ": case.get("environ"),
-                            "partition": case.get("partition"),
-                            "variable": metric, "value": value, "unit": unit or ""})
+                continue  # a failed case: its cause is printed, not empty figures
+            figures.append(
+                {
+                    "case": name,
+                    "environ": case.get("environ"),
+                    "partition": case.get("partition"),
+                    "variable": metric,
+                    "value": value,
+                    "unit": unit or "",
+                }
+            )
     return dict(counts, figures=figures, skipped_cases=skipped, failed_cases=failures)
 
 
@@ -353,8 +483,9 @@ def site_check_lines(report):
         if case.get("fixture") and result in ("pass", *runreport.NOT_RUN):
             continue
         where = f"[{case.get('partition')} {case.get('environ')}]"
-        what = " ".join(filter(None, (runreport.check_name(case),
-                                      case.get("scratch_target"), where)))
+        what = " ".join(
+            filter(None, (runreport.check_name(case), case.get("scratch_target"), where))
+        )
         if result == "pass":
             lines.append(f"ok     {what}: {case.get('found') or 'passed'}")
         elif result in runreport.NOT_RUN:
@@ -362,8 +493,10 @@ def site_check_lines(report):
         else:
             cause = runreport.failure_in_words(case)
             if "could not execute module operation" in cause:
-                cause += ("; fix: the module's name, or its path, in the environment's "
-                          "'modules' in the site config")
+                cause += (
+                    "; fix: the module's name, or its path, in the environment's "
+                    "'modules' in the site config"
+                )
             lines.append(f"FAIL   {what} ({case.get('fail_phase')}): {cause}")
     return lines
 

@@ -29,9 +29,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cluster.processes import process_alive, process_program
-from cluster.san import (DEFAULT_BRICK_SIZE, DEFAULT_SERVERS, MAX_SERVERS, GlusterSan,
-                         SanUnavailable, stripe_words, validate_san_options,
-                         validate_stripe_size)
+from cluster.san import (
+    DEFAULT_BRICK_SIZE,
+    DEFAULT_SERVERS,
+    MAX_SERVERS,
+    GlusterSan,
+    SanUnavailable,
+    stripe_words,
+    validate_san_options,
+    validate_stripe_size,
+)
 from scratchbench.errors import ClusterError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -71,8 +78,8 @@ class ClusterSpec:
 
     nodes: int = 2
     cpus_per_node: int = 2
-    base_port: int = None   # None: the first free block of ports from 17817 up
-    san_root: str = ""      # per-job scratch root; default <cluster dir>/sanscratch
+    base_port: int = None  # None: the first free block of ports from 17817 up
+    san_root: str = ""  # per-job scratch root; default <cluster dir>/sanscratch
     name: str = "scratchbench"
     #: GlusterFS storage servers of the SAN (0: per-job directories on a plain directory)
     san_servers: int = DEFAULT_SERVERS
@@ -99,7 +106,8 @@ class ClusterSpec:
             raise ClusterError(f"--cpus-per-node {self.cpus_per_node}: expected 1 to 256")
         if self.base_port is not None and not 1024 <= self.base_port <= 65535 - 10 - self.nodes:
             raise ClusterError(
-                f"--base-port {self.base_port}: expected 1024 to {65535 - 10 - self.nodes}")
+                f"--base-port {self.base_port}: expected 1024 to {65535 - 10 - self.nodes}"
+            )
         if self.san_servers:
             validate_san_options(self.san_servers, self.san_brick_size, self.san_stripe_size)
         elif self.san_servers != 0:
@@ -142,8 +150,10 @@ def free_port_block(spec, prefer=None):
         trial = ClusterSpec(nodes=spec.nodes, base_port=base)
         if not any(port_in_use(p) for p in trial.ports().values()):
             return base
-    raise ClusterError(f"no free block of {spec.nodes + 3} ports on 127.0.0.1 between "
-                       f"{FIRST_PORT} and {LAST_PORT}; stop other clusters or pass --base-port")
+    raise ClusterError(
+        f"no free block of {spec.nodes + 3} ports on 127.0.0.1 between "
+        f"{FIRST_PORT} and {LAST_PORT}; stop other clusters or pass --base-port"
+    )
 
 
 def port_in_use(port):
@@ -165,8 +175,11 @@ def _port_open(port):
 def _last_error_line(log_path):
     """The most telling line of a daemon log, for a one-line error."""
     try:
-        lines = [ln.strip() for ln in Path(log_path).read_text(errors="replace").splitlines()
-                 if ln.strip()]
+        lines = [
+            ln.strip()
+            for ln in Path(log_path).read_text(errors="replace").splitlines()
+            if ln.strip()
+        ]
     except OSError:
         return ""
     for line in reversed(lines):
@@ -227,8 +240,10 @@ class EmbeddedCluster:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise ClusterError(f"{self.state_path}: unreadable cluster state ({exc}); "
-                               "stop stray daemons by hand and remove it") from exc
+            raise ClusterError(
+                f"{self.state_path}: unreadable cluster state ({exc}); "
+                "stop stray daemons by hand and remove it"
+            ) from exc
 
     def _write_state(self, state):
         tmp = self.state_path.with_suffix(".tmp")
@@ -238,8 +253,11 @@ class EmbeddedCluster:
     def running_daemons(self):
         """Daemons recorded in the state file that still run the program we started."""
         state = self.read_state() or {}
-        return [d for d in state.get("daemons", [])
-                if process_alive(d["pid"]) and process_program(d["pid"]) == d["program"]]
+        return [
+            d
+            for d in state.get("daemons", [])
+            if process_alive(d["pid"]) and process_program(d["pid"]) == d["program"]
+        ]
 
     # ---- up -------------------------------------------------------------------------
     def up(self, spec, timeout=120):
@@ -251,22 +269,26 @@ class EmbeddedCluster:
             slurm = [d for d in state["daemons"] if not _is_san_daemon(d["name"])]
             if all(d["name"] in alive for d in slurm) and self._slurm_responds():
                 self._repair_san(state)
-                _progress(f"already up ({len(self.running_daemons())} daemons, state in "
-                          f"{self.dir})")
+                _progress(
+                    f"already up ({len(self.running_daemons())} daemons, state in {self.dir})"
+                )
                 return self.status()
             if alive:
                 _progress("found a partly running cluster; stopping it before a clean start")
             self.down(quiet=True)
         if os.geteuid() != 0:
-            raise ClusterUnavailable("the embedded cluster needs root: slurmd starts jobs as "
-                                     "their user and munged runs as user 'munge'")
+            raise ClusterUnavailable(
+                "the embedded cluster needs root: slurmd starts jobs as "
+                "their user and munged runs as user 'munge'"
+            )
         for program in DAEMONS:
             if find_program(program) is None:
                 where = os.environ.get("SCRATCHBENCH_SBIN") or "PATH or /usr/sbin"
                 raise ClusterUnavailable(
                     f"{program} not found in {where}: install Debian's munge, mariadb-server, "
                     "slurmdbd, slurmctld, slurmd and slurm-client (or point SCRATCHBENCH_SBIN "
-                    "at the directory that holds them)")
+                    "at the directory that holds them)"
+                )
         self.dir.mkdir(parents=True, exist_ok=True)
         san_root = Path(spec.san_root or self.dir / "sanscratch").absolute()
         self._check_san_root(san_root)
@@ -280,16 +302,25 @@ class EmbeddedCluster:
                 spec.base_port = free_port_block(spec, prefer=recorded)
             for daemon, port in spec.ports().items():
                 if port_in_use(port):
-                    raise ClusterError(f"port {port} on 127.0.0.1 (for {daemon}) is in use; "
-                                       "choose other ports with --base-port, or leave it out "
-                                       "to take free ones")
-            _progress(f"starting a {spec.nodes}-node Slurm cluster in {self.dir} on ports "
-                      f"{spec.base_port}.. ({ports}; logs in {self.log})")
+                    raise ClusterError(
+                        f"port {port} on 127.0.0.1 (for {daemon}) is in use; "
+                        "choose other ports with --base-port, or leave it out "
+                        "to take free ones"
+                    )
+            _progress(
+                f"starting a {spec.nodes}-node Slurm cluster in {self.dir} on ports "
+                f"{spec.base_port}.. ({ports}; logs in {self.log})"
+            )
             self._prepare_directories(spec)
-            state = {"spec": asdict(spec), "ports": ports, "munge_dir": str(self.munge_dir),
-                     "daemons": [], "started": time.time(),
-                     # the SAN's dated changes outlive a restart, as its data does
-                     "san": {"changes": ((state or {}).get("san") or {}).get("changes", [])}}
+            state = {
+                "spec": asdict(spec),
+                "ports": ports,
+                "munge_dir": str(self.munge_dir),
+                "daemons": [],
+                "started": time.time(),
+                # the SAN's dated changes outlive a restart, as its data does
+                "san": {"changes": ((state or {}).get("san") or {}).get("changes", [])},
+            }
             self._write_state(state)
             try:
                 self._start_munged(state)
@@ -310,8 +341,10 @@ class EmbeddedCluster:
             raise
         state["up_seconds"] = round(time.monotonic() - t0, 1)
         self._write_state(state)
-        _progress(f"up in {state['up_seconds']} s: {spec.nodes} nodes in partition "
-                  f"'{PARTITION}', SLURM_CONF={self.slurm_conf}")
+        _progress(
+            f"up in {state['up_seconds']} s: {spec.nodes} nodes in partition "
+            f"'{PARTITION}', SLURM_CONF={self.slurm_conf}"
+        )
         return self.status()
 
     def _check_san_root(self, san_root):
@@ -319,14 +352,20 @@ class EmbeddedCluster:
             raise ClusterError(f"scratch root {san_root}: exists and is not a directory")
         parent = san_root if san_root.exists() else san_root.parent
         if not parent.is_dir():
-            raise ClusterError(f"scratch root {san_root}: its parent directory {parent} "
-                               "does not exist")
+            raise ClusterError(
+                f"scratch root {san_root}: its parent directory {parent} does not exist"
+            )
         if not os.access(parent, os.W_OK | os.X_OK):
             raise ClusterError(f"scratch root {san_root}: {parent} is not writable")
 
     def _prepare_directories(self, spec):
-        for sub in (self.etc, self.log, self.run, self.dir / "state" / "ctld",
-                    self.dir / "localscratch"):
+        for sub in (
+            self.etc,
+            self.log,
+            self.run,
+            self.dir / "state" / "ctld",
+            self.dir / "localscratch",
+        ):
             sub.mkdir(parents=True, exist_ok=True)
         Path(spec.san_root).mkdir(parents=True, exist_ok=True)
         os.chmod(spec.san_root, 0o755)
@@ -336,7 +375,7 @@ class EmbeddedCluster:
                 (self.dir / "state" / sub / name).mkdir(parents=True, exist_ok=True)
             local = self.dir / "localscratch" / name
             local.mkdir(exist_ok=True)
-            os.chmod(local, 0o1777)     # like /localscratch: every user may write
+            os.chmod(local, 0o1777)  # like /localscratch: every user may write
             # Two directories standing for a node's two disks (seed 000's diskperf
             # writes to several at once); here they share one disk.
             for disk in LOCAL_DISKS:
@@ -348,18 +387,30 @@ class EmbeddedCluster:
             f"NodeName={node_name(i)} NodeHostname={host} NodeAddr=127.0.0.1 "
             f"Port={spec.base_port + 10 + i} CPUs={spec.cpus_per_node} RealMemory=1000 "
             f"State=UNKNOWN"
-            for i in range(spec.nodes))
+            for i in range(spec.nodes)
+        )
         password = self._db_password()
         values = {
-            "CLUSTER_NAME": spec.name, "HOST": host, "DIR": str(self.dir),
-            "CTLD_PORT": spec.base_port, "DBD_PORT": spec.base_port + 1,
-            "MYSQL_PORT": spec.base_port + 2, "MUNGE_SOCKET": str(self.munge_socket),
-            "NODE_LINES": node_lines, "PARTITION": PARTITION, "DB_PASSWORD": password,
-            "SAN_ROOT": spec.san_root, "LOCAL_ROOT": str(self.dir / "localscratch"),
+            "CLUSTER_NAME": spec.name,
+            "HOST": host,
+            "DIR": str(self.dir),
+            "CTLD_PORT": spec.base_port,
+            "DBD_PORT": spec.base_port + 1,
+            "MYSQL_PORT": spec.base_port + 2,
+            "MUNGE_SOCKET": str(self.munge_socket),
+            "NODE_LINES": node_lines,
+            "PARTITION": PARTITION,
+            "DB_PASSWORD": password,
+            "SAN_ROOT": spec.san_root,
+            "LOCAL_ROOT": str(self.dir / "localscratch"),
         }
-        for name, mode in (("slurm.conf", 0o644), ("slurmdbd.conf", 0o600),
-                           ("prolog.sh", 0o755), ("epilog.sh", 0o755),
-                           ("task_prolog.sh", 0o755)):
+        for name, mode in (
+            ("slurm.conf", 0o644),
+            ("slurmdbd.conf", 0o600),
+            ("prolog.sh", 0o755),
+            ("epilog.sh", 0o755),
+            ("task_prolog.sh", 0o755),
+        ):
             text = (TEMPLATES / name).read_text()
             for key, value in values.items():
                 text = text.replace(f"@{key}@", str(value))
@@ -380,12 +431,24 @@ class EmbeddedCluster:
         what its PID will run once it has exec'ed (a launcher that execs it)."""
         log_path = self.log / f"{name}.out"
         with open(log_path, "ab") as out:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True,
-                                    user=user, env=env or self.client_env(), cwd=self.dir)
-        state["daemons"].append({"name": name, "pid": proc.pid,
-                                 "program": program or os.path.basename(argv[0]),
-                                 "log": str(log_path)})
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                user=user,
+                env=env or self.client_env(),
+                cwd=self.dir,
+            )
+        state["daemons"].append(
+            {
+                "name": name,
+                "pid": proc.pid,
+                "program": program or os.path.basename(argv[0]),
+                "log": str(log_path),
+            }
+        )
         self._write_state(state)
         return proc
 
@@ -396,8 +459,11 @@ class EmbeddedCluster:
         while time.monotonic() < deadline:
             if proc.poll() is not None or not process_alive(proc.pid):
                 detail = _last_error_line(log_path) or _last_error_line(self.log / f"{name}.out")
-                raise ClusterError(f"{name} exited during start-up"
-                                   + (f" ({detail})" if detail else "") + f"; log: {log_path}")
+                raise ClusterError(
+                    f"{name} exited during start-up"
+                    + (f" ({detail})" if detail else "")
+                    + f"; log: {log_path}"
+                )
             if ready():
                 return
             time.sleep(0.2)
@@ -409,29 +475,34 @@ class EmbeddedCluster:
         MUNGE_RUN_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.munge_dir.mkdir(exist_ok=True)
         os.chown(self.munge_dir, munge.pw_uid, munge.pw_gid)
-        os.chmod(self.munge_dir, 0o711)   # clients need to reach the socket
+        os.chmod(self.munge_dir, 0o711)  # clients need to reach the socket
         key = self.munge_dir / "munge.key"
         if not key.exists():
             key.write_bytes(os.urandom(1024))
         os.chown(key, munge.pw_uid, munge.pw_gid)
         os.chmod(key, 0o400)
         log = self.munge_dir / "munged.log"
-        argv = [find_program("munged"), "-F", f"--socket={self.munge_socket}",
-                f"--key-file={key}", f"--log-file={log}",
-                f"--pid-file={self.munge_dir / 'munged.pid'}",
-                f"--seed-file={self.munge_dir / 'munged.seed'}"]
+        argv = [
+            find_program("munged"),
+            "-F",
+            f"--socket={self.munge_socket}",
+            f"--key-file={key}",
+            f"--log-file={log}",
+            f"--pid-file={self.munge_dir / 'munged.pid'}",
+            f"--seed-file={self.munge_dir / 'munged.seed'}",
+        ]
         proc = self._spawn(state, "munged", argv, user="munge")
         self._wait(proc, "munged", self._munge_works, 30, log_path=log)
 
     def _munge_works(self):
         if not self.munge_socket.exists():
             return False
-        cred = subprocess.run(["munge", "-n", "-S", str(self.munge_socket)],
-                              capture_output=True)
+        cred = subprocess.run(["munge", "-n", "-S", str(self.munge_socket)], capture_output=True)
         if cred.returncode != 0:
             return False
-        check = subprocess.run(["unmunge", "-S", str(self.munge_socket)],
-                               input=cred.stdout, capture_output=True)
+        check = subprocess.run(
+            ["unmunge", "-S", str(self.munge_socket)], input=cred.stdout, capture_output=True
+        )
         return check.returncode == 0
 
     def _start_mariadb(self, state, spec):
@@ -440,50 +511,84 @@ class EmbeddedCluster:
             _progress("initialising the accounting database (MariaDB)")
             datadir.mkdir(parents=True, exist_ok=True)
             init = subprocess.run(
-                [find_program("mariadb-install-db"), "--no-defaults", f"--datadir={datadir}", "--user=root",
-                 "--auth-root-authentication-method=socket", "--skip-test-db"],
-                capture_output=True, text=True)
+                [
+                    find_program("mariadb-install-db"),
+                    "--no-defaults",
+                    f"--datadir={datadir}",
+                    "--user=root",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-test-db",
+                ],
+                capture_output=True,
+                text=True,
+            )
             if init.returncode != 0:
                 detail = (init.stderr or init.stdout).strip().splitlines()[-1:] or [""]
-                raise ClusterError(f"mariadb-install-db failed ({detail[0][:200]}) "
-                                   f"for {datadir}")
+                raise ClusterError(f"mariadb-install-db failed ({detail[0][:200]}) for {datadir}")
         _progress(f"starting mariadbd on 127.0.0.1:{spec.base_port + 2}")
         log = self.log / "mariadbd.log"
-        argv = [find_program("mariadbd"), "--no-defaults", f"--datadir={datadir}", "--user=root",
-                "--bind-address=127.0.0.1", f"--port={spec.base_port + 2}",
-                f"--socket={self.mysql_socket}", f"--pid-file={self.run / 'mariadbd.pid'}",
-                f"--log-error={log}", "--innodb-buffer-pool-size=256M", "--innodb-lock-wait-timeout=900",
-                "--skip-name-resolve"]
+        argv = [
+            find_program("mariadbd"),
+            "--no-defaults",
+            f"--datadir={datadir}",
+            "--user=root",
+            "--bind-address=127.0.0.1",
+            f"--port={spec.base_port + 2}",
+            f"--socket={self.mysql_socket}",
+            f"--pid-file={self.run / 'mariadbd.pid'}",
+            f"--log-error={log}",
+            "--innodb-buffer-pool-size=256M",
+            "--innodb-lock-wait-timeout=900",
+            "--skip-name-resolve",
+        ]
         proc = self._spawn(state, "mariadbd", argv)
-        self._wait(proc, "mariadbd", lambda: self._sql("SELECT 1", quiet=True), 60,
-                   log_path=log)
+        self._wait(proc, "mariadbd", lambda: self._sql("SELECT 1", quiet=True), 60, log_path=log)
         password = self._db_password()
-        self._sql("CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
-                  f"CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
-                  f"ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
-                  "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
+        self._sql(
+            "CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
+            f"CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+            f"ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+        )
 
     def _sql(self, statement, quiet=False):
-        result = subprocess.run(["mariadb", "--no-defaults", "-S", str(self.mysql_socket),
-                                 "-u", "root", "-e", statement], capture_output=True, text=True)
+        result = subprocess.run(
+            [
+                "mariadb",
+                "--no-defaults",
+                "-S",
+                str(self.mysql_socket),
+                "-u",
+                "root",
+                "-e",
+                statement,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if result.returncode != 0:
             if quiet:
                 return False
-            raise ClusterError(f"MariaDB refused '{statement[:40]}...': "
-                               f"{result.stderr.strip()[:200]}")
+            raise ClusterError(
+                f"MariaDB refused '{statement[:40]}...': {result.stderr.strip()[:200]}"
+            )
         return True
 
     def _start_slurmdbd(self, state, spec):
         _progress(f"starting slurmdbd on 127.0.0.1:{spec.base_port + 1}")
         proc = self._spawn(state, "slurmdbd", [find_program("slurmdbd"), "-D"])
-        self._wait(proc, "slurmdbd", lambda: _port_open(spec.base_port + 1), 60,
-                   log_path=self.log / "slurmdbd.log")
+        self._wait(
+            proc,
+            "slurmdbd",
+            lambda: _port_open(spec.base_port + 1),
+            60,
+            log_path=self.log / "slurmdbd.log",
+        )
 
     def _start_slurmctld(self, state, spec):
         _progress(f"starting slurmctld on 127.0.0.1:{spec.base_port}")
         proc = self._spawn(state, "slurmctld", [find_program("slurmctld"), "-D", "-i"])
-        self._wait(proc, "slurmctld", self._slurm_responds, 60,
-                   log_path=self.log / "slurmctld.log")
+        self._wait(proc, "slurmctld", self._slurm_responds, 60, log_path=self.log / "slurmctld.log")
 
     def restart_slurmctld(self, timeout=60):
         """Stop slurmctld and start it again, as an administrator does after a config
@@ -501,30 +606,37 @@ class EmbeddedCluster:
 
     @property
     def san(self):
-        return GlusterSan(self.dir, (self.read_state() or {}).get("spec", {}).get("san_root")
-                          or self.dir / "sanscratch")
+        return GlusterSan(
+            self.dir,
+            (self.read_state() or {}).get("spec", {}).get("san_root") or self.dir / "sanscratch",
+        )
 
     def _start_san(self, state, spec):
         """The GlusterFS SAN that holds the per-job directories, or, where it cannot start,
         a plain directory, said in one line and recorded (the site config and the pages
         describe the target from this record)."""
         san = GlusterSan(self.dir, spec.san_root)
-        changes = (state.get("san") or {}).get("changes", [])   # kept for when it is back
+        changes = (state.get("san") or {}).get("changes", [])  # kept for when it is back
         if not spec.san_servers:
-            state["san"] = {"kind": "directory", "reason": "--san-servers 0 asked for no SAN",
-                            "changes": changes}
+            state["san"] = {
+                "kind": "directory",
+                "reason": "--san-servers 0 asked for no SAN",
+                "changes": changes,
+            }
         else:
             try:
                 state["san"] = san.start(
-                    state, spec, lambda name, argv: self._spawn(state, name, argv),
-                    _progress)
+                    state, spec, lambda name, argv: self._spawn(state, name, argv), _progress
+                )
             except SanUnavailable as exc:
                 # What the failed start left (brick processes, the servers' disks, this
                 # machine's client) goes now: `down` of a directory SAN would not look.
                 san.stop_bricks()
                 san.unmount_all()
-                _progress(f"the GlusterFS SAN cannot start: {exc}; per-job directories "
-                          f"(MYSANSCRATCH) fall back to a plain directory, {spec.san_root}")
+                _progress(
+                    f"the GlusterFS SAN cannot start: {exc}; per-job directories "
+                    f"(MYSANSCRATCH) fall back to a plain directory, {spec.san_root}"
+                )
                 state["san"] = {"kind": "directory", "reason": str(exc), "changes": changes}
         self._write_state(state)
 
@@ -533,12 +645,19 @@ class EmbeddedCluster:
         and its dated changes: what a run stores as the SAN's configuration."""
         state = self.read_state() or {}
         san_state = state.get("san") or {}
-        if not any(d["name"] == "glusterd" for d in self.running_daemons()) or \
-                san_state.get("kind") != "glusterfs":
-            raise ClusterError(f"the embedded cluster in {self.dir} has no running GlusterFS "
-                               "SAN: start it with `scratchbench cluster up`")
-        return dict(self.san.describe(), volume=san_state.get("volume"),
-                    changes=san_state.get("changes", []))
+        if (
+            not any(d["name"] == "glusterd" for d in self.running_daemons())
+            or san_state.get("kind") != "glusterfs"
+        ):
+            raise ClusterError(
+                f"the embedded cluster in {self.dir} has no running GlusterFS "
+                "SAN: start it with `scratchbench cluster up`"
+            )
+        return dict(
+            self.san.describe(),
+            volume=san_state.get("volume"),
+            changes=san_state.get("changes", []),
+        )
 
     def change_san(self, servers=None, stripe_size=None, settings=()):
         """Change the running volume as an admin would (`cluster san`): options
@@ -548,23 +667,31 @@ class EmbeddedCluster:
         was done, a line each."""
         state = self.read_state() or {}
         san_state = state.get("san") or {}
-        before = self.describe_san()     # (refuses when there is no running SAN)
+        before = self.describe_san()  # (refuses when there is no running SAN)
         san = self.san
         if servers is not None and not 1 <= servers <= MAX_SERVERS:
-            raise ClusterError(f"--servers {servers}: expected 1 to {MAX_SERVERS} storage "
-                               f"servers (the volume has {before['servers']}; a volume "
-                               "keeps at least one)")
+            raise ClusterError(
+                f"--servers {servers}: expected 1 to {MAX_SERVERS} storage "
+                f"servers (the volume has {before['servers']}; a volume "
+                "keeps at least one)"
+            )
         if stripe_size is not None:
             validate_stripe_size(stripe_size, "--stripe-size")
             if not stripe_size and before["stripe_size"] and san.sharded_files():
-                san.set_stripe_size(0)          # refuses, naming the sharded files
+                san.set_stripe_size(0)  # refuses, naming the sharded files
         for key, _ in settings:
-            san.option_value(key)               # refuses an option GlusterFS does not have
+            san.option_value(key)  # refuses an option GlusterFS does not have
         said, changes = [], []
 
         def record(what, was, now):
-            changes.append({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                            "change": what, "before": was, "after": now})
+            changes.append(
+                {
+                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "change": what,
+                    "before": was,
+                    "after": now,
+                }
+            )
             said.append(f"{what}: {was} -> {now}")
 
         try:
@@ -574,20 +701,25 @@ class EmbeddedCluster:
                 record(f"volume option {key}", was, now)
             if stripe_size is not None and stripe_size != before["stripe_size"]:
                 san.set_stripe_size(stripe_size)
-                record("shard block size", stripe_words(before["stripe_size"]),
-                       stripe_words(stripe_size))
+                record(
+                    "shard block size",
+                    stripe_words(before["stripe_size"]),
+                    stripe_words(stripe_size),
+                )
             if servers is not None and servers != before["servers"]:
                 if servers > before["servers"]:
-                    san.add_servers(san_state["address"], servers, san_state["brick_size"],
-                                    _progress)
+                    san.add_servers(
+                        san_state["address"], servers, san_state["brick_size"], _progress
+                    )
                 else:
                     san.remove_servers(san_state["address"], servers, _progress)
                 record("storage servers", before["servers"], servers)
         finally:
             # what did change is recorded even when a later change failed
             after = san.describe()
-            san_state.update(servers=after["servers"], stripe_size=after["stripe_size"],
-                             options=after["options"])
+            san_state.update(
+                servers=after["servers"], stripe_size=after["stripe_size"], options=after["options"]
+            )
             san_state["changes"] = san_state.get("changes", []) + changes
             state["san"] = san_state
             # a restart (`cluster up`) builds the volume it now has
@@ -623,21 +755,28 @@ class EmbeddedCluster:
             else:
                 down = [b["server"] for b in san.brick_status() if not b["online"]]
                 if down:
-                    _progress(f"storage server(s) {', '.join(down)} of the SAN are down: "
-                              "starting them again")
+                    _progress(
+                        f"storage server(s) {', '.join(down)} of the SAN are down: "
+                        "starting them again"
+                    )
                     san.start_down_bricks(timeout=30)
                 if "san-client-login" not in alive:
                     san.mount_login_client(san_state, spawn, _progress)
             for name, daemon in daemons.items():
                 if not name.startswith("slurmd-") or name not in alive:
                     continue
-                node = name[len("slurmd-"):]
+                node = name[len("slurmd-") :]
                 if not san.node_mount_ok(daemon["pid"]):
                     forget(f"san-client-{node}")
                     proc = san.remount_node_client(san_state, node, daemon["pid"], _progress)
-                    state["daemons"].append({"name": f"san-client-{node}", "pid": proc.pid,
-                                             "program": "glusterfs",
-                                             "log": str(san.log / f"client-{node}.log")})
+                    state["daemons"].append(
+                        {
+                            "name": f"san-client-{node}",
+                            "pid": proc.pid,
+                            "program": "glusterfs",
+                            "log": str(san.log / f"client-{node}.log"),
+                        }
+                    )
         except ClusterError as exc:
             _progress(f"could not repair the SAN: {exc}")
         finally:
@@ -648,20 +787,27 @@ class EmbeddedCluster:
         if not problems:
             for name in daemons:
                 if name.startswith("slurmd-"):
-                    self._resume_if_drained_by_prolog(name[len("slurmd-"):])
+                    self._resume_if_drained_by_prolog(name[len("slurmd-") :])
 
     def _resume_if_drained_by_prolog(self, node):
         """Slurm drains a node whose prolog failed (it could not make the per-job
         directory: a dead SAN client, full servers): once the SAN is well, so is the node."""
-        result = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T|%E"],
-                                capture_output=True, text=True, env=self.client_env(),
-                                timeout=20)
+        result = subprocess.run(
+            ["sinfo", "-h", "-N", "-n", node, "-o", "%T|%E"],
+            capture_output=True,
+            text=True,
+            env=self.client_env(),
+            timeout=20,
+        )
         state, _, reason = result.stdout.strip().partition("|")
         if state.startswith("drain") and "prolog" in reason.lower():
-            subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
-                           capture_output=True, env=self.client_env(), timeout=20)
-            _progress(f"node {node}: drained by Slurm after its prolog failed ({reason}); "
-                      "resumed")
+            subprocess.run(
+                ["scontrol", "update", f"nodename={node}", "state=resume"],
+                capture_output=True,
+                env=self.client_env(),
+                timeout=20,
+            )
+            _progress(f"node {node}: drained by Slurm after its prolog failed ({reason}); resumed")
 
     def _start_slurmds(self, state, spec):
         san = GlusterSan(self.dir, spec.san_root)
@@ -671,25 +817,40 @@ class EmbeddedCluster:
         for i in range(spec.nodes):
             name = node_name(i)
             where = " with its own SAN client" if on_san else ""
-            _progress(f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}"
-                      + where)
+            _progress(
+                f"starting slurmd for node {name} on 127.0.0.1:{spec.base_port + 10 + i}" + where
+            )
             slurmd = [find_program("slurmd"), "-D", "-N", name]
             if on_san:
-                proc = self._spawn(state, f"slurmd-{name}",
-                                   san.node_launcher(state["san"], name, slurmd),
-                                   program="slurmd")
+                proc = self._spawn(
+                    state,
+                    f"slurmd-{name}",
+                    san.node_launcher(state["san"], name, slurmd),
+                    program="slurmd",
+                )
                 client = san.node_client_pid(name)
-                state["daemons"].append({"name": f"san-client-{name}", "pid": client,
-                                         "program": "glusterfs",
-                                         "log": str(san.log / f"client-{name}.log")})
+                state["daemons"].append(
+                    {
+                        "name": f"san-client-{name}",
+                        "pid": client,
+                        "program": "glusterfs",
+                        "log": str(san.log / f"client-{name}.log"),
+                    }
+                )
                 self._write_state(state)
             else:
                 proc = self._spawn(state, f"slurmd-{name}", slurmd)
             # A node is up once slurmctld has heard from it.
-            self._wait(proc, f"slurmd-{name}",
-                       lambda name=name: self._node_states().get(name, "unknown")
-                       not in ("unknown", "down", "down*", "unk*", "unknown*"),
-                       60, log_path=self.log / f"slurmd-{name}.log")
+            self._wait(
+                proc,
+                f"slurmd-{name}",
+                lambda name=name: (
+                    self._node_states().get(name, "unknown")
+                    not in ("unknown", "down", "down*", "unk*", "unknown*")
+                ),
+                60,
+                log_path=self.log / f"slurmd-{name}.log",
+            )
 
     def _wait_nodes_idle(self, spec, timeout):
         deadline = time.monotonic() + timeout
@@ -698,20 +859,28 @@ class EmbeddedCluster:
             if len(states) == spec.nodes and all(s.startswith("idle") for s in states.values()):
                 return
             time.sleep(0.3)
-        raise ClusterError(f"nodes did not become idle within {timeout} s: "
-                           f"{self._node_states()}; logs in {self.log}")
+        raise ClusterError(
+            f"nodes did not become idle within {timeout} s: "
+            f"{self._node_states()}; logs in {self.log}"
+        )
 
     # ---- queries ----------------------------------------------------------------------
     def _slurm_responds(self):
         if not self.slurm_conf.exists():
             return False
-        result = subprocess.run(["scontrol", "ping"], capture_output=True, text=True,
-                                env=self.client_env(), timeout=20)
+        result = subprocess.run(
+            ["scontrol", "ping"], capture_output=True, text=True, env=self.client_env(), timeout=20
+        )
         return result.returncode == 0 and "UP" in result.stdout
 
     def _node_states(self):
-        result = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True,
-                                text=True, env=self.client_env(), timeout=20)
+        result = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %t"],
+            capture_output=True,
+            text=True,
+            env=self.client_env(),
+            timeout=20,
+        )
         if result.returncode != 0:
             return {}
         return dict(line.split()[:2] for line in result.stdout.splitlines() if line.strip())
@@ -721,9 +890,10 @@ class EmbeddedCluster:
         state = self.read_state()
         if not state:
             return {"up": False, "dir": str(self.dir), "daemons": [], "nodes": {}}
-        daemons = [dict(d, alive=process_alive(d["pid"])
-                        and process_program(d["pid"]) == d["program"])
-                   for d in state.get("daemons", [])]
+        daemons = [
+            dict(d, alive=process_alive(d["pid"]) and process_program(d["pid"]) == d["program"])
+            for d in state.get("daemons", [])
+        ]
         # Slurm's daemons make the cluster up; what of the SAN is wrong is listed apart
         slurm = [d for d in daemons if not _is_san_daemon(d["name"])]
         responds = all(d["alive"] for d in slurm) and bool(slurm) and self._slurm_responds()
@@ -732,13 +902,23 @@ class EmbeddedCluster:
         if san.get("kind") == "glusterfs" and daemons:
             san["bricks"] = self.san.brick_status()
             san["problems"] = self.san.health(state)
-            san["node_mounts"] = {d["name"][len("slurmd-"):]: d["alive"] and
-                                  self.san.node_mount_ok(d["pid"])
-                                  for d in daemons if d["name"].startswith("slurmd-")}
-        return {"up": responds, "dir": str(self.dir), "spec": state.get("spec"), "san": san,
-                "ports": state.get("ports", "pinned"), "munge_dir": state.get("munge_dir"),
-                "slurm_conf": str(self.slurm_conf), "daemons": daemons, "nodes": nodes,
-                "up_seconds": state.get("up_seconds")}
+            san["node_mounts"] = {
+                d["name"][len("slurmd-") :]: d["alive"] and self.san.node_mount_ok(d["pid"])
+                for d in daemons
+                if d["name"].startswith("slurmd-")
+            }
+        return {
+            "up": responds,
+            "dir": str(self.dir),
+            "spec": state.get("spec"),
+            "san": san,
+            "ports": state.get("ports", "pinned"),
+            "munge_dir": state.get("munge_dir"),
+            "slurm_conf": str(self.slurm_conf),
+            "daemons": daemons,
+            "nodes": nodes,
+            "up_seconds": state.get("up_seconds"),
+        }
 
     def problems(self):
         """What is wrong with a cluster that was started, in words, one item each (the
@@ -747,9 +927,11 @@ class EmbeddedCluster:
         if not state.get("daemons"):
             return [f"the embedded cluster in {self.dir} is not running"]
         alive = {d["name"] for d in self.running_daemons()}
-        problems = [f"{d['name']} (pid {d['pid']}) is not running; log: {d['log']}"
-                    for d in state["daemons"]
-                    if d["name"] not in alive and not _is_san_daemon(d["name"])]
+        problems = [
+            f"{d['name']} (pid {d['pid']}) is not running; log: {d['log']}"
+            for d in state["daemons"]
+            if d["name"] not in alive and not _is_san_daemon(d["name"])
+        ]
         problems += self.san.health(state)
         return problems
 
@@ -780,8 +962,12 @@ class EmbeddedCluster:
             return []
         if any(d["name"] == "slurmctld" for d in self.running_daemons()):
             # Jobs of this cluster would outlive slurmd as orphans: cancel them first.
-            subprocess.run(["scancel", "--full", f"--partition={PARTITION}"],
-                           env=self.client_env(), capture_output=True, timeout=20)
+            subprocess.run(
+                ["scancel", "--full", f"--partition={PARTITION}"],
+                env=self.client_env(),
+                capture_output=True,
+                timeout=20,
+            )
         stopped = []
         for daemon in reversed(state["daemons"]):
             if self._stop(daemon, timeout, quiet):

@@ -34,9 +34,9 @@ from cluster.processes import process_alive, process_program
 from scratchbench.errors import ClusterError
 from scratchbench.units import parse_size, size_words
 
-GLUSTERD_PORT = 24007           # fixed: bricks fetch their volume file from this port
+GLUSTERD_PORT = 24007  # fixed: bricks fetch their volume file from this port
 VOLUME = "sanscratch"
-FIRST_BRICK_PORT_OFFSET = 30    # brick ports: base port + 30 .. base port + 49
+FIRST_BRICK_PORT_OFFSET = 30  # brick ports: base port + 30 .. base port + 49
 MAX_SERVERS = 16
 DEFAULT_SERVERS = 2
 MIN_DEFAULT_BRICK_SIZE = 8 << 30
@@ -47,18 +47,29 @@ def default_brick_size():
     `-g`): 1.5 x this machine's memory, at least 8 GiB (sparse: only what is written
     takes room on the disk below)."""
     try:
-        kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text()
-                   .splitlines() if line.startswith("MemTotal:"))
+        kib = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal:")
+        )
     except (OSError, StopIteration, ValueError):
         return MIN_DEFAULT_BRICK_SIZE
     return max(MIN_DEFAULT_BRICK_SIZE, -(-(kib * 1024 * 3 // 2) // (1 << 30)) << 30)
 
 
 DEFAULT_BRICK_SIZE = default_brick_size()
-MIN_BRICK_SIZE = 512 << 20      # XFS wants 300 MiB at the least; keep room for logs
-MIN_STRIPE_SIZE = 4 << 20       # GlusterFS refuses shard blocks under 4 MiB
-SAN_PROGRAMS = ("glusterd", "glusterfs", "glusterfsd", "gluster", "mkfs.xfs", "unshare",
-                "nsenter", "mountpoint")
+MIN_BRICK_SIZE = 512 << 20  # XFS wants 300 MiB at the least; keep room for logs
+MIN_STRIPE_SIZE = 4 << 20  # GlusterFS refuses shard blocks under 4 MiB
+SAN_PROGRAMS = (
+    "glusterd",
+    "glusterfs",
+    "glusterfsd",
+    "gluster",
+    "mkfs.xfs",
+    "unshare",
+    "nsenter",
+    "mountpoint",
+)
 
 
 class SanUnavailable(ClusterError):
@@ -72,18 +83,21 @@ def stripe_words(stripe_size):
 
 def validate_stripe_size(stripe_size, option="--san-stripe-size"):
     if stripe_size and (stripe_size & (stripe_size - 1) or stripe_size < MIN_STRIPE_SIZE):
-        raise ClusterError(f"{option} {stripe_size}: expected a power of two of at least "
-                           f"{size_words(MIN_STRIPE_SIZE)} (GlusterFS's shard block size), or 0 "
-                           "for no sharding")
+        raise ClusterError(
+            f"{option} {stripe_size}: expected a power of two of at least "
+            f"{size_words(MIN_STRIPE_SIZE)} (GlusterFS's shard block size), or 0 "
+            "for no sharding"
+        )
 
 
 def validate_san_options(servers, brick_size, stripe_size):
     if not 1 <= int(servers) <= MAX_SERVERS:
-        raise ClusterError(f"--san-servers {servers}: expected 1 to {MAX_SERVERS} storage "
-                           "servers")
+        raise ClusterError(f"--san-servers {servers}: expected 1 to {MAX_SERVERS} storage servers")
     if brick_size < MIN_BRICK_SIZE:
-        raise ClusterError(f"--san-brick-size {size_words(brick_size)}: expected at least "
-                           f"{size_words(MIN_BRICK_SIZE)} per server")
+        raise ClusterError(
+            f"--san-brick-size {size_words(brick_size)}: expected at least "
+            f"{size_words(MIN_BRICK_SIZE)} per server"
+        )
     validate_stripe_size(stripe_size)
 
 
@@ -102,7 +116,7 @@ def _top_mount(path, mountinfo="/proc/self/mountinfo"):
         fields = line.split()
         sep = fields.index("-")
         if fields[4].replace("\\040", " ") == str(path):
-            found = (fields[sep + 1], fields[2])   # the last mount on a point is visible
+            found = (fields[sep + 1], fields[2])  # the last mount on a point is visible
     return found
 
 
@@ -156,13 +170,19 @@ class GlusterSan:
 
     # ---- the gluster command line ------------------------------------------------------
     def gluster(self, *args, check=True, timeout=120):
-        argv = ["gluster", f"--glusterd-sock={self.socket}", "--mode=script",
-                f"--log-file={self.log / 'gluster-cli.log'}", *args]
+        argv = [
+            "gluster",
+            f"--glusterd-sock={self.socket}",
+            "--mode=script",
+            f"--log-file={self.log / 'gluster-cli.log'}",
+            *args,
+        ]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             said = (result.stderr.strip() or result.stdout.strip()).splitlines()
-            raise ClusterError(f"gluster {' '.join(args[:3])}: "
-                               f"{said[0] if said else 'failed'}; log: {self.log}")
+            raise ClusterError(
+                f"gluster {' '.join(args[:3])}: {said[0] if said else 'failed'}; log: {self.log}"
+            )
         return result
 
     def volume_exists(self):
@@ -184,13 +204,18 @@ class GlusterSan:
         for node in tree.iter("node"):
             path = node.findtext("path") or ""
             if not path.startswith(str(self.servers_dir)):
-                continue                 # self-heal and other daemons
-            server = Path(path).parent.name           # servers/s2/brick -> s2
+                continue  # self-heal and other daemons
+            server = Path(path).parent.name  # servers/s2/brick -> s2
             pid = node.findtext("pid") or "-1"
-            bricks.append({"server": server, "path": path,
-                           "online": node.findtext("status") == "1",
-                           "pid": int(pid) if pid.lstrip("-").isdigit() else -1,
-                           "port": node.findtext("port")})
+            bricks.append(
+                {
+                    "server": server,
+                    "path": path,
+                    "online": node.findtext("status") == "1",
+                    "pid": int(pid) if pid.lstrip("-").isdigit() else -1,
+                    "port": node.findtext("port"),
+                }
+            )
         return sorted(bricks, key=lambda b: int(b["server"][1:]))
 
     # ---- what the volume is, from glusterd -----------------------------------------------
@@ -210,10 +235,8 @@ class GlusterSan:
         stripe = 0
         if options.get("features.shard") == "on":
             # GlusterFS means 1024 by MB
-            stripe = parse_size(options.get("features.shard-block-size") or "64MB",
-                                decimal=False)
-        return {"servers": len(bricks), "bricks": bricks, "stripe_size": stripe,
-                "options": options}
+            stripe = parse_size(options.get("features.shard-block-size") or "64MB", decimal=False)
+        return {"servers": len(bricks), "bricks": bricks, "stripe_size": stripe, "options": options}
 
     def option_value(self, key):
         """What GlusterFS reports for a volume option; ClusterError naming the option when
@@ -224,8 +247,10 @@ class GlusterSan:
         except ET.ParseError:
             value = None
         if result.returncode != 0 or value is None:
-            raise ClusterError(f"--set {key}: GlusterFS has no volume option {key!r} "
-                               "(`gluster volume set help` lists them)")
+            raise ClusterError(
+                f"--set {key}: GlusterFS has no volume option {key!r} "
+                "(`gluster volume set help` lists them)"
+            )
         return value
 
     # ---- changes, as an admin makes them ---------------------------------------------
@@ -234,31 +259,40 @@ class GlusterSan:
         result = self.gluster("volume", "set", VOLUME, key, value, check=False)
         if result.returncode != 0:
             said = (result.stderr.strip() or result.stdout.strip()).splitlines()
-            raise ClusterError(f"--set {key}={value}: GlusterFS refused it: "
-                               f"{said[0].removeprefix('volume set: failed: ') if said else '?'}")
+            raise ClusterError(
+                f"--set {key}={value}: GlusterFS refused it: "
+                f"{said[0].removeprefix('volume set: failed: ') if said else '?'}"
+            )
         return self.option_value(key)
 
     def sharded_files(self):
         """How many shard pieces the servers hold (files written while sharding was on)."""
-        return sum(1 for disk in sorted(self.servers_dir.glob("s*/brick/.shard"))
-                   for entry in disk.iterdir() if entry.name != ".remove_me")
+        return sum(
+            1
+            for disk in sorted(self.servers_dir.glob("s*/brick/.shard"))
+            for entry in disk.iterdir()
+            if entry.name != ".remove_me"
+        )
 
     def set_stripe_size(self, stripe_size):
         """Sharding on with that block size (the block size first: GlusterFS checks it
         against its 4 MiB minimum when sharding goes on), or off for 0."""
         validate_stripe_size(stripe_size, "--stripe-size")
         if stripe_size:
-            self.gluster("volume", "set", VOLUME, "features.shard-block-size",
-                         f"{stripe_size >> 20}MB")
+            self.gluster(
+                "volume", "set", VOLUME, "features.shard-block-size", f"{stripe_size >> 20}MB"
+            )
             self.gluster("volume", "set", VOLUME, "features.shard", "on")
         else:
             # GlusterFS would turn it off, and every sharded file would lose all but
             # its first block
             pieces = self.sharded_files()
             if pieces:
-                raise ClusterError(f"--stripe-size 0: the volume holds {pieces} shard pieces "
-                                   "of sharded files, which would be lost without sharding; "
-                                   "remove those files first")
+                raise ClusterError(
+                    f"--stripe-size 0: the volume holds {pieces} shard pieces "
+                    "of sharded files, which would be lost without sharding; "
+                    "remove those files first"
+                )
             self.gluster("volume", "set", VOLUME, "features.shard", "off")
 
     def brick_name(self, address, i):
@@ -272,11 +306,17 @@ class GlusterSan:
         added = [self.brick_name(address, i) for i in range(have + 1, count + 1)]
         self.gluster("volume", "add-brick", VOLUME, *added, "force")
         self._wait_bricks_online(count)
-        progress(f"added storage server(s) {_numbers(have + 1, count)}; rebalancing the "
-                 "files over all servers")
+        progress(
+            f"added storage server(s) {_numbers(have + 1, count)}; rebalancing the "
+            "files over all servers"
+        )
         self.gluster("volume", "rebalance", VOLUME, "start")
-        self._wait_migration(["volume", "rebalance", VOLUME, "status", "--xml"],
-                             "volRebalance", "rebalance", progress)
+        self._wait_migration(
+            ["volume", "rebalance", VOLUME, "status", "--xml"],
+            "volRebalance",
+            "rebalance",
+            progress,
+        )
 
     def remove_servers(self, address, count, progress):
         """Storage servers down to `count`, the last ones first: `remove-brick start`
@@ -285,11 +325,14 @@ class GlusterSan:
         have = self.describe()["servers"]
         removed = [self.brick_name(address, i) for i in range(count + 1, have + 1)]
         self.gluster("volume", "remove-brick", VOLUME, *removed, "start")
-        progress(f"moving the files of storage server(s) {_numbers(count + 1, have)} to the "
-                 "others")
+        progress(f"moving the files of storage server(s) {_numbers(count + 1, have)} to the others")
         try:
-            self._wait_migration(["volume", "remove-brick", VOLUME, *removed, "status", "--xml"],
-                                 "volRemoveBrick", "migration", progress)
+            self._wait_migration(
+                ["volume", "remove-brick", VOLUME, *removed, "status", "--xml"],
+                "volRemoveBrick",
+                "migration",
+                progress,
+            )
         except ClusterError:
             self.gluster("volume", "remove-brick", VOLUME, *removed, "stop", check=False)
             raise
@@ -317,8 +360,9 @@ class GlusterSan:
                 files, failures = aggregate.findtext("files"), aggregate.findtext("failures")
                 if status == "completed":
                     if failures not in (None, "0"):
-                        raise ClusterError(f"{what}: {failures} files could not be moved; "
-                                           f"log: {self.log}")
+                        raise ClusterError(
+                            f"{what}: {failures} files could not be moved; log: {self.log}"
+                        )
                     progress(f"{what} completed: {files} files moved")
                     return
                 if status in ("failed", "stopped"):
@@ -337,8 +381,10 @@ class GlusterSan:
                 return
             time.sleep(0.5)
         down = [b["server"] for b in self.brick_status() if not b["online"]]
-        raise ClusterError(f"storage server(s) {', '.join(down) or '?'} of the SAN did not "
-                           f"come up within {timeout} s; logs in {self.log / 'bricks'}")
+        raise ClusterError(
+            f"storage server(s) {', '.join(down) or '?'} of the SAN did not "
+            f"come up within {timeout} s; logs in {self.log / 'bricks'}"
+        )
 
     # ---- what this machine must offer ---------------------------------------------------
     @staticmethod
@@ -346,11 +392,16 @@ class GlusterSan:
         """Why a SAN cannot start on this machine, or None."""
         if os.geteuid() != 0:
             return "the GlusterFS SAN needs root (loop devices, FUSE mounts)"
-        missing = [p for p in SAN_PROGRAMS if not shutil.which(p, path=os.environ.get(
-            "PATH", "") + ":/usr/sbin:/sbin")]
+        missing = [
+            p
+            for p in SAN_PROGRAMS
+            if not shutil.which(p, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+        ]
         if missing:
-            return (f"{', '.join(missing)} not found: install Debian's glusterfs-server, "
-                    "glusterfs-client and xfsprogs")
+            return (
+                f"{', '.join(missing)} not found: install Debian's glusterfs-server, "
+                "glusterfs-client and xfsprogs"
+            )
         if not os.path.exists("/dev/fuse"):
             return "/dev/fuse is missing: this machine cannot mount FUSE file systems"
         if "xfs" not in Path("/proc/filesystems").read_text():
@@ -370,33 +421,60 @@ class GlusterSan:
             sub.mkdir(parents=True, exist_ok=True)
         san = dict(state.get("san") or {})
         san["address"] = self._address()
-        san.update(servers=spec.san_servers, brick_size=spec.san_brick_size,
-                   stripe_size=spec.san_stripe_size, volume=VOLUME, kind="glusterfs",
-                   mount_point=str(self.mount_point))
+        san.update(
+            servers=spec.san_servers,
+            brick_size=spec.san_brick_size,
+            stripe_size=spec.san_stripe_size,
+            volume=VOLUME,
+            kind="glusterfs",
+            mount_point=str(self.mount_point),
+        )
         # an existing volume keeps the servers it has (changed by `cluster san` or not)
         servers = self._registered_servers() or spec.san_servers
         self._mount_server_disks(range(1, servers + 1), spec.san_brick_size, progress)
         self._write_glusterd_vol(san["address"], spec.base_port)
-        progress(f"starting glusterd on {san['address']}:{GLUSTERD_PORT} "
-                 f"(state in {self.workdir}, logs in {self.log})")
-        proc = spawn("glusterd", ["glusterd", "-N", "-f", str(self.etc / "glusterd.vol"),
-                                  "-l", str(self.log / "glusterd.log"),
-                                  "-p", str(self.run / "glusterd.pid")])
-        self._wait(lambda: self.socket.exists() and self.gluster(
-            "volume", "list", check=False, timeout=10).returncode == 0,
+        progress(
+            f"starting glusterd on {san['address']}:{GLUSTERD_PORT} "
+            f"(state in {self.workdir}, logs in {self.log})"
+        )
+        proc = spawn(
+            "glusterd",
+            [
+                "glusterd",
+                "-N",
+                "-f",
+                str(self.etc / "glusterd.vol"),
+                "-l",
+                str(self.log / "glusterd.log"),
+                "-p",
+                str(self.run / "glusterd.pid"),
+            ],
+        )
+        self._wait(
+            lambda: (
+                self.socket.exists()
+                and self.gluster("volume", "list", check=False, timeout=10).returncode == 0
+            ),
             # 30 s was too short on a 2-core machine at load 25 (CI and 8 engineers)
-            90, "glusterd", proc, log=self.log / "glusterd.log")
+            90,
+            "glusterd",
+            proc,
+            log=self.log / "glusterd.log",
+        )
         self._ensure_volume(spec, san, progress)
         # An existing volume keeps its servers, disks and options: record what is
         volume = self.describe()
         if volume["servers"] != spec.san_servers or volume["stripe_size"] != spec.san_stripe_size:
-            progress(f"note: the SAN in {self.root} has {volume['servers']} storage servers, "
-                     f"{stripe_words(volume['stripe_size'])} ({spec.san_servers} servers, "
-                     f"{stripe_words(spec.san_stripe_size)} asked for); change it with "
-                     f"`scratchbench cluster san`, or remove {self.root} with the cluster down "
-                     "to make it anew")
-        san.update(servers=volume["servers"], stripe_size=volume["stripe_size"],
-                   options=volume["options"])
+            progress(
+                f"note: the SAN in {self.root} has {volume['servers']} storage servers, "
+                f"{stripe_words(volume['stripe_size'])} ({spec.san_servers} servers, "
+                f"{stripe_words(spec.san_stripe_size)} asked for); change it with "
+                f"`scratchbench cluster san`, or remove {self.root} with the cluster down "
+                "to make it anew"
+            )
+        san.update(
+            servers=volume["servers"], stripe_size=volume["stripe_size"], options=volume["options"]
+        )
         san["brick_size"] = (self.servers_dir / "s1.xfs").stat().st_size
         self.mount_login_client(san, spawn, progress)
         return san
@@ -414,7 +492,8 @@ class GlusterSan:
                 except OSError:
                     raise SanUnavailable(
                         f"{address}:{GLUSTERD_PORT}, where this SAN's glusterd listens (its "
-                        "volume is registered there), is taken by another process") from None
+                        "volume is registered there), is taken by another process"
+                    ) from None
             return address
         address = free_loopback_address()
         record.write_text(address + "\n")
@@ -432,9 +511,11 @@ class GlusterSan:
         room = shutil.disk_usage(self.servers_dir).free
         needed = len(numbers) * brick_size
         if room < needed:
-            progress(f"note: the storage servers' disks (sparse images) may grow to "
-                     f"{size_words(needed)} but {self.servers_dir} has {room >> 30} GiB free: "
-                     "a job that fills them past that fails with I/O errors, not 'no space'")
+            progress(
+                f"note: the storage servers' disks (sparse images) may grow to "
+                f"{size_words(needed)} but {self.servers_dir} has {room >> 30} GiB free: "
+                "a job that fills them past that fails with I/O errors, not 'no space'"
+            )
         for i in numbers:
             image = self.servers_dir / f"s{i}.xfs"
             disk = self.servers_dir / f"s{i}"
@@ -442,29 +523,38 @@ class GlusterSan:
             if _mounted(disk) == "xfs":
                 continue
             if not image.exists():
-                progress(f"making storage server {i}'s disk: a {size_words(brick_size)} "
-                         f"XFS image {image}")
+                progress(
+                    f"making storage server {i}'s disk: a {size_words(brick_size)} "
+                    f"XFS image {image}"
+                )
                 with open(image, "wb") as f:
                     f.truncate(brick_size)
-                made = subprocess.run(["mkfs.xfs", "-q", "-f", "-i", "size=512", str(image)],
-                                      capture_output=True, text=True)
+                made = subprocess.run(
+                    ["mkfs.xfs", "-q", "-f", "-i", "size=512", str(image)],
+                    capture_output=True,
+                    text=True,
+                )
                 if made.returncode != 0:
                     image.unlink()
                     raise SanUnavailable(f"mkfs.xfs {image}: {made.stderr.strip()[:200]}")
-            mounted = subprocess.run(["mount", "-o", "loop", str(image), str(disk)],
-                                     capture_output=True, text=True)
+            mounted = subprocess.run(
+                ["mount", "-o", "loop", str(image), str(disk)], capture_output=True, text=True
+            )
             if mounted.returncode != 0:
-                raise SanUnavailable(f"mounting storage server {i}'s disk {image}: "
-                                     f"{mounted.stderr.strip()[:200]}")
+                raise SanUnavailable(
+                    f"mounting storage server {i}'s disk {image}: {mounted.stderr.strip()[:200]}"
+                )
             (disk / "brick").mkdir(exist_ok=True)
 
     def _write_glusterd_vol(self, address, base_port):
         first = base_port + FIRST_BRICK_PORT_OFFSET
-        (self.etc / "glusterd.vol").write_text(f"""# Generated by scratchbench cluster up (no backticks here: glusterd runs them).
+        (
+            self.etc / "glusterd.vol"
+        ).write_text(f"""# Generated by scratchbench cluster up (no backticks here: glusterd runs them).
 volume management
     type mgmt/glusterd
     option working-directory {self.workdir}
-    option run-directory {self.run / 'gluster'}
+    option run-directory {self.run / "gluster"}
     option cluster-test-mode {self.log}
     option glusterd-sockfile {self.socket}
     option transport-type socket
@@ -482,8 +572,9 @@ end-volume
         address = san["address"]
         bricks = [self.brick_name(address, i) for i in range(1, spec.san_servers + 1)]
         if not self.volume_exists():
-            progress(f"creating the GlusterFS volume '{VOLUME}' over {spec.san_servers} "
-                     "storage servers")
+            progress(
+                f"creating the GlusterFS volume '{VOLUME}' over {spec.san_servers} storage servers"
+            )
             self.gluster("volume", "create", VOLUME, "transport", "tcp", *bricks, "force")
             # What a job's `ls -l` and `stat` see must be what the servers hold.
             if spec.san_stripe_size:
@@ -516,8 +607,10 @@ end-volume
                 forced = time.monotonic()
             time.sleep(0.5)
         down = [b["server"] for b in self.brick_status() if not b["online"]]
-        raise SanUnavailable(f"storage server(s) {', '.join(down) or '?'} of the SAN did "
-                             f"not come up within {timeout} s; logs in {self.log / 'bricks'}")
+        raise SanUnavailable(
+            f"storage server(s) {', '.join(down) or '?'} of the SAN did "
+            f"not come up within {timeout} s; logs in {self.log / 'bricks'}"
+        )
 
     def client_argv(self, san, log_name):
         """A GlusterFS FUSE client in the foreground (our child, PID known).
@@ -526,10 +619,17 @@ end-volume
         rely on: a file another node rewrote is read afresh when opened (with the cache
         kept, a reader saw the old contents for up to a second: Jovian's verification
         caught it)."""
-        return ["glusterfs", "-N", f"--volfile-server={san['address']}",
-                f"--volfile-server-port={GLUSTERD_PORT}", f"--volfile-id={VOLUME}",
-                "--fopen-keep-cache=off",
-                "-l", str(self.log / f"{log_name}.log"), str(self.mount_point)]
+        return [
+            "glusterfs",
+            "-N",
+            f"--volfile-server={san['address']}",
+            f"--volfile-server-port={GLUSTERD_PORT}",
+            f"--volfile-id={VOLUME}",
+            "--fopen-keep-cache=off",
+            "-l",
+            str(self.log / f"{log_name}.log"),
+            str(self.mount_point),
+        ]
 
     def mount_login_client(self, san, spawn, progress):
         """This machine's own client (what a login node sees), at the nodes' path."""
@@ -541,8 +641,12 @@ end-volume
         self.mount_point.mkdir(parents=True, exist_ok=True)
         progress(f"mounting the SAN at {self.mount_point} (this machine's client)")
         proc = spawn("san-client-login", self.client_argv(san, "client-login"))
-        self._wait(lambda: _mounted(self.mount_point) == "fuse.glusterfs", 30,
-                   "the SAN's client on this machine", proc)
+        self._wait(
+            lambda: _mounted(self.mount_point) == "fuse.glusterfs",
+            30,
+            "the SAN's client on this machine",
+            proc,
+        )
         os.chmod(self.mount_point, 0o755)
 
     @staticmethod
@@ -550,17 +654,26 @@ end-volume
         """Mounts made on this machine after the nodes started (a site's new scratch file
         system, a test's small tmpfs) reach the nodes only if / is a shared mount, as
         systemd makes it at boot; where / is private (no systemd), make it shared."""
-        root = next((line.split(" - ")[0].split()[6:] for line in
-                     Path("/proc/self/mountinfo").read_text().splitlines()
-                     if line.split()[4] == "/"), [])
+        root = next(
+            (
+                line.split(" - ")[0].split()[6:]
+                for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                if line.split()[4] == "/"
+            ),
+            [],
+        )
         if any(field.startswith("shared:") for field in root):
             return
-        progress("making / a shared mount (mount --make-rshared /, as systemd does at "
-                 "boot), so that mounts made here later reach the embedded nodes")
+        progress(
+            "making / a shared mount (mount --make-rshared /, as systemd does at "
+            "boot), so that mounts made here later reach the embedded nodes"
+        )
         done = subprocess.run(["mount", "--make-rshared", "/"], capture_output=True, text=True)
         if done.returncode != 0:
-            progress(f"could not ({done.stderr.strip()[:160]}): mounts made on this "
-                     "machine after `cluster up` will not reach the nodes")
+            progress(
+                f"could not ({done.stderr.strip()[:160]}): mounts made on this "
+                "machine after `cluster up` will not reach the nodes"
+            )
 
     def node_launcher(self, san, node, slurmd_argv):
         """argv that starts a node inside a mount namespace of its own: the node's own
@@ -605,8 +718,9 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
                 return int(pid_file.read_text().strip())
             except (OSError, ValueError):
                 time.sleep(0.1)
-        raise ClusterError(f"node {node}: its SAN client did not start; log: "
-                           f"{self.log / f'client-{node}.log'}")
+        raise ClusterError(
+            f"node {node}: its SAN client did not start; log: {self.log / f'client-{node}.log'}"
+        )
 
     def node_mount_ok(self, slurmd_pid):
         """Whether the node (by its slurmd's PID) has its own live client mounted: a
@@ -620,8 +734,12 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
     def responds(path, timeout=10):
         """A stat of the mount answers (a dead FUSE client gives ENOTCONN, or hangs)."""
         try:
-            return subprocess.run(["stat", "-f", str(path)], capture_output=True,
-                                  timeout=timeout).returncode == 0
+            return (
+                subprocess.run(
+                    ["stat", "-f", str(path)], capture_output=True, timeout=timeout
+                ).returncode
+                == 0
+            )
         except subprocess.TimeoutExpired:
             return False
 
@@ -629,13 +747,25 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
         """A node whose client died: mount a new one inside the node's namespace.
         Returns the new client's Popen."""
         progress(f"node {node}: its SAN client is gone; mounting a new one")
-        subprocess.run(["nsenter", "-t", str(slurmd_pid), "-m", "--", "umount", "-l",
-                        str(self.mount_point)], capture_output=True)
+        subprocess.run(
+            ["nsenter", "-t", str(slurmd_pid), "-m", "--", "umount", "-l", str(self.mount_point)],
+            capture_output=True,
+        )
         log = open(self.log / f"client-{node}.out", "ab")
-        proc = subprocess.Popen(["nsenter", "-t", str(slurmd_pid), "-m", "--",
-                                 *self.client_argv(san, f"client-{node}")],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                "nsenter",
+                "-t",
+                str(slurmd_pid),
+                "-m",
+                "--",
+                *self.client_argv(san, f"client-{node}"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self._wait(lambda: self.node_mount_ok(slurmd_pid), 30, f"node {node}'s SAN client", proc)
         return proc
 
@@ -646,11 +776,20 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
             if proc is not None and proc.poll() is not None:
                 detail = ""
                 if log:
-                    errors = [ln for ln in Path(log).read_text(errors="replace").splitlines()
-                              if "] E [" in ln] if Path(log).exists() else []
+                    errors = (
+                        [
+                            ln
+                            for ln in Path(log).read_text(errors="replace").splitlines()
+                            if "] E [" in ln
+                        ]
+                        if Path(log).exists()
+                        else []
+                    )
                     detail = f": {errors[0].split('] ', 3)[-1][:160]}" if errors else ""
-                raise SanUnavailable(f"{what} exited during start-up (status "
-                                     f"{proc.returncode}){detail}; log: {log or '-'}")
+                raise SanUnavailable(
+                    f"{what} exited during start-up (status "
+                    f"{proc.returncode}){detail}; log: {log or '-'}"
+                )
             try:
                 if ready():
                     return
@@ -682,16 +821,21 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
             try:
                 usage = os.statvfs(disk)
                 if usage.f_bavail * usage.f_frsize < 16 << 20:
-                    problems.append(f"storage server {i} of {VOLUME} is full "
-                                    f"({size_words(usage.f_blocks * usage.f_frsize)} disk)")
+                    problems.append(
+                        f"storage server {i} of {VOLUME} is full "
+                        f"({size_words(usage.f_blocks * usage.f_frsize)} disk)"
+                    )
             except OSError:
                 pass
         for name, daemon in daemons.items():
             if name.startswith("slurmd-") and process_alive(daemon["pid"]):
-                node = name[len("slurmd-"):]
+                node = name[len("slurmd-") :]
                 client = daemons.get(f"san-client-{node}")
-                if not client or not process_alive(client["pid"]) or \
-                        not self.node_mount_ok(daemon["pid"]):
+                if (
+                    not client
+                    or not process_alive(client["pid"])
+                    or not self.node_mount_ok(daemon["pid"])
+                ):
                     problems.append(f"node {node}'s client of {VOLUME} is gone")
         return problems
 
@@ -738,4 +882,3 @@ exec {" ".join(shlex.quote(a) for a in slurmd_argv)}
         for disk in sorted(self.servers_dir.glob("s*")):
             if disk.is_dir():
                 _unmount_disk(disk)
-

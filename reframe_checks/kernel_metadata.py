@@ -20,5 +20,7 @@ class KernelMetadata(MetadataCheckBase):
     def choose_layout(self):
         self.dir_per_rank = self.directory_layout == "dir-per-rank"
         self.removers = self.parallel_removers
-        self.variant_words = (f"{LAYOUT_IN_WORDS[self.directory_layout]}, "
-                              f"{self.removers} remover{'s' * (self.removers > 1)} per rank")
+        self.variant_words = (
+            f"{LAYOUT_IN_WORDS[self.directory_layout]}, "
+            f"{self.removers} remover{'s' * (self.removers > 1)} per rank"
+        )

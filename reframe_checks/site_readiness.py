@@ -19,7 +19,14 @@ import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
 from reframe_checks.lib.base import SuiteTest
 from reframe_checks.lib.kernel import KERNEL_REPORT, KernelBuild
@@ -54,8 +61,9 @@ class SiteReadiness(rfm.RunOnlyRegressionTest, SuiteTest):
             return ""
 
     def last_error_line(self):
-        lines = [ln.strip() for ln in self.job_text(self.stderr.evaluate()).splitlines()
-                 if ln.strip()]
+        lines = [
+            ln.strip() for ln in self.job_text(self.stderr.evaluate()).splitlines() if ln.strip()
+        ]
         return lines[-1] if lines else "nothing on stderr"
 
 
@@ -82,7 +90,8 @@ class TargetReady(SiteReadiness):
             f'sb_dir=$(mktemp -d "{self.scratch_path}/sbcheck.XXXXXX") && '
             f'head -c {PROBE_BYTES} /dev/zero > "$sb_dir/probe" && '
             'echo "writable $(df -Pk "$sb_dir" | awk \'NR == 2 {print $4}\')"; '
-            '[ -n "$sb_dir" ] && rm -rf -- "$sb_dir"']
+            '[ -n "$sb_dir" ] && rm -rf -- "$sb_dir"'
+        ]
 
     @sanity_function
     def writable(self):
@@ -92,10 +101,12 @@ class TargetReady(SiteReadiness):
                 f"scratch target {self.scratch_target} ({self.scratch_path}) is not writable "
                 f"from a job on {self.current_partition.fullname}: {self.last_error_line()}; "
                 "fix: make the directory exist and be writable by this user on the compute "
-                "nodes, or correct its path in the site config")
+                "nodes, or correct its path in the site config"
+            )
         self.free_bytes = int(match.group(1)) * 1024
-        self.found = (f"{self.scratch_path} is writable from a job, "
-                      f"{size_words(self.free_bytes)} free")
+        self.found = (
+            f"{self.scratch_path} is writable from a job, {size_words(self.free_bytes)} free"
+        )
         return True
 
 
@@ -110,24 +121,43 @@ class MPIReady(SiteReadiness):
     @run_before("run")
     def two_ranks_of_the_kernel(self):
         self.executable = self.kernel.binary
-        self.executable_opts = ["iotest", "--dir", self.stagedir, "--output", KERNEL_REPORT,
-                                "--nr", "1024", "--nc", "1", "--niter", "1", "--reps", "1",
-                                "--layout", "fpp", "--api", "posix"]
+        self.executable_opts = [
+            "iotest",
+            "--dir",
+            self.stagedir,
+            "--output",
+            KERNEL_REPORT,
+            "--nr",
+            "1024",
+            "--nc",
+            "1",
+            "--niter",
+            "1",
+            "--reps",
+            "1",
+            "--layout",
+            "fpp",
+            "--api",
+            "posix",
+        ]
 
     @sanity_function
     def two_ranks_ran(self):
         try:
             report = parse_kernel_json(self.job_text(KERNEL_REPORT), source=KERNEL_REPORT)
         except ParseError as exc:
-            raise sn.SanityError(f"the kernel did not run with two ranks ({exc}; job stderr: "
-                                 f"{self.last_error_line()}); fix: the environment's MPI "
-                                 "launcher and its srun MPI plugin (SLURM_MPI_TYPE)") from None
+            raise sn.SanityError(
+                f"the kernel did not run with two ranks ({exc}; job stderr: "
+                f"{self.last_error_line()}); fix: the environment's MPI "
+                "launcher and its srun MPI plugin (SLURM_MPI_TYPE)"
+            ) from None
         problems = kernel_problems(report, expected_ranks=2)
         if problems:
-            raise sn.SanityError(f"the kernel ran, but: {'; '.join(problems)}; fix: the "
-                                 "launcher's MPI plugin (SLURM_MPI_TYPE) for this MPI")
-        self.found = (f"modules load, {self.current_environ.cc} builds the kernel, 2 ranks "
-                      "ran it")
+            raise sn.SanityError(
+                f"the kernel ran, but: {'; '.join(problems)}; fix: the "
+                "launcher's MPI plugin (SLURM_MPI_TYPE) for this MPI"
+            )
+        self.found = f"modules load, {self.current_environ.cc} builds the kernel, 2 ranks ran it"
         return True
 
 
@@ -152,7 +182,9 @@ class ToolReady(SiteReadiness):
     def tools_found(self):
         out = self.job_text(self.stdout.evaluate())
         if not re.search(r"/mdtest$", out, re.M) or not re.search(r"/ior$", out, re.M):
-            raise sn.SanityError(f"IOR/mdtest ({self.tool.source}) not found in a job: "
-                                 f"{self.last_error_line()}; fix: the route in extras 'ior'")
+            raise sn.SanityError(
+                f"IOR/mdtest ({self.tool.source}) not found in a job: "
+                f"{self.last_error_line()}; fix: the route in extras 'ior'"
+            )
         self.found = f"ior and mdtest from {self.tool.source}, built with {self.tool.tool_mpi}"
         return True

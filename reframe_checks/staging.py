@@ -13,7 +13,7 @@ from scratchbench.sites import TAGS
 
 @rfm.simple_test
 class StageInOut(StagingCheckBase):
-    headline_when = {}   # staging leads the pages on every target
+    headline_when = {}  # staging leads the pages on every target
 
 
 @rfm.simple_test

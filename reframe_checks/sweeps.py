@@ -36,5 +36,6 @@ class KernelProcessSweep(IOTestCheckBase):
     def set_tasks(self):
         self.nodes_wanted = 1
         self.tasks_per_node_wanted = self.tasks_per_node
-        self.variant_words = (f"{self.tasks_per_node} process"
-                              f"{'es' * (self.tasks_per_node > 1)} on one node")
+        self.variant_words = (
+            f"{self.tasks_per_node} process{'es' * (self.tasks_per_node > 1)} on one node"
+        )

@@ -68,9 +68,23 @@ EXIT_NO_FIGURES = store.NoHistory.exit_code
 #: the roles (scratchbench.figures.ROLES) of the model's measured error
 ERROR_ROLES = ("model_error_median", "model_error_max")
 #: a figure's unit -> factor to the advisor's base units (bytes/s, operations/s, fraction)
-UNIT_SCALE = {"B/s": 1.0, "KiB/s": KIB, "MiB/s": MIB, "GiB/s": GIB, "kB/s": 1e3, "MB/s": 1e6,
-              "GB/s": 1e9, "ops/s": 1.0, "deletions/s": 1.0, "files/s": 1.0, "%": 0.01,
-              "B": 1.0, "KiB": KIB, "MiB": MIB, "GiB": GIB}
+UNIT_SCALE = {
+    "B/s": 1.0,
+    "KiB/s": KIB,
+    "MiB/s": MIB,
+    "GiB/s": GIB,
+    "kB/s": 1e3,
+    "MB/s": 1e6,
+    "GB/s": 1e9,
+    "ops/s": 1.0,
+    "deletions/s": 1.0,
+    "files/s": 1.0,
+    "%": 0.01,
+    "B": 1.0,
+    "KiB": KIB,
+    "MiB": MIB,
+    "GiB": GIB,
+}
 
 
 # ---- what the store holds about each target ----------------------------------------------
@@ -104,8 +118,10 @@ def short_phase_note(rates: Sequence[Rate | None]) -> list[str]:
     if not short:
         return []
     shortest = min(r.short_phase for r in rates if r is not None and r.short_phase is not None)
-    return [f"rests on figures {too_short_words(shortest)} ({'; '.join(short)}): run a "
-            "nightly or acceptance workload for figures to plan with"]
+    return [
+        f"rests on figures {too_short_words(shortest)} ({'; '.join(short)}): run a "
+        "nightly or acceptance workload for figures to plan with"
+    ]
 
 
 @dataclass
@@ -114,24 +130,22 @@ class TargetFigures:
 
     name: str
     kind: str = ""
-    models: list = field(default_factory=list)     # [(run date, Model)], newest first
+    models: list = field(default_factory=list)  # [(run date, Model)], newest first
     #: the environment (programming environment: its MPI) the models were measured in
     environ: str = ""
     #: the other environments' newest models: {environ: [(run date, Model)]}
     other_models: dict = field(default_factory=dict)
     model_notes: list = field(default_factory=list)
-    errors: dict = field(default_factory=dict)      # role -> Rate (a fraction)
-    rates: dict = field(default_factory=dict)       # role -> [Rate], the leading one first
+    errors: dict = field(default_factory=dict)  # role -> Rate (a fraction)
+    rates: dict = field(default_factory=dict)  # role -> [Rate], the leading one first
 
 
 def _base(value: float | None, unit: str | None) -> float | None:
     scale = UNIT_SCALE.get(unit or "")
-    return None if scale is None or value is None or not math.isfinite(value) else \
-        value * scale
+    return None if scale is None or value is None or not math.isfinite(value) else value * scale
 
 
-def stored_figures(conn: sqlite3.Connection,
-                   recent: int = RECENT_RUNS) -> dict[str, TargetFigures]:
+def stored_figures(conn: sqlite3.Connection, recent: int = RECENT_RUNS) -> dict[str, TargetFigures]:
     """{target: TargetFigures} from the history store."""
     targets: dict[str, TargetFigures] = {}
 
@@ -150,17 +164,24 @@ def stored_figures(conn: sqlite3.Connection,
     return targets
 
 
-def _attach_models(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], TargetFigures],
-                   recent: int) -> None:
+def _attach_models(
+    conn: sqlite3.Connection, target: Callable[[sqlite3.Row], TargetFigures], recent: int
+) -> None:
     """Each target's self-scaling models (``target(row)`` gives its TargetFigures)."""
     # The self-scaling models: the cases with figures whose chart has a selfscale entry,
     # grouped by series; the newest series of each target gives its models.
     cases: dict[int, dict[str, Any]] = {}
     for row in store.selfscale_figures(conn):
         entry = cases.setdefault(row["case_id"], {"row": row, "figures": {}})
-        entry["figures"][row["metric"]] = (row["value"], {
-            "unit": row["unit"], "label": row["label"], "better": row["better"],
-            "chart": json.loads(row["chart"])})
+        entry["figures"][row["metric"]] = (
+            row["value"],
+            {
+                "unit": row["unit"],
+                "label": row["label"],
+                "better": row["better"],
+                "chart": json.loads(row["chart"]),
+            },
+        )
     by_series: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for case_id, entry in cases.items():
         row = entry["row"]
@@ -183,11 +204,9 @@ def _attach_models(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], Tar
             continue
         t = target(entries[0]["row"])
         models = []
-        for entry in sorted(entries, key=lambda e: e["row"]["started"] or 0,
-                            reverse=True)[:recent]:
+        for entry in sorted(entries, key=lambda e: e["row"]["started"] or 0, reverse=True)[:recent]:
             try:
-                models.append((entry["row"]["started"], ss.Model.from_figures(
-                    entry["figures"])))
+                models.append((entry["row"]["started"], ss.Model.from_figures(entry["figures"])))
             except ss.SelfScaleError as exc:
                 t.model_notes.append(f"a run's self-scaling figures give no model: {exc}")
         if leading[name][1] == environ:
@@ -196,8 +215,9 @@ def _attach_models(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], Tar
             t.other_models[environ] = models
 
 
-def _attach_rates(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], TargetFigures],
-                  recent: int) -> None:
+def _attach_rates(
+    conn: sqlite3.Connection, target: Callable[[sqlite3.Row], TargetFigures], recent: int
+) -> None:
     """Each target's rates by role and its model's measured errors."""
     # Rates by role: per series, the median of the newest runs and the spread of the
     # recent runs.
@@ -208,18 +228,28 @@ def _attach_rates(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], Targ
         if value is None or value <= 0:
             continue
         # a figure renamed or redefined by a newer check is a series of its own
-        series.setdefault((row["scratch_target"], row["role"], row["series"], row["metric"]),
-                          []).append((row, value))
+        series.setdefault(
+            (row["scratch_target"], row["role"], row["series"], row["metric"]), []
+        ).append((row, value))
     for (name, role, _, _), points in series.items():
         points = points[:recent]
         row = points[0][0]
         values = [v for _, v in points]
-        rate = Rate(role=role, value=point(values), low=min(values), high=max(values),
-                    runs=len(values), date=row["started"] or 0, label=row["label"] or role,
-                    variant=row["variant"] or "", ranks=row["num_tasks"] or 0,
-                    nodes=row["nodes"] or 0, leads=bool(row["leads"]),
-                    environ=row["environ"] or "",
-                    short_phase=row["phase_seconds"] if row["too_short"] else None)
+        rate = Rate(
+            role=role,
+            value=point(values),
+            low=min(values),
+            high=max(values),
+            runs=len(values),
+            date=row["started"] or 0,
+            label=row["label"] or role,
+            variant=row["variant"] or "",
+            ranks=row["num_tasks"] or 0,
+            nodes=row["nodes"] or 0,
+            leads=bool(row["leads"]),
+            environ=row["environ"] or "",
+            short_phase=row["phase_seconds"] if row["too_short"] else None,
+        )
         t = target(row)
         if role in ERROR_ROLES:
             if role not in t.errors or rate.date > t.errors[role].date:
@@ -233,11 +263,11 @@ def _attach_rates(conn: sqlite3.Connection, target: Callable[[sqlite3.Row], Targ
 class Part:
     """One part of a target's predicted I/O time."""
 
-    seconds: float | None = None     # None: cannot be predicted (see missing)
-    low: float | None = None         # the interval over recent runs; None with one run
+    seconds: float | None = None  # None: cannot be predicted (see missing)
+    low: float | None = None  # the interval over recent runs; None with one run
     high: float | None = None
     runs: int = 0
-    date: float | None = None        # the newest figures it rests on
+    date: float | None = None  # the newest figures it rests on
     rests_on: str = ""
     missing: str = ""
     notes: list = field(default_factory=list)
@@ -256,16 +286,22 @@ def point(values: Sequence[float]) -> float:
     return statistics.median(values[:POINT_RUNS])
 
 
-def workload_of(profile: Profile, size: float, direction: str, model: ss.Model,
-                processes: int | None = None) -> ss.Workload:
+def workload_of(
+    profile: Profile, size: float, direction: str, model: ss.Model, processes: int | None = None
+) -> ss.Workload:
     """The self-scaling workload of one size class and direction, per node (with
     ``processes`` per node instead of the job's when given)."""
     per_node = processes or max(1, math.ceil(profile.processes / profile.nodes))
     unique = max(ss.UNIT, profile.unique_bytes / profile.nodes)
-    return ss.Workload.from_dict({
-        "unique_bytes": unique, "size_mean": min(max(size, ss.UNIT), GIB),
-        "read_frac": 1.0 if direction == "read" else 0.0,
-        "seq_frac": profile.consecutive[direction], "process_num": per_node})
+    return ss.Workload.from_dict(
+        {
+            "unique_bytes": unique,
+            "size_mean": min(max(size, ss.UNIT), GIB),
+            "read_frac": 1.0 if direction == "read" else 0.0,
+            "seq_frac": profile.consecutive[direction],
+            "process_num": per_node,
+        }
+    )
 
 
 #: the roles of a stored request rate per direction: requests per second of the
@@ -282,8 +318,9 @@ REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
 REQUEST_COST = "max"
 
 
-def request_rate(profile: Profile, direction: str, model: ss.Model,
-                 stored: Rate | None = None) -> float:
+def request_rate(
+    profile: Profile, direction: str, model: ss.Model, stored: Rate | None = None
+) -> float:
     """Requests per second per node of one direction.  The stored rate (a figure with a
     REQUEST_ROLES role, measured on one process) where there is one, scaled to the job's
     processes per node as the model scales its smallest requests; else the model's own
@@ -296,9 +333,16 @@ def request_rate(profile: Profile, direction: str, model: ss.Model,
     return stored.value * at_job / one
 
 
-def class_seconds(profile: Profile, model: ss.Model, direction: str, size: float, moved: float,
-                  stored: Rate | None = None, form: str | None = None,
-                  rate: float | None = None) -> tuple[float, bool]:
+def class_seconds(
+    profile: Profile,
+    model: ss.Model,
+    direction: str,
+    size: float,
+    moved: float,
+    stored: Rate | None = None,
+    form: str | None = None,
+    rate: float | None = None,
+) -> tuple[float, bool]:
     """(seconds, by requests?) of one size class: its bytes over the predicted
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
@@ -317,17 +361,27 @@ def class_seconds(profile: Profile, model: ss.Model, direction: str, size: float
     return seconds, by_requests > by_bytes
 
 
-def data_seconds(profile: Profile, model: ss.Model,
-                 stored_rates: Mapping[str, Rate | None] | None = None,
-                 form: str | None = None) -> float:
+def data_seconds(
+    profile: Profile,
+    model: ss.Model,
+    stored_rates: Mapping[str, Rate | None] | None = None,
+    form: str | None = None,
+) -> float:
     """Seconds to move the profile's bytes with one model: each size class and
     direction by class_seconds, the nodes adding up."""
     seconds = 0.0
     for direction in ("read", "write"):
         for size, moved in profile.size_classes.get(direction, []):
             if moved > 0:
-                seconds += class_seconds(profile, model, direction, size, moved,
-                                         (stored_rates or {}).get(direction), form)[0]
+                seconds += class_seconds(
+                    profile,
+                    model,
+                    direction,
+                    size,
+                    moved,
+                    (stored_rates or {}).get(direction),
+                    form,
+                )[0]
     return seconds
 
 
@@ -352,27 +406,32 @@ def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
     ranges = _measured_range(model)
     per_node = math.ceil(profile.processes / profile.nodes)
     unique = profile.unique_bytes / profile.nodes
-    sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, [])
-                    if b})
+    sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
     factor, words = 1.0, []
     lo, hi = ranges["process_num"]
     if per_node > hi * INSIDE:
         factor = max(factor, per_node / hi)
-        words.append(f"{per_node} processes per node, {per_node / hi:,.1f}x the {hi:.0f} "
-                     "measured (the curve's end is used)")
+        words.append(
+            f"{per_node} processes per node, {per_node / hi:,.1f}x the {hi:.0f} "
+            "measured (the curve's end is used)"
+        )
     lo, hi = ranges["unique_bytes"]
     if unique > hi * INSIDE:
         factor = max(factor, unique / hi)
-        words.append(f"{size_words(unique)} touched per node, {unique / hi:,.1f}x the "
-                     f"{size_words(hi)} measured")
+        words.append(
+            f"{size_words(unique)} touched per node, {unique / hi:,.1f}x the "
+            f"{size_words(hi)} measured"
+        )
     lo, hi = ranges["size_mean"]
     for s in sizes:
         if s > hi * INSIDE or s * INSIDE < lo:
             far = s / hi if s > hi else lo / max(s, 1)
             factor = max(factor, far)
-            words.append(f"requests of {size_words(s)}, {far:,.1f}x "
-                         f"{'above' if s > hi else 'below'} the {size_words(lo)} to "
-                         f"{size_words(hi)} measured")
+            words.append(
+                f"requests of {size_words(s)}, {far:,.1f}x "
+                f"{'above' if s > hi else 'below'} the {size_words(lo)} to "
+                f"{size_words(hi)} measured"
+            )
     return factor, words
 
 
@@ -385,8 +444,10 @@ def regime_words(profile: Profile, model: ss.Model) -> str:
         return "page cache regime"
     knee = model.knee
     if knee is not None and knee.upper_in_page_cache:
-        upper = (f"upper regime, which the self-scaling check measured still in the page "
-                 f"cache ({knee.top_resident:.0%} of its largest footprint held)")
+        upper = (
+            f"upper regime, which the self-scaling check measured still in the page "
+            f"cache ({knee.top_resident:.0%} of its largest footprint held)"
+        )
     elif knee is None or knee.top_resident is None:
         upper = "upper regime (whether the page cache still held it was not recorded)"
     else:
@@ -398,8 +459,12 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
     if not figures.models:
         return Part(missing="no self-scaling curves yet", notes=list(figures.model_notes))
     if not (profile.bytes_read or profile.bytes_written):
-        return Part(seconds=0.0, rests_on="no data moved", runs=len(figures.models),
-                    date=figures.models[0][0])
+        return Part(
+            seconds=0.0,
+            rests_on="no data moved",
+            runs=len(figures.models),
+            date=figures.models[0][0],
+        )
     date, model = figures.models[0]
     stored = {d: _request_rate_of(figures, role) for d, role in REQUEST_ROLES.items()}
     values = [data_seconds(profile, m, stored) for _, m in figures.models]
@@ -408,41 +473,55 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
     factor, far = extrapolation(profile, model)
     within = f" of the {figures.environ} environment" if figures.other_models else ""
-    part = Part(seconds=seconds, low=low, high=high, runs=len(values), date=date,
-                rests_on=f"self-scaling model{within} ({regime_words(profile, model)}), "
-                         f"{units.quantity(throughput, 'B/s')} predicted",
-                notes=far + list(figures.model_notes))
+    part = Part(
+        seconds=seconds,
+        low=low,
+        high=high,
+        runs=len(values),
+        date=date,
+        rests_on=f"self-scaling model{within} ({regime_words(profile, model)}), "
+        f"{units.quantity(throughput, 'B/s')} predicted",
+        notes=far + list(figures.model_notes),
+    )
     part.extra["extrapolation"] = factor
     for environ, models in sorted(figures.other_models.items()):
-        own = {d: _request_rate_of(figures, role, environ)
-               for d, role in REQUEST_ROLES.items()}
+        own = {d: _request_rate_of(figures, role, environ) for d, role in REQUEST_ROLES.items()}
         other = point([data_seconds(profile, m, own) for _, m in models])
         part.extra.setdefault("other_environments", {})[environ] = other
         part.notes.append(
             f"with the self-scaling model of the {environ} environment (another MPI): "
             f"{seconds_words(other)}; the table uses {figures.environ}'s, the newest (the "
-            f"advisor does not know which MPI the job used)")
+            f"advisor does not know which MPI the job used)"
+        )
     for direction in ("read", "write"):
-        bound = [size for size, moved in profile.size_classes.get(direction, []) if moved
-                 and class_seconds(profile, model, direction, size, moved,
-                                   stored[direction])[1]]
+        bound = [
+            size
+            for size, moved in profile.size_classes.get(direction, [])
+            if moved and class_seconds(profile, model, direction, size, moved, stored[direction])[1]
+        ]
         if bound:
-            rate = point([request_rate(profile, direction, m, stored[direction])
-                          for _, m in figures.models])
-            source = (f"the stored {REQUEST_ROLES[direction].replace('_', ' ')}"
-                      if stored[direction] else
-                      f"the model's at its smallest requests measured ("
-                      f"{size_words(_measured_range(model)['size_mean'][0])})")
+            rate = point(
+                [request_rate(profile, direction, m, stored[direction]) for _, m in figures.models]
+            )
+            source = (
+                f"the stored {REQUEST_ROLES[direction].replace('_', ' ')}"
+                if stored[direction]
+                else f"the model's at its smallest requests measured ("
+                f"{size_words(_measured_range(model)['size_mean'][0])})"
+            )
             part.notes.append(
                 f"{direction} requests of {', '.join(size_words(b) for b in bound)}: timed "
                 f"by their number, {units.quantity(rate * profile.nodes, 'requests/s')} "
-                f"({source}), not their bytes")
+                f"({source}), not their bytes"
+            )
     for role in ERROR_ROLES:
         error = figures.errors.get(role)
         part.extra[role] = error.value if error else None
     if not figures.errors:
-        part.notes.append("the model's validation error is not in the store (no figure "
-                          "declares the roles model_error_median/max)")
+        part.notes.append(
+            "the model's validation error is not in the store (no figure "
+            "declares the roles model_error_median/max)"
+        )
     part.extra["error_words"] = error_words(part.extra)
     return part
 
@@ -453,17 +532,18 @@ def error_words(extra: Mapping[str, Any]) -> str:
     there), else how far it extrapolates and that no error is known that far."""
     factor = extra.get("extrapolation") or 1.0
     if factor > INSIDE:
-        return (f"extrapolated {factor:,.1f}x beyond what was measured; no error known at "
-                "that distance")
+        return (
+            f"extrapolated {factor:,.1f}x beyond what was measured; no error known at that distance"
+        )
     med, top = extra.get("model_error_median"), extra.get("model_error_max")
     if med is None:
         return ""
-    return (f"inside the measured range: validation error median {med:.0%}"
-            + (f", max {top:.0%}" if top is not None else ""))
+    return f"inside the measured range: validation error median {med:.0%}" + (
+        f", max {top:.0%}" if top is not None else ""
+    )
 
 
-def _request_rate_of(figures: TargetFigures, role: str,
-                     environ: str | None = None) -> Rate | None:
+def _request_rate_of(figures: TargetFigures, role: str, environ: str | None = None) -> Rate | None:
     """The stored request rate measured in the environment of the models (the
     self-scaling check measures both in one job; default: the environment that
     predicts), else the leading one."""
@@ -491,31 +571,43 @@ def _counted(parts: Sequence[tuple[int, Rate, tuple[str, ...]]], what: str) -> P
         dates.append(rate.date)
         rests.append(f"{count_words(count, *words)} at {units.number(rate.value)}/s")
     spread = bool(runs) and min(runs) > 1
-    return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
-                runs=min(runs) if runs else 0, date=max(dates) if dates else None,
-                rests_on="; ".join(rests) or "nothing to do",
-                notes=short_phase_note([rate for count, rate, _ in parts if count]))
+    return Part(
+        seconds=seconds,
+        low=low if spread else None,
+        high=high if spread else None,
+        runs=min(runs) if runs else 0,
+        date=max(dates) if dates else None,
+        rests_on="; ".join(rests) or "nothing to do",
+        notes=short_phase_note([rate for count, rate, _ in parts if count]),
+    )
 
 
 def predict_metadata(profile: Profile, figures: TargetFigures) -> Part:
     creations = profile.files_written
     others = max(0, profile.opens - creations)
-    needed = [(creations, "creations_per_s", ("creation",)),
-              (others, "opens_per_s", ("open of an existing file", "opens of existing files")),
-              (profile.stats, "stats_per_s", ("stat",))]
+    needed = [
+        (creations, "creations_per_s", ("creation",)),
+        (others, "opens_per_s", ("open of an existing file", "opens of existing files")),
+        (profile.stats, "stats_per_s", ("stat",)),
+    ]
     parts = []
     for count, role, words in needed:
         rate = _rate(figures, role)
         if count and rate is None:
-            return Part(missing=f"no stored {role.replace('_', ' ')} (no figure declares the "
-                                f"role {role})")
+            return Part(
+                missing=f"no stored {role.replace('_', ' ')} (no figure declares the role {role})"
+            )
         if rate is not None:
             parts.append((count, rate, words))
     part = _counted(parts, "metadata")
     ranks = {(r.ranks, r.nodes) for _, r, _ in parts if r.ranks}
     if ranks:
-        part.notes.append("rates measured with " + ", ".join(
-            f"{n} rank{'s' * (n != 1)} on {m} node{'s' * (m != 1)}" for n, m in sorted(ranks)))
+        part.notes.append(
+            "rates measured with "
+            + ", ".join(
+                f"{n} rank{'s' * (n != 1)} on {m} node{'s' * (m != 1)}" for n, m in sorted(ranks)
+            )
+        )
     return part
 
 
@@ -524,24 +616,30 @@ def predict_deletion(profile: Profile, figures: TargetFigures) -> Part:
     if not profile.files_written:
         return Part(seconds=0.0, rests_on="the job writes no file")
     if not rates:
-        return Part(missing="no stored deletion rate (no figure declares the role "
-                            "deletions_per_s)")
+        return Part(missing="no stored deletion rate (no figure declares the role deletions_per_s)")
     part = _counted([(profile.files_written, rates[0], ("deletion",))], "deletion")
     if rates[0].variant:
         part.rests_on += f" ({rates[0].variant})"
     fastest = max(rates, key=lambda r: r.value)
     if fastest is not rates[0] and fastest.value > rates[0].value * 1.1:
-        part.extra["faster"] = {"seconds": profile.files_written / fastest.value,
-                                "variant": fastest.variant or fastest.label}
-        part.notes.append(f"with {fastest.variant or fastest.label}: "
-                          f"{seconds_words(profile.files_written / fastest.value)}")
+        part.extra["faster"] = {
+            "seconds": profile.files_written / fastest.value,
+            "variant": fastest.variant or fastest.label,
+        }
+        part.notes.append(
+            f"with {fastest.variant or fastest.label}: "
+            f"{seconds_words(profile.files_written / fastest.value)}"
+        )
     return part
 
 
 def predict_staging(profile: Profile, figures: TargetFigures) -> Part:
     if not profile.staging:
-        return Part(seconds=0.0, rests_on="the job does not stage" + (
-            " (--stage: stage its inputs in and outputs out)" if profile.inputs else ""))
+        return Part(
+            seconds=0.0,
+            rests_on="the job does not stage"
+            + (" (--stage: stage its inputs in and outputs out)" if profile.inputs else ""),
+        )
     seconds = low = high = 0.0
     runs, dates, rests, notes = [], [], [], []
     for leg in ("in", "out"):
@@ -551,8 +649,10 @@ def predict_staging(profile: Profile, figures: TargetFigures) -> Part:
         bandwidth = _rate(figures, f"stage_{leg}_bytes_per_s")
         files = _rate(figures, f"stage_{leg}_files_per_s")
         if bandwidth is None or files is None:
-            return Part(missing=f"no stored stage-{leg} rates (no figures declare the roles "
-                                f"stage_{leg}_bytes_per_s and stage_{leg}_files_per_s)")
+            return Part(
+                missing=f"no stored stage-{leg} rates (no figures declare the roles "
+                f"stage_{leg}_bytes_per_s and stage_{leg}_files_per_s)"
+            )
         # a copy pays for each file and for each byte, its first bytes (as many as the
         # staging check's burst: the page cache absorbs them) at their own bandwidth:
         # the staging check separates the costs with three sets of files
@@ -563,60 +663,91 @@ def predict_staging(profile: Profile, figures: TargetFigures) -> Part:
         # (the burst is None only when first is 0)
         rated = [(count, rate) for count, rate in costs if count and rate is not None]
         if first and amount["bytes"] > first:
-            notes.append(f"stage-{leg}: {size_words(amount['bytes'] - first)} past the "
-                         f"{size_words(first)} burst at the sustained bandwidth; how much "
-                         "more a node's page cache absorbs varies with its free memory")
+            notes.append(
+                f"stage-{leg}: {size_words(amount['bytes'] - first)} past the "
+                f"{size_words(first)} burst at the sustained bandwidth; how much "
+                "more a node's page cache absorbs varies with its free memory"
+            )
         largest = _rate(figures, "stage_largest_bytes")
         if largest and amount["bytes"] > largest.value:
-            notes.append(f"stage-{leg}: {size_words(amount['bytes'])} is "
-                         f"{amount['bytes'] / largest.value:,.1f}x the largest copy "
-                         f"the staging check timed ({size_words(largest.value)}): its "
-                         "sustained bandwidth is carried past what was measured")
+            notes.append(
+                f"stage-{leg}: {size_words(amount['bytes'])} is "
+                f"{amount['bytes'] / largest.value:,.1f}x the largest copy "
+                f"the staging check timed ({size_words(largest.value)}): its "
+                "sustained bandwidth is carried past what was measured"
+            )
         notes += short_phase_note([rate for _, rate in rated])
         seconds += sum(count / rate.value for count, rate in rated)
         low += sum(count / rate.high for count, rate in rated)
         high += sum(count / rate.low for count, rate in rated)
         runs += [rate.runs for _, rate in rated]
         dates += [rate.date for _, rate in rated]
-        rests.append(f"{leg}: {size_words(amount['bytes'])} in "
-                     f"{count_words(amount['files'], 'file')}: " + ", ".join(
-                         f"{count_words(count, 'file')} at {units.number(rate.value)}/s"
-                         if rate is files else
-                         f"{size_words(count)} at {units.quantity(rate.value, 'B/s')}"
-                         + (" (a burst)" if rate is burst else "")
-                         for count, rate in rated))
+        rests.append(
+            f"{leg}: {size_words(amount['bytes'])} in "
+            f"{count_words(amount['files'], 'file')}: "
+            + ", ".join(
+                f"{count_words(count, 'file')} at {units.number(rate.value)}/s"
+                if rate is files
+                else f"{size_words(count)} at {units.quantity(rate.value, 'B/s')}"
+                + (" (a burst)" if rate is burst else "")
+                for count, rate in rated
+            )
+        )
     spread = bool(runs) and min(runs) > 1
-    return Part(seconds=seconds, low=low if spread else None, high=high if spread else None,
-                runs=min(runs) if runs else 0, date=max(dates) if dates else None,
-                rests_on="; ".join(rests) or "nothing staged", notes=notes)
+    return Part(
+        seconds=seconds,
+        low=low if spread else None,
+        high=high if spread else None,
+        runs=min(runs) if runs else 0,
+        date=max(dates) if dates else None,
+        rests_on="; ".join(rests) or "nothing staged",
+        notes=notes,
+    )
 
 
 PARTS = ("data", "metadata", "deletion", "staging")
 
 
 def predict_target(profile: Profile, figures: TargetFigures) -> dict[str, Any]:
-    parts = {"data": predict_data(profile, figures),
-             "metadata": predict_metadata(profile, figures),
-             "deletion": predict_deletion(profile, figures),
-             "staging": predict_staging(profile, figures)}
+    parts = {
+        "data": predict_data(profile, figures),
+        "metadata": predict_metadata(profile, figures),
+        "deletion": predict_deletion(profile, figures),
+        "staging": predict_staging(profile, figures),
+    }
     missing = [name for name, p in parts.items() if p.seconds is None]
     if missing:
         total = Part(missing=f"incomplete: {', '.join(missing)} cannot be predicted")
     else:
         seconds = sum(p.seconds for p in parts.values() if p.seconds is not None)
         spread = all(p.low is not None or p.seconds == 0 for p in parts.values())
-        total = Part(seconds=seconds,
-                     low=sum(p.low if p.low is not None else p.seconds
-                             for p in parts.values() if p.seconds is not None) if spread else None,
-                     high=sum(p.high if p.high is not None else p.seconds
-                              for p in parts.values() if p.seconds is not None) if spread else None,
-                     date=max((p.date for p in parts.values() if p.date), default=None))
+        total = Part(
+            seconds=seconds,
+            low=sum(
+                p.low if p.low is not None else p.seconds
+                for p in parts.values()
+                if p.seconds is not None
+            )
+            if spread
+            else None,
+            high=sum(
+                p.high if p.high is not None else p.seconds
+                for p in parts.values()
+                if p.seconds is not None
+            )
+            if spread
+            else None,
+            date=max((p.date for p in parts.values() if p.date), default=None),
+        )
     dates = [p.date for p in parts.values() if p.date]
-    return {"target": figures.name, "kind": figures.kind,
-            "figures_from": min(dates) if dates else None,
-            "figures_to": max(dates) if dates else None,
-            "parts": {name: p.as_dict() for name, p in parts.items()},
-            "total": total.as_dict()}
+    return {
+        "target": figures.name,
+        "kind": figures.kind,
+        "figures_from": min(dates) if dates else None,
+        "figures_to": max(dates) if dates else None,
+        "parts": {name: p.as_dict() for name, p in parts.items()},
+        "total": total.as_dict(),
+    }
 
 
 def recommend(predictions: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
@@ -627,30 +758,45 @@ def recommend(predictions: Sequence[Mapping[str, Any]]) -> dict[str, str | None]
     complete.sort(key=lambda p: p["total"]["seconds"])
     best = complete[0]
     if len(complete) == 1:
-        return {"target": best["target"], "words": f"{best['target']}: the only target "
-                                                  "with a complete prediction"}
+        return {
+            "target": best["target"],
+            "words": f"{best['target']}: the only target with a complete prediction",
+        }
     runner = complete[1]
     if best["total"]["high"] is None or runner["total"]["low"] is None:
-        return {"target": None, "words": f"fastest predicted: {best['target']}, but without "
-                                         "an interval (one stored run), so no target can be "
-                                         "named best yet"}
+        return {
+            "target": None,
+            "words": f"fastest predicted: {best['target']}, but without "
+            "an interval (one stored run), so no target can be "
+            "named best yet",
+        }
     if best["total"]["high"] < runner["total"]["low"]:
-        return {"target": best["target"],
-                "words": f"{best['target']}: its slowest prediction beats the fastest of "
-                         f"{runner['target']} (recent runs)"}
-    return {"target": None, "words": f"no clear winner: {best['target']} and "
-                                     f"{runner['target']} overlap over recent runs"}
+        return {
+            "target": best["target"],
+            "words": f"{best['target']}: its slowest prediction beats the fastest of "
+            f"{runner['target']} (recent runs)",
+        }
+    return {
+        "target": None,
+        "words": f"no clear winner: {best['target']} and "
+        f"{runner['target']} overlap over recent runs",
+    }
 
 
 def predict_all(profile: Profile, figures: Mapping[str, TargetFigures]) -> dict[str, Any]:
     """{"profile", "targets": [per target], "recommendation"} from stored_figures()."""
     predictions = [predict_target(profile, figures[name]) for name in sorted(figures)]
-    return {"profile": profile.as_dict(), "profile_words": profile.words(),
-            "targets": predictions, "recommendation": recommend(predictions)}
+    return {
+        "profile": profile.as_dict(),
+        "profile_words": profile.words(),
+        "targets": predictions,
+        "recommendation": recommend(predictions),
+    }
 
 
-def load_figures(conn: sqlite3.Connection | None = None,
-                 db_path: str | os.PathLike[str] | None = None) -> dict[str, TargetFigures]:
+def load_figures(
+    conn: sqlite3.Connection | None = None, db_path: str | os.PathLike[str] | None = None
+) -> dict[str, TargetFigures]:
     """stored_figures() of the history store, read in one snapshot; an error when it has
     no figures of any target."""
     own = conn is None
@@ -662,14 +808,20 @@ def load_figures(conn: sqlite3.Connection | None = None,
         if own:
             conn.close()
     if not figures:
-        raise ScratchbenchError("the history store has no figures of any scratch target that "
-                                "the advisor computes with: run the suite first "
-                                "(`scratchbench run`)", EXIT_NO_FIGURES)
+        raise ScratchbenchError(
+            "the history store has no figures of any scratch target that "
+            "the advisor computes with: run the suite first "
+            "(`scratchbench run`)",
+            EXIT_NO_FIGURES,
+        )
     return figures
 
 
-def advise(profile: Profile, conn: sqlite3.Connection | None = None,
-           db_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def advise(
+    profile: Profile,
+    conn: sqlite3.Connection | None = None,
+    db_path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     return predict_all(profile, load_figures(conn, db_path))
 
 

@@ -25,10 +25,12 @@ CLASSES_FILE = Path(__file__).with_name("advisor_workloads.yaml")
 #: The page's form: each field's choices (per node), the grid its throughputs are
 #: computed at.  A description with these values gets the same answer from the CLI.
 FORM_GRID: dict[str, list[Any]]
-FORM_GRID = {"request_size": [4 * KIB, 64 * KIB, MIB, 16 * MIB],
-             "sequential_fraction": [0.0, 0.5, 1.0],
-             "processes_per_node": [1, 2, 4, 8, 16, 32, 64],
-             "footprint_per_node": [64 * MIB, GIB, 16 * GIB, 256 * GIB]}
+FORM_GRID = {
+    "request_size": [4 * KIB, 64 * KIB, MIB, 16 * MIB],
+    "sequential_fraction": [0.0, 0.5, 1.0],
+    "processes_per_node": [1, 2, 4, 8, 16, 32, 64],
+    "footprint_per_node": [64 * MIB, GIB, 16 * GIB, 256 * GIB],
+}
 
 
 def load_classes(path: Path = CLASSES_FILE) -> list[tuple[str, str, Profile]]:
@@ -43,9 +45,13 @@ def load_classes(path: Path = CLASSES_FILE) -> list[tuple[str, str, Profile]]:
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or set(entry) != {"name", "words", "description"}:
             raise AdvisorError(f"{path}: class {i + 1}: expected name, words and description")
-        out.append((entry["name"], entry["words"],
-                    description_profile(entry["description"], f"{path.name}: "
-                                                              f"{entry['name']}")))
+        out.append(
+            (
+                entry["name"],
+                entry["words"],
+                description_profile(entry["description"], f"{path.name}: {entry['name']}"),
+            )
+        )
     return out
 
 
@@ -55,26 +61,40 @@ def _grid_throughputs(figures: advisor.TargetFigures) -> dict[str, dict[str, Any
     grid, newest model first, each the throughput of advisor.class_seconds (requests charged at
     the request rate as the CLI charges them), and how far the point lies outside what
     the newest model measured."""
-    stored = {d: advisor._request_rate_of(figures, role)
-              for d, role in advisor.REQUEST_ROLES.items()}
+    stored = {
+        d: advisor._request_rate_of(figures, role) for d, role in advisor.REQUEST_ROLES.items()
+    }
     out: dict[str, dict[str, Any]] = {}
     for seq in FORM_GRID["sequential_fraction"]:
         for procs in FORM_GRID["processes_per_node"]:
             for unique in FORM_GRID["footprint_per_node"]:
-                profile = Profile(source="form", processes=procs, unique_bytes=unique,
-                                  consecutive={"read": seq, "write": seq})
+                profile = Profile(
+                    source="form",
+                    processes=procs,
+                    unique_bytes=unique,
+                    consecutive={"read": seq, "write": seq},
+                )
                 # a request's cost does not depend on its size: once per model
-                rates = {d: [advisor.request_rate(profile, d, m, stored[d])
-                             for _, m in figures.models] for d in ("read", "write")}
+                rates = {
+                    d: [advisor.request_rate(profile, d, m, stored[d]) for _, m in figures.models]
+                    for d in ("read", "write")
+                }
                 for size in FORM_GRID["request_size"]:
                     key = f"{size}|{seq:g}|{procs}|{unique}"
-                    out[key] = {d: [MIB / advisor.class_seconds(profile, m, d, size, MIB, stored[d],
-                                                        rate=rate)[0]
-                                    for (_, m), rate in zip(figures.models, rates[d])]
-                                for d in ("read", "write")}
+                    out[key] = {
+                        d: [
+                            MIB
+                            / advisor.class_seconds(profile, m, d, size, MIB, stored[d], rate=rate)[
+                                0
+                            ]
+                            for (_, m), rate in zip(figures.models, rates[d])
+                        ]
+                        for d in ("read", "write")
+                    }
                     profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
-                    out[key]["extrapolation"] = advisor.extrapolation(profile,
-                                                              figures.models[0][1])[0]
+                    out[key]["extrapolation"] = advisor.extrapolation(
+                        profile, figures.models[0][1]
+                    )[0]
     return out
 
 
@@ -103,8 +123,9 @@ class PredictionCache:
         fills its memo here."""
         for t in figures.values():
             for _, model in t.models + [m for ms in t.other_models.values() for m in ms]:
-                fp = hashlib.sha256(json.dumps(model.as_dict(), sort_keys=True)
-                                    .encode()).hexdigest()[:32]
+                fp = hashlib.sha256(
+                    json.dumps(model.as_dict(), sort_keys=True).encode()
+                ).hexdigest()[:32]
                 memo = self.used.setdefault(fp, self.models.get(fp, {}))
                 model.remember_predictions(memo)
 
@@ -117,15 +138,17 @@ class PredictionCache:
         tmp.replace(self.path)
 
 
-def page_data(conn: sqlite3.Connection, classes_path: Path = CLASSES_FILE,
-              cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def page_data(
+    conn: sqlite3.Connection,
+    classes_path: Path = CLASSES_FILE,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """What the advisor page shows: the common workloads predicted here, and for the
     form, each target's model throughputs on the form's grid and its stored rates.  The
     caller holds the store's snapshot (a page build reads one).  ``cache_dir``: where
     the predictions are kept between builds (PredictionCache); none, all computed."""
     figures = advisor.stored_figures(conn)
-    cache = PredictionCache(Path(cache_dir) / "advisor-predictions.json") if cache_dir \
-        else None
+    cache = PredictionCache(Path(cache_dir) / "advisor-predictions.json") if cache_dir else None
     if cache:
         cache.attach(figures)
     classes = []
@@ -136,21 +159,30 @@ def page_data(conn: sqlite3.Connection, classes_path: Path = CLASSES_FILE,
     for name in sorted(figures):
         t = figures[name]
         dates = [d for d, _ in t.models] + [r.date for rs in t.rates.values() for r in rs]
-        targets.append({
-            "name": name, "kind": t.kind,
-            "figures_from": min(dates) if dates else None,
-            "figures_to": max(dates) if dates else None,
-            "model_dates": [d for d, _ in t.models],
-            "throughput": _grid_throughputs(t) if t.models else {},
-            "measured": advisor._measured_range(t.models[0][1]) if t.models else None,
-            "errors": {role: r.value for role, r in t.errors.items()},
-            "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()}})
+        targets.append(
+            {
+                "name": name,
+                "kind": t.kind,
+                "figures_from": min(dates) if dates else None,
+                "figures_to": max(dates) if dates else None,
+                "model_dates": [d for d, _ in t.models],
+                "throughput": _grid_throughputs(t) if t.models else {},
+                "measured": advisor._measured_range(t.models[0][1]) if t.models else None,
+                "errors": {role: r.value for role, r in t.errors.items()},
+                "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()},
+            }
+        )
     if cache:
         cache.save()
-    return {"classes": classes, "targets": targets, "grid": FORM_GRID,
-            "parts": list(advisor.PARTS), "recent_runs": advisor.RECENT_RUNS,
-            "point_runs": advisor.POINT_RUNS,
-            "keys": {k: words for k, (_, words) in job_profile.DESCRIPTION_KEYS.items()}}
+    return {
+        "classes": classes,
+        "targets": targets,
+        "grid": FORM_GRID,
+        "parts": list(advisor.PARTS),
+        "recent_runs": advisor.RECENT_RUNS,
+        "point_runs": advisor.POINT_RUNS,
+        "keys": {k: words for k, (_, words) in job_profile.DESCRIPTION_KEYS.items()},
+    }
 
 
 # ---- words ----------------------------------------------------------------------------------
@@ -171,16 +203,22 @@ def format_advice(result: Mapping[str, Any]) -> str:
     p = result["profile"]
     lines = [f"Workload ({p['source']}): {result['profile_words']}"]
     if p.get("observed_io_s") is not None:
-        lines.append(f"  the log says: {seconds_words(p['observed_io_s'])} of I/O at the "
-                     f"slowest rank (Darshan's estimate), run time "
-                     f"{seconds_words(p.get('run_time_s'))}")
+        lines.append(
+            f"  the log says: {seconds_words(p['observed_io_s'])} of I/O at the "
+            f"slowest rank (Darshan's estimate), run time "
+            f"{seconds_words(p.get('run_time_s'))}"
+        )
     lines += [f"  note: {n}" for n in p.get("notes") or []]
     for t in result["targets"]:
         lines.append("")
-        span = date_words(t["figures_from"]) if t["figures_from"] == t["figures_to"] else \
-            f"{date_words(t['figures_from'])} to {date_words(t['figures_to'])}"
-        lines.append(f"{t['target']}" + (f" ({t['kind']})" if t["kind"] else "") +
-                     f": figures of {span}")
+        span = (
+            date_words(t["figures_from"])
+            if t["figures_from"] == t["figures_to"]
+            else f"{date_words(t['figures_from'])} to {date_words(t['figures_to'])}"
+        )
+        lines.append(
+            f"{t['target']}" + (f" ({t['kind']})" if t["kind"] else "") + f": figures of {span}"
+        )
         rows = [("part", "predicted", "interval (recent runs)", "rests on")]
         for name in advisor.PARTS + ("total",):
             part = t["total"] if name == "total" else t["parts"][name]
@@ -193,12 +231,10 @@ def format_advice(result: Mapping[str, Any]) -> str:
             rows.append((name, seconds_words(part["seconds"]), interval_words(part), rests))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         for r in rows:
-            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths))
-                         + "  " + r[3])
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3])
         for name in advisor.PARTS:
             for note in t["parts"][name]["notes"]:
                 lines.append(f"  {name}: {note}")
     lines.append("")
     lines.append(f"Use: {result['recommendation']['words']}")
     return "\n".join(lines)
-

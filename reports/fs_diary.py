@@ -52,30 +52,45 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for line in (row["problem"] or "").splitlines():
             where = f"[{row['environ']}] " if row["environ"] else ""
             problems.append(f"{where}{line}")
-    return {"summary": summary, "facts": facts, "mpi": mpi, "problems": problems,
-            "rows": rows, "run_id": rows[0]["run_id"], "started": rows[0]["started"],
-            "revision": rows[0]["revision"]}
+    return {
+        "summary": summary,
+        "facts": facts,
+        "mpi": mpi,
+        "problems": problems,
+        "rows": rows,
+        "run_id": rows[0]["run_id"],
+        "started": rows[0]["started"],
+        "revision": rows[0]["revision"],
+    }
 
 
-def configurations(conn: sqlite3.Connection, target: str | None = None,
-                   run_ids: Iterable[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+def configurations(
+    conn: sqlite3.Connection, target: str | None = None, run_ids: Iterable[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """{target: [configuration of each run, oldest first]}."""
-    grouped: defaultdict[str, defaultdict[str, list[dict[str, Any]]]] = \
-        defaultdict(lambda: defaultdict(list))
+    grouped: defaultdict[str, defaultdict[str, list[dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for row in store.filesystem_configs(conn, run_ids=run_ids, target=target):
         grouped[row["scratch_target"]][row["run_id"]].append(row)
-    return {t: sorted((configuration(rows) for rows in runs.values()),
-                      key=lambda c: (c["started"] or 0, c["run_id"]))
-            for t, runs in grouped.items()}
+    return {
+        t: sorted(
+            (configuration(rows) for rows in runs.values()),
+            key=lambda c: (c["started"] or 0, c["run_id"]),
+        )
+        for t, runs in grouped.items()
+    }
 
 
-def differences(before: Mapping[str, Any],
-                after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """Where two configurations differ.  An environment's MPI counts only when both
     runs recorded that environment (a run of a few checks may not use every one)."""
     found = fsconfig.differences(before["summary"], after["summary"])
-    return [(k, old, new) for k, old, new in found
-            if not (k.startswith("MPI (") and (old is None or new is None))]
+    return [
+        (k, old, new)
+        for k, old, new in found
+        if not (k.startswith("MPI (") and (old is None or new is None))
+    ]
 
 
 # ---- the diary ---------------------------------------------------------------------------
@@ -90,12 +105,18 @@ def diary(configs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             continue
         changes = differences(previous, config) if previous else []
         if previous is None or changes:
-            entries.append({"date": units.date(config["started"]), "run_id": config["run_id"],
-                            "started": config["started"],
-                            "words": fsconfig.summary_words(config["summary"]),
-                            "changes": changes,
-                            "change_words": fsconfig.change_words(
-                                config["rows"][0]["scratch_target"], changes)})
+            entries.append(
+                {
+                    "date": units.date(config["started"]),
+                    "run_id": config["run_id"],
+                    "started": config["started"],
+                    "words": fsconfig.summary_words(config["summary"]),
+                    "changes": changes,
+                    "change_words": fsconfig.change_words(
+                        config["rows"][0]["scratch_target"], changes
+                    ),
+                }
+            )
         previous = config
     return entries
 
@@ -103,9 +124,10 @@ def diary(configs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def change_dates(conn: sqlite3.Connection) -> dict[str, list[tuple[float, str]]]:
     """{target: [(Unix time, words)]}: the runs at which a target's configuration changed
     (its first configuration is not a change)."""
-    return {target: [(e["started"], f"{e['date']}: {e['change_words']}")
-                     for e in diary(configs)[1:]]
-            for target, configs in configurations(conn).items()}
+    return {
+        target: [(e["started"], f"{e['date']}: {e['change_words']}") for e in diary(configs)[1:]]
+        for target, configs in configurations(conn).items()
+    }
 
 
 def change_at(conn: sqlite3.Connection, target: str | None, run_id: str) -> str | None:
@@ -131,12 +153,31 @@ def mark_plots(page: dict[str, Any], marks: Sequence[tuple[float, str]] | None) 
         notes = layout.setdefault("annotations", [])
         for started, words in marks:
             x = int(started * 1000)
-            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x,
-                           "y0": 0, "y1": 1,
-                           "line": {"color": MARK_COLOUR, "width": 1, "dash": "dot"}})
-            notes.append({"x": x, "y": 1, "xref": "x", "yref": "paper", "text":
-                          units.date(started), "hovertext": words, "showarrow": False,
-                          "yanchor": "bottom", "font": {"size": 10, "color": MARK_COLOUR}})
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": x,
+                    "x1": x,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"color": MARK_COLOUR, "width": 1, "dash": "dot"},
+                }
+            )
+            notes.append(
+                {
+                    "x": x,
+                    "y": 1,
+                    "xref": "x",
+                    "yref": "paper",
+                    "text": units.date(started),
+                    "hovertext": words,
+                    "showarrow": False,
+                    "yanchor": "bottom",
+                    "font": {"size": 10, "color": MARK_COLOUR},
+                }
+            )
 
 
 # ---- HTML ------------------------------------------------------------------------------
@@ -150,60 +191,83 @@ def run_section(conn: sqlite3.Connection, run_id: str) -> Markup:
     found = configurations(conn, run_ids=[run_id])
     if not found:
         return Markup("")
-    parts = ['<section class="filesystems"><h2>File systems</h2>'
-             '<p class="sub">What each scratch target was in this run, as a job on a node '
-             'of the partition saw it.</p>']
+    parts = [
+        '<section class="filesystems"><h2>File systems</h2>'
+        '<p class="sub">What each scratch target was in this run, as a job on a node '
+        "of the partition saw it.</p>"
+    ]
     for target, (config,) in sorted(found.items()):
         parts.append(f'<h3 id="fs-{_esc(target)}">{_esc(target)}</h3>')
         facts = config["facts"] or {}
         if config["summary"]:
             mount = facts.get("mount") or {}
-            extra = {"path": facts.get("path", ""),
-                     "mount": f"{mount.get('source', '')} on {mount.get('mount_point', '')}"}
+            extra = {
+                "path": facts.get("path", ""),
+                "mount": f"{mount.get('source', '')} on {mount.get('mount_point', '')}",
+            }
             statfs = facts.get("statfs")
             if statfs:
                 extra["free"] = units.quantity(statfs["available_bytes"], "B")
             extra["scratchbench revision"] = config["revision"] or ""
             if facts.get("collector_seconds") is not None:
                 extra["collected in"] = f"{facts['collector_seconds']:.2f} s"
-            parts.append('<table class="config fsconfig">' +
-                         _summary_rows({**config["summary"], **extra}) + "</table>")
+            parts.append(
+                '<table class="config fsconfig">'
+                + _summary_rows({**config["summary"], **extra})
+                + "</table>"
+            )
         if config["problems"]:
-            parts.append('<ul class="fs-problems">' + "".join(
-                f"<li>{_esc(p)}</li>" for p in config["problems"]) + "</ul>")
+            parts.append(
+                '<ul class="fs-problems">'
+                + "".join(f"<li>{_esc(p)}</li>" for p in config["problems"])
+                + "</ul>"
+            )
         for name, text in sorted((facts.get("raw") or {}).items()):
-            parts.append(f"<details><summary>{_esc(name)} (verbatim)</summary>"
-                         f"<pre>{_esc(text)}</pre></details>")
+            parts.append(
+                f"<details><summary>{_esc(name)} (verbatim)</summary>"
+                f"<pre>{_esc(text)}</pre></details>"
+            )
         if facts.get("site_facts"):
-            parts.append("<details open><summary>the site's facts (verbatim)</summary>"
-                         f"<pre>{_esc(facts['site_facts'])}</pre></details>")
+            parts.append(
+                "<details open><summary>the site's facts (verbatim)</summary>"
+                f"<pre>{_esc(facts['site_facts'])}</pre></details>"
+            )
     parts.append("</section>")
     return Markup("\n".join(parts))
 
 
-def diary_section(conn: sqlite3.Connection, target: str,
-                  run_page: Callable[[str], str]) -> Markup:
+def diary_section(conn: sqlite3.Connection, target: str, run_page: Callable[[str], str]) -> Markup:
     """The file-system page's diary: a dated entry where the configuration changed."""
     entries = diary(configurations(conn, target=target).get(target, []))
     if not entries:
-        return Markup('<section class="diary"><h2>Diary</h2><p>No configuration recorded '
-                      'yet: runs record what the file system is from this version on.</p>'
-                      '</section>')
+        return Markup(
+            '<section class="diary"><h2>Diary</h2><p>No configuration recorded '
+            "yet: runs record what the file system is from this version on.</p>"
+            "</section>"
+        )
     items = []
     for e in reversed(entries):
-        what = (f' <span class="change">({_esc(e["change_words"])})</span>'
-                if e["change_words"] else " (first recorded)")
-        items.append(f'<li><b>{_esc(e["date"])}</b> <a href="{_esc(run_page(e["run_id"]))}">'
-                     f'{_esc(e["words"])}</a>{what}</li>')
+        what = (
+            f' <span class="change">({_esc(e["change_words"])})</span>'
+            if e["change_words"]
+            else " (first recorded)"
+        )
+        items.append(
+            f'<li><b>{_esc(e["date"])}</b> <a href="{_esc(run_page(e["run_id"]))}">'
+            f"{_esc(e['words'])}</a>{what}</li>"
+        )
     line = " -> ".join(f"{e['date']} {e['words']}" for e in entries)
-    return Markup('<section class="diary"><h2>Diary</h2><p class="sub">What this file '
-                  'system was, dated where it changed (the history plots mark these '
-                  f'dates): {_esc(line)}</p><ul>{"".join(items)}</ul></section>')
+    return Markup(
+        '<section class="diary"><h2>Diary</h2><p class="sub">What this file '
+        "system was, dated where it changed (the history plots mark these "
+        f"dates): {_esc(line)}</p><ul>{''.join(items)}</ul></section>"
+    )
 
 
 # ---- acceptance ----------------------------------------------------------------------
-def acceptance_sides(conn: sqlite3.Connection, before_ids: Iterable[str],
-                     after_ids: Iterable[str]) -> list[dict[str, Any]]:
+def acceptance_sides(
+    conn: sqlite3.Connection, before_ids: Iterable[str], after_ids: Iterable[str]
+) -> list[dict[str, Any]]:
     """[{target, rows: [(label, before, after, differs)], before_run, after_run,
     problems}]: each target's configuration in the last run before and the last run
     after, side by side; also when the runs on one side differ among themselves."""
@@ -214,25 +278,45 @@ def acceptance_sides(conn: sqlite3.Connection, before_ids: Iterable[str],
         b = [c for c in before.get(target, []) if c["summary"]]
         a = [c for c in after.get(target, []) if c["summary"]]
         if not b or not a:
-            out.append({"target": target, "rows": [], "before_run": None, "after_run": None,
-                        "problems": [f"{target}: no configuration recorded in the runs "
-                                     f"{'before' if not b else 'after'}"]})
+            out.append(
+                {
+                    "target": target,
+                    "rows": [],
+                    "before_run": None,
+                    "after_run": None,
+                    "problems": [
+                        f"{target}: no configuration recorded in the runs "
+                        f"{'before' if not b else 'after'}"
+                    ],
+                }
+            )
             continue
         last_b, last_a = b[-1], a[-1]
         differing = {k for k, _, _ in differences(last_b, last_a)}
-        labels = list(last_b["summary"]) + [k for k in last_a["summary"]
-                                            if k not in last_b["summary"]]
-        rows = [(k, last_b["summary"].get(k), last_a["summary"].get(k), k in differing)
-                for k in labels]
+        labels = list(last_b["summary"]) + [
+            k for k in last_a["summary"] if k not in last_b["summary"]
+        ]
+        rows = [
+            (k, last_b["summary"].get(k), last_a["summary"].get(k), k in differing) for k in labels
+        ]
         problems = []
         for side, configs in (("before", b), ("after", a)):
             inside = {k for c in configs[:-1] for k, _, _ in differences(c, configs[-1])}
             if inside:
-                problems.append(f"the runs {side} the change differ among themselves in "
-                                f"{', '.join(sorted(inside))}")
-        out.append({"target": target, "rows": rows, "before_run": last_b["run_id"],
-                    "after_run": last_a["run_id"], "problems": problems,
-                    "changes": fsconfig.change_words(target, differences(last_b, last_a))})
+                problems.append(
+                    f"the runs {side} the change differ among themselves in "
+                    f"{', '.join(sorted(inside))}"
+                )
+        out.append(
+            {
+                "target": target,
+                "rows": rows,
+                "before_run": last_b["run_id"],
+                "after_run": last_a["run_id"],
+                "problems": problems,
+                "changes": fsconfig.change_words(target, differences(last_b, last_a)),
+            }
+        )
     return out
 
 
@@ -242,9 +326,13 @@ def acceptance_lines(sides: Iterable[Mapping[str, Any]]) -> list[str]:
     for side in sides:
         changed = [(k, b, a) for k, b, a, differs in side["rows"] if differs]
         if changed:
-            lines.append(f"  configuration of {side['target']}: " + "; ".join(
-                f"{k}: {b if b is not None else '(none)'} -> {a if a is not None else '(none)'}"
-                for k, b, a in changed))
+            lines.append(
+                f"  configuration of {side['target']}: "
+                + "; ".join(
+                    f"{k}: {b if b is not None else '(none)'} -> {a if a is not None else '(none)'}"
+                    for k, b, a in changed
+                )
+            )
         elif side["rows"]:
             lines.append(f"  configuration of {side['target']}: the same before and after")
         lines += [f"  note: {p}" for p in side["problems"]]
@@ -257,13 +345,17 @@ def acceptance_table(sides: Iterable[Mapping[str, Any]]) -> str:
     for side in sides:
         parts.append(f"<h3>{_esc(side['target'])}</h3>")
         if side["rows"]:
-            parts.append(f'<table class="config compare"><thead><tr><th></th><th>before (run '
-                         f'{_esc(side["before_run"])})</th><th>after (run '
-                         f'{_esc(side["after_run"])})</th></tr></thead><tbody>')
+            parts.append(
+                f'<table class="config compare"><thead><tr><th></th><th>before (run '
+                f"{_esc(side['before_run'])})</th><th>after (run "
+                f"{_esc(side['after_run'])})</th></tr></thead><tbody>"
+            )
             for label, b, a, differs in side["rows"]:
                 cls = ' class="differs"' if differs else ""
-                parts.append(f"<tr{cls}><th>{_esc(label)}</th><td>{_esc(b or '')}</td>"
-                             f"<td>{_esc(a or '')}</td></tr>")
+                parts.append(
+                    f"<tr{cls}><th>{_esc(label)}</th><td>{_esc(b or '')}</td>"
+                    f"<td>{_esc(a or '')}</td></tr>"
+                )
             parts.append("</tbody></table>")
         for p in side["problems"]:
             parts.append(f'<p class="fs-problems">{_esc(p)}</p>')
@@ -276,23 +368,32 @@ def acceptance_page(result: Mapping[str, Any], sides: Iterable[Mapping[str, Any]
     above the per-figure verdicts (written beside the verdict file)."""
     figures = "".join(
         f'<tr class="v-{_esc(f["verdict"].replace(" ", "-"))}"><td>{_esc(f["verdict"])}</td>'
-        f'<td>{_esc(f["name"])}</td><td>{_esc(f["detail"])}</td></tr>'
-        for f in result["figures"])
-    style = ("body{font-family:sans-serif;margin:1.5em;max-width:75em}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;"
-             "text-align:left;vertical-align:top}tr.differs td,tr.differs th{background:#ffe3b3;"
-             "font-weight:bold}.fs-problems{color:#8a3b00}")
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Acceptance verdict"
-            f"</title><style>{style}</style></head><body><h1>Acceptance verdict</h1>"
-            f"<p>{len(result['before']['runs'])} run(s) before ({_esc(result['before']['selection'])})"
-            f" against {len(result['after']['runs'])} after ({_esc(result['after']['selection'])}); "
-            f"{result['better']} better, {result['worse']} worse, "
-            f"{result['no_significant_change']} no significant change"
-            + (f", {result['too_short_to_trust']} too short to trust (not judged)"
-               if result.get("too_short_to_trust") else "") + ".</p>"
-            f"{acceptance_table(sides)}<h2>Per figure</h2><table><thead><tr><th>verdict</th>"
-            f"<th>figure</th><th>detail</th></tr></thead><tbody>{figures}</tbody></table>"
-            "</body></html>\n")
+        f"<td>{_esc(f['name'])}</td><td>{_esc(f['detail'])}</td></tr>"
+        for f in result["figures"]
+    )
+    style = (
+        "body{font-family:sans-serif;margin:1.5em;max-width:75em}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;"
+        "text-align:left;vertical-align:top}tr.differs td,tr.differs th{background:#ffe3b3;"
+        "font-weight:bold}.fs-problems{color:#8a3b00}"
+    )
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>Acceptance verdict'
+        f"</title><style>{style}</style></head><body><h1>Acceptance verdict</h1>"
+        f"<p>{len(result['before']['runs'])} run(s) before ({_esc(result['before']['selection'])})"
+        f" against {len(result['after']['runs'])} after ({_esc(result['after']['selection'])}); "
+        f"{result['better']} better, {result['worse']} worse, "
+        f"{result['no_significant_change']} no significant change"
+        + (
+            f", {result['too_short_to_trust']} too short to trust (not judged)"
+            if result.get("too_short_to_trust")
+            else ""
+        )
+        + ".</p>"
+        f"{acceptance_table(sides)}<h2>Per figure</h2><table><thead><tr><th>verdict</th>"
+        f"<th>figure</th><th>detail</th></tr></thead><tbody>{figures}</tbody></table>"
+        "</body></html>\n"
+    )
 
 
 class ChangeFinder:

@@ -44,15 +44,15 @@ def check_words(row: sqlite3.Row | Mapping[str, Any]) -> str:
     return row["title"] or row["check_name"]
 
 
-def variant_words(row: sqlite3.Row | Mapping[str, Any],
-                  params: Mapping[str, Any] | None = None) -> str:
+def variant_words(
+    row: sqlite3.Row | Mapping[str, Any], params: Mapping[str, Any] | None = None
+) -> str:
     """The variant in words as the check declared it; for histories stored before
     checks declared words, its parameter values ('access fpp-posix')."""
     if row["variant"]:
         return row["variant"]
     params = params if params is not None else json.loads(row["params"] or "{}")
-    return ", ".join(f"{words(k)} {v}" for k, v in sorted(params.items())
-                     if k != "scratch_target")
+    return ", ".join(f"{words(k)} {v}" for k, v in sorted(params.items()) if k != "scratch_target")
 
 
 def tag_words(tag: str | None) -> str:
@@ -60,8 +60,9 @@ def tag_words(tag: str | None) -> str:
     return f"{tag} runs" if tag else "untagged runs"
 
 
-def case_words(row: sqlite3.Row | Mapping[str, Any],
-               params: Mapping[str, Any] | None = None) -> str:
+def case_words(
+    row: sqlite3.Row | Mapping[str, Any], params: Mapping[str, Any] | None = None
+) -> str:
     """'Bandwidth (IOTest, seed 002): file per process, POSIX'."""
     variant = variant_words(row, params)
     return f"{check_words(row)}: {variant}" if variant else check_words(row)
@@ -74,12 +75,14 @@ def figure_anchor(series: str, metric: str) -> str:
 
 
 #: what a change is called, with whether it is news: (words, new or ongoing)
-CHANGE_WORDS = {"regression": ("Regression", "new"),
-                "ongoing-regression": ("Regression", "ongoing"),
-                "improvement": ("Improvement", "new"),
-                "recovered": ("Recovered", "new"),
-                "suspect": ("Suspect", "one night so far"),
-                "failed": ("Failed check", "in this run")}
+CHANGE_WORDS = {
+    "regression": ("Regression", "new"),
+    "ongoing-regression": ("Regression", "ongoing"),
+    "improvement": ("Improvement", "new"),
+    "recovered": ("Recovered", "new"),
+    "suspect": ("Suspect", "one night so far"),
+    "failed": ("Failed check", "in this run"),
+}
 
 
 def changes(figures: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -93,8 +96,9 @@ def change_sentence(entry: Mapping[str, Any]) -> str:
     """One change of a nightly verdict in words: what, where, since when, how much (with
     its interval), new or ongoing; the CLI prints it and the banner shows it."""
     kind, news = CHANGE_WORDS[entry["verdict"]]
-    where = f"on {entry.get('target') or 'unspecified'}" + (f" [{entry['environ']}]" if entry.get("environ")
-                                       else "")
+    where = f"on {entry.get('target') or 'unspecified'}" + (
+        f" [{entry['environ']}]" if entry.get("environ") else ""
+    )
     what = entry.get("what") or entry["name"]
     if entry["verdict"] == "failed":
         return f"{kind} ({news}, {entry['since']}): {what} {where}: {entry['detail']}"
@@ -102,15 +106,21 @@ def change_sentence(entry: Mapping[str, Any]) -> str:
     rel = entry.get("relative_change")
     much = units.percent(rel) if rel is not None else "n/a"
     if entry.get("change_low") is not None:
-        much += (f" (95% interval {units.percent(entry['change_low'])} to "
-                 f"{units.percent(entry['change_high'])})")
+        much += (
+            f" (95% interval {units.percent(entry['change_low'])} to "
+            f"{units.percent(entry['change_high'])})"
+        )
     if entry["verdict"] == "suspect":
-        values = (f"latest {units.quantity(entry['latest'], unit)} against a usual "
-                  f"{units.quantity(entry['median_before'], unit)}")
+        values = (
+            f"latest {units.quantity(entry['latest'], unit)} against a usual "
+            f"{units.quantity(entry['median_before'], unit)}"
+        )
         since = f"on {entry['since']}"
     else:
-        values = (f"median {units.quantity(entry['median_before'], unit)} before, "
-                  f"{units.quantity(entry['median_after'], unit)} since")
+        values = (
+            f"median {units.quantity(entry['median_before'], unit)} before, "
+            f"{units.quantity(entry['median_after'], unit)} since"
+        )
         since = f"since {entry['since']}"
         if entry.get("config_change"):
             since += f", when {entry['config_change']}"

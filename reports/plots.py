@@ -23,12 +23,22 @@ from scratchbench import units
 if TYPE_CHECKING:
     from reports.rankings import Standing
 
-LOG_SCALE_RATIO = 30      # bars on a log axis when values differ by more than this
-MIN_EARLIER_FOR_BOX = 4   # earlier runs before a box plot and quartile colours
-QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]   # worst .. best quarter
+LOG_SCALE_RATIO = 30  # bars on a log axis when values differ by more than this
+MIN_EARLIER_FOR_BOX = 4  # earlier runs before a box plot and quartile colours
+QUARTILE_COLOURS = ["#c0392b", "#e67e22", "#9acd32", "#1e8449"]  # worst .. best quarter
 QUARTILE_WORDS = ["worst quarter", "below median", "above median", "best quarter"]
-LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
-                "#17becf", "#7f7f7f", "#bcbd22", "#d62728"]
+LINE_COLOURS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+    "#d62728",
+]
 #: Plotly's (d3's) way of writing a number as units.number does: three significant
 #: digits, thousands separators, no exponent ("18,400", not "1.836e+4")
 HOVER_NUMBER = ",.3~r"
@@ -57,9 +67,13 @@ def _box(values):
     """Plotly box statistics precomputed (Tukey fences): small pages, fast plots."""
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
     iqr = q3 - q1
-    return {"q1": [q1], "median": [median], "q3": [q3],
-            "lowerfence": [min(v for v in values if v >= q1 - 1.5 * iqr)],
-            "upperfence": [max(v for v in values if v <= q3 + 1.5 * iqr)]}
+    return {
+        "q1": [q1],
+        "median": [median],
+        "q3": [q3],
+        "lowerfence": [min(v for v in values if v >= q1 - 1.5 * iqr)],
+        "upperfence": [max(v for v in values if v <= q3 + 1.5 * iqr)],
+    }
 
 
 def _time_range(stamps):
@@ -69,8 +83,9 @@ def _time_range(stamps):
     return [(lo - pad) * 1000, (hi + pad) * 1000]
 
 
-def history_plot(lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]], unit: str,
-                 higher: bool) -> tuple[dict[str, Any], list[tuple[str, float, str | None]]]:
+def history_plot(
+    lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]], unit: str, higher: bool
+) -> tuple[dict[str, Any], list[tuple[str, float, str | None]]]:
     """UMAMI's layout: the history on the left with the latest value marked and coloured
     by the quarter of earlier runs it falls in; a box plot of the earlier runs on the
     right (from MIN_EARLIER_FOR_BOX earlier runs on).  lines: [(name, [(t, v, run)])].
@@ -89,40 +104,93 @@ def history_plot(lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]]
         q = _quartile(earlier, latest, higher)
         notes.append((name, latest, QUARTILE_WORDS[q] if q is not None else None))
         marker = QUARTILE_COLOURS[q] if q is not None else colour
-        data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys,
-                     "text": [r for _, _, r in points], "name": name,
-                     "line": {"color": colour, "width": 1}, "marker": {"size": 5, "color": colour},
-                     "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
-                                      f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
-                                      "<br>run %{text}<extra></extra>"})
-        data.append({"type": "scatter", "mode": "markers", "x": [xs[-1]], "y": [latest],
-                     "showlegend": False, "name": f"{name}, latest",
-                     "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
-                     "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": xs,
+                "y": ys,
+                "text": [r for _, _, r in points],
+                "name": name,
+                "line": {"color": colour, "width": 1},
+                "marker": {"size": 5, "color": colour},
+                "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
+                f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
+                "<br>run %{text}<extra></extra>",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": [xs[-1]],
+                "y": [latest],
+                "showlegend": False,
+                "name": f"{name}, latest",
+                "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
+                "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
+            }
+        )
         if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
-            data.append(dict(_box(earlier), type="box", name=name, x=[name], xaxis="x2",
-                             showlegend=False, marker={"color": colour}, hoverinfo="y"))
-            data.append({"type": "scatter", "mode": "markers", "x": [name], "y": [latest],
-                         "xaxis": "x2", "showlegend": False, "name": f"{name}, latest",
-                         "marker": {"size": 12, "color": marker, "symbol": "diamond",
-                                    "line": {"color": "#222", "width": 1}},
-                         "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"})
-    top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480)
-                          if len(lines) > 1 else 0)
+            data.append(
+                dict(
+                    _box(earlier),
+                    type="box",
+                    name=name,
+                    x=[name],
+                    xaxis="x2",
+                    showlegend=False,
+                    marker={"color": colour},
+                    hoverinfo="y",
+                )
+            )
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "x": [name],
+                    "y": [latest],
+                    "xaxis": "x2",
+                    "showlegend": False,
+                    "name": f"{name}, latest",
+                    "marker": {
+                        "size": 12,
+                        "color": marker,
+                        "symbol": "diamond",
+                        "line": {"color": "#222", "width": 1},
+                    },
+                    "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
+                }
+            )
+    top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480) if len(lines) > 1 else 0)
     layout: dict[str, Any]
-    layout = {"height": 220 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 35},
-              "showlegend": len(lines) > 1,
-              "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom",
-                         "font": {"size": 11}},
-              "xaxis": {"domain": [0, 0.74 if boxes else 1], "type": "category",
-                        "title": {"text": "the only run so far", "font": {"size": 11}}}
-              if single else {"domain": [0, 0.74 if boxes else 1], "type": "date",
-                              "range": _time_range(stamps), "nticks": 6},
-              "yaxis": {"rangemode": "tozero", "title": {"text": unit}},
-              "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfbfb"}
+    layout = {
+        "height": 220 + top,
+        "margin": {"l": 60, "r": 10, "t": top, "b": 35},
+        "showlegend": len(lines) > 1,
+        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom", "font": {"size": 11}},
+        "xaxis": {
+            "domain": [0, 0.74 if boxes else 1],
+            "type": "category",
+            "title": {"text": "the only run so far", "font": {"size": 11}},
+        }
+        if single
+        else {
+            "domain": [0, 0.74 if boxes else 1],
+            "type": "date",
+            "range": _time_range(stamps),
+            "nticks": 6,
+        },
+        "yaxis": {"rangemode": "tozero", "title": {"text": unit}},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#fbfbfb",
+    }
     if boxes:
-        layout["xaxis2"] = {"domain": [0.8, 1], "type": "category",
-                            "title": {"text": "earlier runs", "font": {"size": 11}}}
+        layout["xaxis2"] = {
+            "domain": [0.8, 1],
+            "type": "category",
+            "title": {"text": "earlier runs", "font": {"size": 11}},
+        }
     return {"data": data, "layout": layout}, notes
 
 
@@ -132,8 +200,11 @@ def _axis_type(values):
     if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
         return "category"
     positive = [v for v in values if isinstance(v, (int, float)) and v > 0]
-    return "log" if len(positive) == len(values) and positive and \
-        max(positive) / min(positive) >= 16 else "linear"
+    return (
+        "log"
+        if len(positive) == len(values) and positive and max(positive) / min(positive) >= 16
+        else "linear"
+    )
 
 
 def _spaced_ticks(values, log, most=MOST_TICKS):
@@ -149,30 +220,42 @@ def _spaced_ticks(values, log, most=MOST_TICKS):
         if where[i] - where[kept[-1]] >= gap * 0.999:
             kept.append(i)
     if kept[-1] != len(values) - 1:
-        kept[-1 if len(kept) > 1 else len(kept):] = [len(values) - 1]
+        kept[-1 if len(kept) > 1 else len(kept) :] = [len(values) - 1]
     return [values[i] for i in kept]
 
 
-def lines_plot(x_name: str, lines: Mapping[str, Mapping[Any, float]], unit: str,
-               error_bars: Mapping[str, Mapping[Any, tuple[float, float]]] | None = None
-               ) -> dict[str, Any]:
+def lines_plot(
+    x_name: str,
+    lines: Mapping[str, Mapping[Any, float]],
+    unit: str,
+    error_bars: Mapping[str, Mapping[Any, tuple[float, float]]] | None = None,
+) -> dict[str, Any]:
     """x against value, one line per name: lines = {name: {x: value}};
     error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
     data, xs_all = [], []
     for i, (name, points) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
-        xs = sorted(points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str)
-                                           else 0, str(x)))
+        xs = sorted(
+            points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str) else 0, str(x))
+        )
         xs_all += xs
-        trace = {"type": "scatter", "mode": "lines+markers", "name": str(name),
-                 "x": xs, "y": [points[x] for x in xs],
-                 "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
-                 "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:{HOVER_NUMBER}}} {unit}<extra></extra>"}
+        trace = {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": str(name),
+            "x": xs,
+            "y": [points[x] for x in xs],
+            "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
+            "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
+        }
         if error_bars and name in error_bars:
             spread = error_bars[name]
-            trace["error_y"] = {"type": "data", "symmetric": False,
-                                "array": [spread[x][1] - points[x] for x in xs],
-                                "arrayminus": [points[x] - spread[x][0] for x in xs],
-                                "thickness": 1}
+            trace["error_y"] = {
+                "type": "data",
+                "symmetric": False,
+                "array": [spread[x][1] - points[x] for x in xs],
+                "arrayminus": [points[x] - spread[x][0] for x in xs],
+                "thickness": 1,
+            }
         data.append(trace)
     kind = _axis_type(xs_all)
     ticks = list(dict.fromkeys(xs_all)) if kind == "category" else sorted(set(xs_all))
@@ -185,18 +268,28 @@ def lines_plot(x_name: str, lines: Mapping[str, Mapping[Any, float]], unit: str,
         xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
     # the legend's rows add to the height: they never squeeze the plot
     top = 30 + LINE_PX * (_legend_rows([d["name"] for d in data], 480) if len(data) > 1 else 0)
-    return {"data": data, "layout": {
-        "height": 250 + top, "margin": {"l": 60, "r": 10, "t": top, "b": 45},
-        "showlegend": len(data) > 1,
-        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
-        "xaxis": xaxis, "yaxis": {"title": {"text": unit}, "rangemode": "tozero"}}}
+    return {
+        "data": data,
+        "layout": {
+            "height": 250 + top,
+            "margin": {"l": 60, "r": 10, "t": top, "b": 45},
+            "showlegend": len(data) > 1,
+            "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
+            "xaxis": xaxis,
+            "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
+        },
+    }
 
 
-def surface_plots(x_name: str, y_name: str, cells: Mapping[tuple[Any, Any], float | None],
-                  unit: str, ticks: Mapping[str, Mapping[Any, str]] | None = None,
-                  marks: Iterable[Mapping[str, Any]] = (),
-                  zrange: tuple[float, float] | None = None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+def surface_plots(
+    x_name: str,
+    y_name: str,
+    cells: Mapping[tuple[Any, Any], float | None],
+    unit: str,
+    ticks: Mapping[str, Mapping[Any, str]] | None = None,
+    marks: Iterable[Mapping[str, Any]] = (),
+    zrange: tuple[float, float] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """A 3-D surface and a heat map of value over (x, y); cells = {(x, y): value}.
     Missing cells (e.g. small records of large files) stay empty.  ``ticks``: the
     declared words of axis values ({"x": {65536: "64 KiB"}}); ``marks``: declared
@@ -215,66 +308,137 @@ def surface_plots(x_name: str, y_name: str, cells: Mapping[tuple[Any, Any], floa
     def words(axis: str, v: Any) -> str:
         return ticks.get(axis, {}).get(v) or fmt(v)
 
-    text = [[f"{words('x', x)}, {words('y', y)}: {fmt(cells[(x, y)])} {unit}"
-             if cells.get((x, y)) is not None else "" for x in xs] for y in ys]
+    text = [
+        [
+            f"{words('x', x)}, {words('y', y)}: {fmt(cells[(x, y)])} {unit}"
+            if cells.get((x, y)) is not None
+            else ""
+            for x in xs
+        ]
+        for y in ys
+    ]
     shade = [[math.log10(v) if log and v and v > 0 else v for v in row] for row in z]
     scene_axis = {"x": (x_name, xs), "y": (y_name, ys)}
-    scene = {f"{a}axis": {"title": {"text": name}, "type": _axis_type(values_),
-                          "tickvals": values_, "ticktext": [words(a, v) for v in values_]}
-             for a, (name, values_) in scene_axis.items()}
+    scene = {
+        f"{a}axis": {
+            "title": {"text": name},
+            "type": _axis_type(values_),
+            "tickvals": values_,
+            "ticktext": [words(a, v) for v in values_],
+        }
+        for a, (name, values_) in scene_axis.items()
+    }
     scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
     if log:
-        scene["zaxis"]["dtick"] = 1      # a tick per power of ten, no crowded minor labels
+        scene["zaxis"]["dtick"] = 1  # a tick per power of ten, no crowded minor labels
     if high > low and log:
         scene["zaxis"]["range"] = [math.log10(low), math.log10(high)]
     elif high > low:
         # Ticks above zero only (a "0" sits on the corner where the x and y labels
         # meet) and room above the top one (at the very top its label was cut: "000").
         values_ = _round_ticks(high)
-        scene["zaxis"].update(range=[0, max(high, values_[-1]) * 1.1], tickvals=values_,
-                              ticktext=[fmt(v) for v in values_])
+        scene["zaxis"].update(
+            range=[0, max(high, values_[-1]) * 1.1],
+            tickvals=values_,
+            ticktext=[fmt(v) for v in values_],
+        )
     surface: dict[str, Any]
-    surface = {"data": [dict(colour, type="surface", x=xs, y=ys, z=z, surfacecolor=shade,
-                             text=text, hovertemplate="%{text}<extra></extra>")],
-               "layout": {"height": 420, "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
-                          "scene": dict(scene, camera={"eye": {"x": 1.7, "y": 1.7, "z": 1.0}})}}
+    surface = {
+        "data": [
+            dict(
+                colour,
+                type="surface",
+                x=xs,
+                y=ys,
+                z=z,
+                surfacecolor=shade,
+                text=text,
+                hovertemplate="%{text}<extra></extra>",
+            )
+        ],
+        "layout": {
+            "height": 420,
+            "margin": {"l": 0, "r": 0, "t": 30, "b": 0},
+            "scene": dict(scene, camera={"eye": {"x": 1.7, "y": 1.7, "z": 1.0}}),
+        },
+    }
     heat: dict[str, Any]
-    heat = {"data": [dict(colour, type="heatmap", x=[words("x", x) for x in xs],
-                          y=[words("y", y) for y in ys], z=shade, text=text,
-                          hovertemplate="%{text}<extra></extra>")],
-            "layout": {"height": 420, "margin": {"l": 80, "r": 10, "t": 30, "b": 60},
-                       "xaxis": {"title": {"text": x_name}, "type": "category"},
-                       "yaxis": {"title": {"text": y_name}, "type": "category"}}}
+    heat = {
+        "data": [
+            dict(
+                colour,
+                type="heatmap",
+                x=[words("x", x) for x in xs],
+                y=[words("y", y) for y in ys],
+                z=shade,
+                text=text,
+                hovertemplate="%{text}<extra></extra>",
+            )
+        ],
+        "layout": {
+            "height": 420,
+            "margin": {"l": 80, "r": 10, "t": 30, "b": 60},
+            "xaxis": {"title": {"text": x_name}, "type": "category"},
+            "yaxis": {"title": {"text": y_name}, "type": "category"},
+        },
+    }
     for mark in marks:
         axis = mark["axis"]
         position = _category_position(xs if axis == "x" else ys, mark["value"])
         if position is None:
             continue
         other = ys if axis == "x" else xs
-        plane = {"x": [[mark["value"]] * 2] * 2, "y": [[other[0], other[-1]]] * 2} \
-            if axis == "x" else {"y": [[mark["value"]] * 2] * 2, "x": [[other[0], other[-1]]] * 2}
+        plane = (
+            {"x": [[mark["value"]] * 2] * 2, "y": [[other[0], other[-1]]] * 2}
+            if axis == "x"
+            else {"y": [[mark["value"]] * 2] * 2, "x": [[other[0], other[-1]]] * 2}
+        )
         bottom, top = (low, high) if high > low else (low or 0, (low or 0) + 1)
-        surface["data"].append(dict(
-            plane, type="surface", z=[[bottom, bottom], [top, top]], opacity=0.25,
-            showscale=False, colorscale=[[0, "#c0392b"], [1, "#c0392b"]], name=mark["label"],
-            hovertemplate=f"{escape(mark['label'])}<extra></extra>"))
-        where = {"x": [mark["value"]], "y": [other[-1]]} if axis == "x" else \
-            {"y": [mark["value"]], "x": [other[-1]]}
-        surface["data"].append(dict(where, type="scatter3d", mode="text", z=[top],
-                                    text=[mark["label"]], showlegend=False, hoverinfo="skip",
-                                    textfont={"color": "#c0392b"}))
+        surface["data"].append(
+            dict(
+                plane,
+                type="surface",
+                z=[[bottom, bottom], [top, top]],
+                opacity=0.25,
+                showscale=False,
+                colorscale=[[0, "#c0392b"], [1, "#c0392b"]],
+                name=mark["label"],
+                hovertemplate=f"{escape(mark['label'])}<extra></extra>",
+            )
+        )
+        where = (
+            {"x": [mark["value"]], "y": [other[-1]]}
+            if axis == "x"
+            else {"y": [mark["value"]], "x": [other[-1]]}
+        )
+        surface["data"].append(
+            dict(
+                where,
+                type="scatter3d",
+                mode="text",
+                z=[top],
+                text=[mark["label"]],
+                showlegend=False,
+                hoverinfo="skip",
+                textfont={"color": "#c0392b"},
+            )
+        )
         line = {"type": "line", "line": {"color": "#c0392b", "width": 2, "dash": "dash"}}
         note = {"text": mark["label"], "showarrow": False, "font": {"color": "#c0392b"}}
         if axis == "x":
-            heat["layout"].setdefault("shapes", []).append(dict(
-                line, xref="x", yref="paper", x0=position, x1=position, y0=0, y1=1))
-            heat["layout"].setdefault("annotations", []).append(dict(
-                note, xref="x", yref="paper", x=position, y=1.02, yanchor="bottom"))
+            heat["layout"].setdefault("shapes", []).append(
+                dict(line, xref="x", yref="paper", x0=position, x1=position, y0=0, y1=1)
+            )
+            heat["layout"].setdefault("annotations", []).append(
+                dict(note, xref="x", yref="paper", x=position, y=1.02, yanchor="bottom")
+            )
         else:
-            heat["layout"].setdefault("shapes", []).append(dict(
-                line, xref="paper", yref="y", y0=position, y1=position, x0=0, x1=1))
-            heat["layout"].setdefault("annotations", []).append(dict(
-                note, xref="paper", yref="y", y=position, x=1, xanchor="right"))
+            heat["layout"].setdefault("shapes", []).append(
+                dict(line, xref="paper", yref="y", y0=position, y1=position, x0=0, x1=1)
+            )
+            heat["layout"].setdefault("annotations", []).append(
+                dict(note, xref="paper", yref="y", y=position, x=1, xanchor="right")
+            )
     return surface, heat
 
 
@@ -295,8 +459,10 @@ def _colour_scale(low, high, log, unit):
     if not log:
         return dict(scale, cmin=low, cmax=high, zmin=low, zmax=high)
     first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    scale["colorbar"].update(tickvals=list(range(first, last + 1)),
-                             ticktext=[fmt(10.0 ** k) for k in range(first, last + 1)])
+    scale["colorbar"].update(
+        tickvals=list(range(first, last + 1)),
+        ticktext=[fmt(10.0**k) for k in range(first, last + 1)],
+    )
     scale["colorbar"]["title"]["text"] = f"{unit} (log scale)"
     bounds = {"cmin": math.log10(low), "cmax": math.log10(high)}
     return dict(scale, **bounds, zmin=bounds["cmin"], zmax=bounds["cmax"])
@@ -316,9 +482,13 @@ def _category_position(values, value):
     return float(len(values) - 1)
 
 
-def bars_plot(categories: Sequence[str],
-              traces: Sequence[tuple[str, Mapping[str, "Standing | None"]]], unit: str,
-              highlight: str | None = None, width: int = 480) -> tuple[dict[str, Any], bool]:
+def bars_plot(
+    categories: Sequence[str],
+    traces: Sequence[tuple[str, Mapping[str, "Standing | None"]]],
+    unit: str,
+    highlight: str | None = None,
+    width: int = 480,
+) -> tuple[dict[str, Any], bool]:
     """Bars of the recent median with the recent range as error bars.
     traces: [(name, {category: Standing})]; a log axis when values differ by orders;
     width: the narrowest the plot is drawn (labels and legend are laid out for it)."""
@@ -330,42 +500,70 @@ def bars_plot(categories: Sequence[str],
             ys.append(s.median if s else None)
             lo.append(s.median - s.low if s else 0)
             hi.append(s.high - s.median if s else 0)
-            colours.append("#1e8449" if highlight and c == highlight else
-                           LINE_COLOURS[i % len(LINE_COLOURS)])
+            colours.append(
+                "#1e8449" if highlight and c == highlight else LINE_COLOURS[i % len(LINE_COLOURS)]
+            )
             if s:
                 values += [s.low, s.high]
-        data.append({"type": "bar", "name": str(name), "x": list(categories), "y": ys,
-                     "marker": {"color": colours},
-                     "error_y": {"type": "data", "symmetric": False, "array": hi,
-                                 "arrayminus": lo, "thickness": 1.2, "color": "#222"},
-                     "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:{HOVER_NUMBER}}} {unit}"
-                                      "<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "name": str(name),
+                "x": list(categories),
+                "y": ys,
+                "marker": {"color": colours},
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": hi,
+                    "arrayminus": lo,
+                    "thickness": 1.2,
+                    "color": "#222",
+                },
+                "hovertemplate": f"{name}<br>%{{x}}<br>median %{{y:{HOVER_NUMBER}}} {unit}"
+                "<extra></extra>",
+            }
+        )
     positive = [v for v in values if v and v > 0]
-    log = bool(positive) and len(positive) == len(values) and \
-        max(positive) / min(positive) > LOG_SCALE_RATIO
+    log = (
+        bool(positive)
+        and len(positive) == len(values)
+        and max(positive) / min(positive) > LOG_SCALE_RATIO
+    )
     # Long names of variants wrapped to the width of their bar group, and the room for
     # them and for the legend's rows added to the plot's height, not taken from it
     # (labels drawn over each other and a plot squeezed to 70 px, before).
     per_group = max(12, int(width / max(1, len(categories)) / CHAR_PX))
     ticktext = [_wrap(str(c), per_group) for c in categories]
     label_lines = max((t.count("<br>") + 1 for t in ticktext), default=1)
-    legend_rows = _legend_rows([str(name) for name, _ in traces], width) \
-        if len(traces) > 1 else 0
+    legend_rows = _legend_rows([str(name) for name, _ in traces], width) if len(traces) > 1 else 0
     top, bottom = 30 + LINE_PX * legend_rows, 25 + LINE_PX * label_lines
     yaxis: dict[str, Any]
-    yaxis = {"title": {"text": unit + (" (log scale)" if log else "")},
-             "type": "log" if log else "linear"}
+    yaxis = {
+        "title": {"text": unit + (" (log scale)" if log else "")},
+        "type": "log" if log else "linear",
+    }
     if log:
-        yaxis["dtick"] = 1      # a tick per power of ten, no crowded minor labels
+        yaxis["dtick"] = 1  # a tick per power of ten, no crowded minor labels
     if not log:
         yaxis["rangemode"] = "tozero"
-    return {"data": data, "layout": {
-        "barmode": "group", "height": 230 + top + bottom,
-        "margin": {"l": 70, "r": 10, "t": top, "b": bottom},
-        "showlegend": len(traces) > 1,
-        "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
-        "yaxis": yaxis, "xaxis": {"type": "category", "tickvals": list(categories),
-                                  "ticktext": ticktext, "tickangle": 0}}}, log
+    return {
+        "data": data,
+        "layout": {
+            "barmode": "group",
+            "height": 230 + top + bottom,
+            "margin": {"l": 70, "r": 10, "t": top, "b": bottom},
+            "showlegend": len(traces) > 1,
+            "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
+            "yaxis": yaxis,
+            "xaxis": {
+                "type": "category",
+                "tickvals": list(categories),
+                "ticktext": ticktext,
+                "tickangle": 0,
+            },
+        },
+    }, log
 
 
 #: what a plot's text takes: a character of 12 px text, and a line of it
@@ -388,7 +586,7 @@ def _legend_rows(names, width):
     """Rows a horizontal legend of these names takes in ``width`` pixels."""
     rows, used = 1, 0
     for name in names:
-        need = 40 + CHAR_PX * len(name)     # the symbol, the gap and the name
+        need = 40 + CHAR_PX * len(name)  # the symbol, the gap and the name
         if used and used + need > width:
             rows, used = rows + 1, 0
         used += need
@@ -401,7 +599,7 @@ class Plots:
     among the first ``SCREENFUL`` plots (folded surfaces load the full bundle when they
     are opened: pages.js)."""
 
-    first_3d: int | None   # the number of the first 3-D surface added, if any
+    first_3d: int | None  # the number of the first 3-D surface added, if any
 
     def __init__(self, prefix: str = "p") -> None:
         self.prefix, self.count, self.first_3d = prefix, 0, None
@@ -415,13 +613,20 @@ class Plots:
     @property
     def bundle(self) -> str:
         """The plotly bundle the page loads with it."""
-        return PLOTLY_FULL if self.first_3d is not None and self.first_3d <= SCREENFUL \
+        return (
+            PLOTLY_FULL
+            if self.first_3d is not None and self.first_3d <= SCREENFUL
             else PLOTLY_CARTESIAN
+        )
 
 
 def plot_json(spec: Any) -> Markup:
     """A plot specification as JSON safe inside <script>: what Jinja's ``tojson`` does,
     without sorting keys or indenting (plots are most of a page's bytes and build time)."""
     text = json.dumps(spec, separators=(",", ":"), allow_nan=False)
-    return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c")
-                  .replace(">", "\\u003e").replace("'", "\\u0027"))
+    return Markup(
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("'", "\\u0027")
+    )

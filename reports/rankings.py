@@ -28,10 +28,10 @@ from reports import naming, store
 from scratchbench import units
 from scratchbench.figures import DESCRIPTIVE_ROLES, SHORTEST_TRUSTED_PHASE_S, too_short_words
 
-HISTORY_RUNS = 200        # runs of each tag the pages read and plot
-RECENT_RUNS = store.RECENT_RUNS   # runs a spread, a ranking or a piece of advice rests on
-MIN_RUNS_TO_RANK = 5      # runs on each side before a file system is named best
-UNSTEADY_SPREAD = 0.5     # advice warns when the recent range exceeds this share of the median
+HISTORY_RUNS = 200  # runs of each tag the pages read and plot
+RECENT_RUNS = store.RECENT_RUNS  # runs a spread, a ranking or a piece of advice rests on
+MIN_RUNS_TO_RANK = 5  # runs on each side before a file system is named best
+UNSTEADY_SPREAD = 0.5  # advice warns when the recent range exceeds this share of the median
 VARIANT_ADVICE_RATIO = 1.5  # advice compares variants that differ by at least this
 
 fmt, day = units.number, units.date
@@ -45,14 +45,39 @@ def times(ratio: float) -> str:
 class Series:
     """One history: a case variant on one partition and environment, one figure."""
 
-    __slots__ = ("key", "metric", "points", "target", "kind", "partition", "environ",
-                 "tag", "unit", "label", "better", "headline", "chart", "check", "variant",
-                 "workload_words", "params", "scaling", "case_id", "role",
-                 "phase_seconds", "too_short")
+    __slots__ = (
+        "key",
+        "metric",
+        "points",
+        "target",
+        "kind",
+        "partition",
+        "environ",
+        "tag",
+        "unit",
+        "label",
+        "better",
+        "headline",
+        "chart",
+        "check",
+        "variant",
+        "workload_words",
+        "params",
+        "scaling",
+        "case_id",
+        "role",
+        "phase_seconds",
+        "too_short",
+    )
 
-    def __init__(self, key: str, metric: str, points: list[tuple[float, float, str]],
-                 meta: sqlite3.Row | Mapping[str, Any]) -> None:
-        self.key, self.metric, self.points = key, metric, points   # [(time, value, run)]
+    def __init__(
+        self,
+        key: str,
+        metric: str,
+        points: list[tuple[float, float, str]],
+        meta: sqlite3.Row | Mapping[str, Any],
+    ) -> None:
+        self.key, self.metric, self.points = key, metric, points  # [(time, value, run)]
         self.case_id = meta["case_id"]
         self.target = meta["scratch_target"] or "unspecified"
         self.kind = meta["scratch_kind"]
@@ -82,8 +107,15 @@ class Series:
     def figure(self) -> tuple[str, str, str, str, str, str, str]:
         """One figure of one workload, comparable across file systems: the same tag,
         check, variant, sizes and declared meaning."""
-        return (self.tag, self.check, self.variant, self.workload_words, self.label,
-                self.unit, self.better)
+        return (
+            self.tag,
+            self.check,
+            self.variant,
+            self.workload_words,
+            self.label,
+            self.unit,
+            self.better,
+        )
 
 
 def load(conn: sqlite3.Connection) -> dict[tuple[str, str], Series]:
@@ -91,19 +123,17 @@ def load(conn: sqlite3.Connection) -> dict[tuple[str, str], Series]:
     {(series key, metric): Series}."""
     points: dict[tuple[str, str], list[tuple[float, float, str]]]
     points, latest_case = {}, {}
-    for case_id, key, metric, value, started, run_id in store.recent_values(conn,
-                                                                             HISTORY_RUNS):
+    for case_id, key, metric, value, started, run_id in store.recent_values(conn, HISTORY_RUNS):
         if not math.isfinite(value):
-            continue     # e.g. a rate over a zero time: no point to plot (the run page lists it)
+            continue  # e.g. a rate over a zero time: no point to plot (the run page lists it)
         k = (key, metric)
         line = points.get(k)
         if line is None:
             line = points[k] = []
         line.append((started or 0, value, run_id))
-        latest_case[k] = case_id       # rows come oldest first: the last one is the latest
+        latest_case[k] = case_id  # rows come oldest first: the last one is the latest
     meta = store.declarations_of(conn, latest_case.values())
-    return {k: Series(k[0], k[1], line, meta[(latest_case[k], k[1])])
-            for k, line in points.items()}
+    return {k: Series(k[0], k[1], line, meta[(latest_case[k], k[1])]) for k, line in points.items()}
 
 
 # ---- one number per run, spread, ranking ---------------------------------------------------
@@ -138,8 +168,11 @@ class Standing:
         return f"{fmt(self.low)} to {fmt(self.high)} {unit} over {self.n} runs"
 
     def rests_on(self) -> str:
-        dates = day(self.first) if self.n == 1 or day(self.first) == day(self.last) \
+        dates = (
+            day(self.first)
+            if self.n == 1 or day(self.first) == day(self.last)
             else f"{day(self.first)} to {day(self.last)}"
+        )
         runs = "the latest run" if self.n == 1 else f"the last {self.n} runs"
         sizes = "; ".join(self.workload_words)
         return f"{runs} ({dates}){': ' + sizes if sizes else ''}"
@@ -181,32 +214,45 @@ def in_environment(series: Sequence[Series], environ: str) -> list[Series]:
 class Ranking:
     """Which file system is best for one figure, and whether the spreads allow saying so."""
 
-    regressed: dict[str, list[dict[str, Any]]]   # nightly verdict entries, by target
+    regressed: dict[str, list[dict[str, Any]]]  # nightly verdict entries, by target
 
-    def __init__(self, figure: tuple[str, str, str, str, str, str, str],
-                 series_by_target: Mapping[str, Sequence[Series]]) -> None:
+    def __init__(
+        self,
+        figure: tuple[str, str, str, str, str, str, str],
+        series_by_target: Mapping[str, Sequence[Series]],
+    ) -> None:
         self.figure = figure
-        (self.tag, self.check, self.variant, self.sizes, self.label, self.unit,
-         self.better) = figure
+        (self.tag, self.check, self.variant, self.sizes, self.label, self.unit, self.better) = (
+            figure
+        )
         self.by_target = series_by_target
         self.environ = lead_environment(series_by_target)
         self.environs = sorted({s.environ for ss in series_by_target.values() for s in ss})
-        self.standings = {t: Standing(t, in_environment(ss, self.environ))
-                          for t, ss in series_by_target.items()}
-        ranked = sorted(self.standings.values(), key=lambda s: s.median,
-                        reverse=self.better == "higher")
-        self.headline = next((s.headline for ss in series_by_target.values() for s in ss
-                              if s.headline), "")
+        self.standings = {
+            t: Standing(t, in_environment(ss, self.environ)) for t, ss in series_by_target.items()
+        }
+        ranked = sorted(
+            self.standings.values(), key=lambda s: s.median, reverse=self.better == "higher"
+        )
+        self.headline = next(
+            (s.headline for ss in series_by_target.values() for s in ss if s.headline), ""
+        )
         self.best = ranked[0]
         self.second = ranked[1] if len(ranked) > 1 else None
-        self.regressed = {}     # target: its regression verdicts (set from the nightly verdict)
+        self.regressed = {}  # target: its regression verdicts (set from the nightly verdict)
         self.margin = self.runs_needed = None
         if any(s.descriptive for ss in series_by_target.values() for s in ss):
             self.status = "not ranked"
             return
         #: (target, phase seconds) where the latest run's phase was too short to time
-        self.too_short = sorted({(s.target, s.phase_seconds) for ss in series_by_target.values()
-                                 for s in ss if s.too_short})
+        self.too_short = sorted(
+            {
+                (s.target, s.phase_seconds)
+                for ss in series_by_target.values()
+                for s in ss
+                if s.too_short
+            }
+        )
         if self.too_short:
             self.status = "too short"
             return
@@ -231,7 +277,7 @@ class Ranking:
         return sorted({w for s in self.standings.values() for w in s.workload_words})
 
     def margin_words(self) -> str:
-        assert self.margin is not None     # ranked: set with self.second
+        assert self.margin is not None  # ranked: set with self.second
         return f"{times(self.margin)} {'higher' if self.better == 'higher' else 'lower'}"
 
     def regression_words(self, target: str) -> str:
@@ -241,33 +287,39 @@ class Ranking:
             return ""
         v = max(found, key=lambda v: v.get("since") or "")
         state = "new" if v["verdict"] == "regression" else "ongoing"
-        return (f"but {target} regressed on {v.get('since') or 'a recent night'} "
-                f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
-                "may no longer hold")
+        return (
+            f"but {target} regressed on {v.get('since') or 'a recent night'} "
+            f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
+            "may no longer hold"
+        )
 
     def verdict(self) -> str:
         """The ranking in words, as the index shows it (and the advice repeats)."""
         if self.status == "not ranked":
-            return ("not ranked: it describes a model or the measurement, not the file "
-                    "system")
+            return "not ranked: it describes a model or the measurement, not the file system"
         if self.status == "too short":
             target, seconds = min(self.too_short, key=lambda ts: ts[1])
             return f"not ranked: on {target}, {too_short_words(seconds)}"
         if self.status == "alone":
             return f"only measured on {self.best.target}"
         # ranked against a second file system: margin and runs needed are set
-        assert self.second is not None and self.margin is not None and \
-            self.runs_needed is not None
+        assert self.second is not None and self.margin is not None and self.runs_needed is not None
         if self.status == "winner":
             caveat = self.regression_words(self.best.target)
-            return (f"{self.best.target}: {self.margin_words()} than {self.second.target} "
-                    f"(every one of the last {min(self.best.n, self.second.n)} runs)"
-                    + (f"; {caveat}" if caveat else ""))
+            return (
+                f"{self.best.target}: {self.margin_words()} than {self.second.target} "
+                f"(every one of the last {min(self.best.n, self.second.n)} runs)"
+                + (f"; {caveat}" if caveat else "")
+            )
         if self.status == "no clear winner":
-            return (f"no clear winner: the ranges of the last runs overlap "
-                    f"({self.best.target} leads by {times(self.margin)} on the median)")
-        return (f"not decided yet: {self.runs_needed} more run{'s' * (self.runs_needed > 1)} "
-                f"needed (so far {self.best.target} leads by {times(self.margin)})")
+            return (
+                f"no clear winner: the ranges of the last runs overlap "
+                f"({self.best.target} leads by {times(self.margin)} on the median)"
+            )
+        return (
+            f"not decided yet: {self.runs_needed} more run{'s' * (self.runs_needed > 1)} "
+            f"needed (so far {self.best.target} leads by {times(self.margin)})"
+        )
 
 
 def rankings(series: Mapping[tuple[str, str], Series]) -> list[Ranking]:
@@ -278,13 +330,16 @@ def rankings(series: Mapping[tuple[str, str], Series]) -> list[Ranking]:
     for s in series.values():
         if not s.chart:
             grouped[s.figure][s.target].append(s)
-    return sorted((Ranking(figure, by_target) for figure, by_target in grouped.items()),
-                  key=lambda r: (r.tag, r.check, r.variant, r.name))
+    return sorted(
+        (Ranking(figure, by_target) for figure, by_target in grouped.items()),
+        key=lambda r: (r.tag, r.check, r.variant, r.name),
+    )
 
 
 # ---- advice ------------------------------------------------------------------------------
-def advice(target: str, headline_rankings: Sequence[Ranking],
-           series: Mapping[tuple[str, str], Series]) -> list[str]:
+def advice(
+    target: str, headline_rankings: Sequence[Ranking], series: Mapping[tuple[str, str], Series]
+) -> list[str]:
     """What a user of one file system should know, from the declared figures only.
 
     Each line says which runs and sizes it rests on; nothing is said where the spread
@@ -301,44 +356,63 @@ def advice(target: str, headline_rankings: Sequence[Ranking],
         caveat = r.regression_words(r.best.target)
         caveat = f" {caveat[0].upper()}{caveat[1:]}." if caveat else ""
         if r.status == "winner" and r.best.target == target:
-            assert r.second is not None     # a winner has a runner-up
-            lines.append(f"Best file system here for {what}: {r.margin_words()} than "
-                         f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
-                         f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
-                         f"Rests on {mine.rests_on()}.{caveat}")
-        elif r.status == "winner" and _apart(r.best, mine, r.better) and \
-                min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK:
-            lines.append(f"For {what}, prefer {r.best.target}: "
-                         f"{times(_ratio(r.best, mine, r.better))} "
-                         f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
-                         f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
-                         f"here). Rests on {mine.rests_on()}.{caveat}")
+            assert r.second is not None  # a winner has a runner-up
+            lines.append(
+                f"Best file system here for {what}: {r.margin_words()} than "
+                f"{r.second.target}, the next best (a median of {fmt(mine.median)} "
+                f"{r.unit} against {fmt(r.second.median)} {r.unit}). "
+                f"Rests on {mine.rests_on()}.{caveat}"
+            )
+        elif (
+            r.status == "winner"
+            and _apart(r.best, mine, r.better)
+            and min(r.best.n, mine.n) >= MIN_RUNS_TO_RANK
+        ):
+            lines.append(
+                f"For {what}, prefer {r.best.target}: "
+                f"{times(_ratio(r.best, mine, r.better))} "
+                f"{'higher' if r.better == 'higher' else 'lower'} there (a median of "
+                f"{fmt(r.best.median)} {r.unit} against {fmt(mine.median)} {r.unit} "
+                f"here). Rests on {mine.rests_on()}.{caveat}"
+            )
         elif r.status == "winner":
             level.append(what)
         elif r.status == "no clear winner":
             level.append(what)
         else:
-            assert r.runs_needed is not None     # too few runs: ranked against a second
+            assert r.runs_needed is not None  # too few runs: ranked against a second
             undecided.append((what, r.runs_needed))
     for r in headline_rankings:
         mine = r.standings.get(target)
-        if mine is not None and r.status not in ("not ranked", "too short") and \
-                mine.n >= MIN_RUNS_TO_RANK and mine.median and \
-                (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD:
-            lines.append(f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
-                         f"plan with the lower figure.")
+        if (
+            mine is not None
+            and r.status not in ("not ranked", "too short")
+            and mine.n >= MIN_RUNS_TO_RANK
+            and mine.median
+            and (mine.high - mine.low) / abs(mine.median) > UNSTEADY_SPREAD
+        ):
+            lines.append(
+                f"{r.name} varies a lot from run to run here ({mine.spread_words(r.unit)}): "
+                f"plan with the lower figure."
+            )
     lines.extend(_variant_advice(target, series))
     if level:
-        lines.append("No clear difference from the other file systems (their recent ranges "
-                      f"overlap) for: {'; '.join(level)}.")
+        lines.append(
+            "No clear difference from the other file systems (their recent ranges "
+            f"overlap) for: {'; '.join(level)}."
+        )
     if short:
-        lines.append("Not compared, their timed phases too short to trust (under "
-                     f"{SHORTEST_TRUSTED_PHASE_S:g} s): {'; '.join(short)}.")
+        lines.append(
+            "Not compared, their timed phases too short to trust (under "
+            f"{SHORTEST_TRUSTED_PHASE_S:g} s): {'; '.join(short)}."
+        )
     if undecided:
         most = max(n for _, n in undecided)
-        lines.append(f"Not enough data yet to compare file systems for: "
-                     f"{'; '.join(w for w, _ in undecided)} "
-                     f"({most} more run{'s' * (most > 1)} needed).")
+        lines.append(
+            f"Not enough data yet to compare file systems for: "
+            f"{'; '.join(w for w, _ in undecided)} "
+            f"({most} more run{'s' * (most > 1)} needed)."
+        )
     return lines
 
 
@@ -346,20 +420,26 @@ def _variant_advice(target, series):
     """Within one check, which variant does best for a headline figure's label on this
     file system (e.g. one file per process against one shared file), when the ranges
     of recent runs do not overlap."""
-    labels = {(s.tag, s.check, s.label) for s in series.values()
-              if s.target == target and s.headline and not s.descriptive}
+    labels = {
+        (s.tag, s.check, s.label)
+        for s in series.values()
+        if s.target == target and s.headline and not s.descriptive
+    }
     by_variant = defaultdict(lambda: defaultdict(list))
     for s in series.values():
-        if s.target == target and (s.tag, s.check, s.label) in labels and not s.scaling \
-                and not s.chart:
+        if (
+            s.target == target
+            and (s.tag, s.check, s.label) in labels
+            and not s.scaling
+            and not s.chart
+        ):
             by_variant[(s.tag, s.check, s.label, s.unit, s.better)][s.variant].append(s)
     lines = []
     for (tag, check, label, unit, better), variants in sorted(by_variant.items()):
         if len(variants) < 2:
             continue
         environ = lead_environment(variants)
-        standings = [Standing(target, in_environment(ss, environ))
-                     for ss in variants.values()]
+        standings = [Standing(target, in_environment(ss, environ)) for ss in variants.values()]
         names = dict(zip(map(id, standings), variants))
         standings.sort(key=lambda s: s.median, reverse=better == "higher")
         best, worst = standings[0], standings[-1]
@@ -367,9 +447,11 @@ def _variant_advice(target, series):
             continue
         ratio = _ratio(best, worst, better)
         if _apart(best, worst, better) and ratio >= VARIANT_ADVICE_RATIO:
-            lines.append(f"{check}: {label[0].lower() + label[1:]} is {times(ratio)} "
-                         f"{'higher' if better == 'higher' else 'lower'} with "
-                         f"{names[id(best)]} ({fmt(best.median)} {unit}) than with "
-                         f"{names[id(worst)]} ({fmt(worst.median)} {unit}). Rests on "
-                         f"{best.rests_on()}.")
+            lines.append(
+                f"{check}: {label[0].lower() + label[1:]} is {times(ratio)} "
+                f"{'higher' if better == 'higher' else 'lower'} with "
+                f"{names[id(best)]} ({fmt(best.median)} {unit}) than with "
+                f"{names[id(worst)]} ({fmt(worst.median)} {unit}). Rests on "
+                f"{best.rests_on()}."
+            )
     return lines

@@ -29,13 +29,18 @@ def parameters(case: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_name(case: Mapping[str, Any]) -> str:
     """The check's class name (the first word of its display name for foreign cases)."""
-    return case.get("check_class") or (case.get("display_name") or case.get("name") or "?").split()[0]
+    return (
+        case.get("check_class") or (case.get("display_name") or case.get("name") or "?").split()[0]
+    )
 
 
 def case_key(case: Mapping[str, Any]) -> tuple[str | None, str, str | None]:
     """How ReFrame names a case in ``dependencies_actual``."""
-    return (case.get("unique_name"), f"{case.get('system')}:{case.get('partition')}",
-            case.get("environ"))
+    return (
+        case.get("unique_name"),
+        f"{case.get('system')}:{case.get('partition')}",
+        case.get("environ"),
+    )
 
 
 #: ReFrame's results of cases that did not run: skipped, or skipped because a case
@@ -43,8 +48,9 @@ def case_key(case: Mapping[str, Any]) -> tuple[str | None, str, str | None]:
 NOT_RUN = ("skip", "fail_deps")
 
 
-def skip_reasons(cases: Sequence[Mapping[str, Any]],
-                 with_failed_cause: bool = True) -> dict[int, str]:
+def skip_reasons(
+    cases: Sequence[Mapping[str, Any]], with_failed_cause: bool = True
+) -> dict[int, str]:
     """{index in cases: reason} for every case that did not run (``NOT_RUN``).
 
     A case skipped because a dependency (e.g. the IOR provider fixture) was skipped
@@ -69,22 +75,26 @@ def skip_reasons(cases: Sequence[Mapping[str, Any]],
                     return found
             elif parent.get("result") not in ("pass", "xfail"):
                 where = f"{parent.get('system')}:{parent.get('partition')}+{parent.get('environ')}"
-                failed = (f"needs {check_name(parent)} [{where}], which failed in "
-                          f"{parent.get('fail_phase') or 'an unknown phase'}")
+                failed = (
+                    f"needs {check_name(parent)} [{where}], which failed in "
+                    f"{parent.get('fail_phase') or 'an unknown phase'}"
+                )
                 if not with_failed_cause:
                     return f"{failed} (see its failure)"
                 return f"{failed}: {parent.get('fail_reason') or 'no reason given'}"
         return None
 
-    return {i: reason_of(c) or "no reason given" for i, c in enumerate(cases)
-            if c.get("result") in NOT_RUN}
+    return {
+        i: reason_of(c) or "no reason given"
+        for i, c in enumerate(cases)
+        if c.get("result") in NOT_RUN
+    }
 
 
 def failure_in_words(case: Mapping[str, Any]) -> str:
     """Why a case failed, in one line: ReFrame's reason (folded) and, for a failed
     build, the end of what the build wrote to stderr."""
-    return "; ".join(filter(None, (one_line(case.get("fail_reason")),
-                                   build_error_tail(case))))
+    return "; ".join(filter(None, (one_line(case.get("fail_reason")), build_error_tail(case))))
 
 
 def build_error_tail(case: Mapping[str, Any]) -> str:

@@ -53,6 +53,7 @@ class StoreError(ScratchbenchError):
 class NoHistory(StoreError):
     """Nothing to read: the history store does not exist or holds no run.  Its own exit
     code, so that a script tells it from a regression (1) or a damaged store (5)."""
+
     exit_code = 7
 
 
@@ -66,16 +67,19 @@ def migrations() -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def connect(db_path: str | os.PathLike[str] | None = None,
-            create: bool = True) -> sqlite3.Connection:
+def connect(
+    db_path: str | os.PathLike[str] | None = None, create: bool = True
+) -> sqlite3.Connection:
     """Open (creating and migrating as needed) the history store.  ``create=False`` is
     for commands that only read: a store that does not exist is an error (NoHistory),
     never made empty by reading it."""
     db_path = Path(db_path or paths.history_db())
     if not create and not db_path.is_file():
-        raise NoHistory(f"history store {db_path}: no such file: store a run first "
-                        "(`scratchbench run` or `scratchbench ingest`), or set "
-                        "SCRATCHBENCH_HISTORY to the store you meant")
+        raise NoHistory(
+            f"history store {db_path}: no such file: store a run first "
+            "(`scratchbench run` or `scratchbench ingest`), or set "
+            "SCRATCHBENCH_HISTORY to the store you meant"
+        )
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(db_path, timeout=60, isolation_level=None)
@@ -115,8 +119,10 @@ def _migrate(conn: sqlite3.Connection, db_path: str | os.PathLike[str]) -> None:
         known = migrations()
         newest = known[-1][0] if known else 0
         if current > newest:
-            raise StoreError(f"history store {db_path} has schema version {current}, newer "
-                             f"than this scratchbench knows ({newest}); upgrade scratchbench")
+            raise StoreError(
+                f"history store {db_path} has schema version {current}, newer "
+                f"than this scratchbench knows ({newest}); upgrade scratchbench"
+            )
         for version, sql in known:
             if version > current:
                 for statement in _statements(sql):
@@ -135,27 +141,36 @@ def _num(value: object) -> float | None:
 def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> sqlite3.Cursor:
     """INSERT by column name: a new column never shifts the others."""
     columns = list(row)
-    return conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-                        f"({', '.join('?' * len(columns))})", [row[c] for c in columns])
+    return conn.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        [row[c] for c in columns],
+    )
 
 
 def series_key(case: Mapping[str, Any], display: str | None) -> str:
     """One history line: where it ran, with which environment, which variant, which
     workload (quick, nightly and acceptance sizes are different series)."""
-    return (f"{case.get('system')}:{case.get('partition')}|{case.get('environ')}|{display}|"
-            f"{case.get('workload_tag') or ''}")
+    return (
+        f"{case.get('system')}:{case.get('partition')}|{case.get('environ')}|{display}|"
+        f"{case.get('workload_tag') or ''}"
+    )
 
 
-def ingest_report(conn: sqlite3.Connection, report: Mapping[str, Any],
-                  meta: Mapping[str, Any] | None = None, source: str = "") -> int:
+def ingest_report(
+    conn: sqlite3.Connection,
+    report: Mapping[str, Any],
+    meta: Mapping[str, Any] | None = None,
+    source: str = "",
+) -> int:
     """Store one ReFrame run report.  Returns the number of figures added (0 when the
     run was already stored)."""
     meta = meta or {}
     info = report.get("session_info", {})
     version = str(info.get("data_version", ""))
     if not version.startswith(runreport.SUPPORTED_DATA_VERSION):
-        raise StoreError(f"{source or 'run report'}: data_version {version!r} is not a "
-                         f"ReFrame 4 run report")
+        raise StoreError(
+            f"{source or 'run report'}: data_version {version!r} is not a ReFrame 4 run report"
+        )
     # ReFrame merges --session-extras into session_info; older reports nest them.
     extras = {**info, **(info.get("extras") or {})}
     session = info.get("uuid")
@@ -168,75 +183,116 @@ def ingest_report(conn: sqlite3.Connection, report: Mapping[str, Any],
     added = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
-        exists = conn.execute("SELECT 1 FROM runs WHERE run_id = ? OR session_uuid = ?",
-                              (run_id, session)).fetchone()
+        exists = conn.execute(
+            "SELECT 1 FROM runs WHERE run_id = ? OR session_uuid = ?", (run_id, session)
+        ).fetchone()
         if exists:
             conn.execute("ROLLBACK")
             return 0
-        _insert(conn, "runs", {
-            "run_id": run_id, "session_uuid": session, "site": meta.get("site"),
-            "system": meta.get("system") or None,
-            "tag": meta.get("tag") or extras.get("tag"),
-            "revision": meta.get("revision") or extras.get("revision"),
-            "note": meta.get("note", ""), "started": info.get("time_start_unix"),
-            "finished": info.get("time_end_unix"), "reframe_version": info.get("version"),
-            "hostname": info.get("hostname"), "source": source, "ingested_at": time.time()})
+        _insert(
+            conn,
+            "runs",
+            {
+                "run_id": run_id,
+                "session_uuid": session,
+                "site": meta.get("site"),
+                "system": meta.get("system") or None,
+                "tag": meta.get("tag") or extras.get("tag"),
+                "revision": meta.get("revision") or extras.get("revision"),
+                "note": meta.get("note", ""),
+                "started": info.get("time_start_unix"),
+                "finished": info.get("time_end_unix"),
+                "reframe_version": info.get("version"),
+                "hostname": info.get("hostname"),
+                "source": source,
+                "ingested_at": time.time(),
+            },
+        )
         for index, case in enumerate(cases):
             if case.get("fixture"):
-                continue   # builds and tool providers: no figures of their own
+                continue  # builds and tool providers: no figures of their own
             display = case.get("display_name") or case.get("name")
             params = {k: str(v) for k, v in runreport.parameters(case).items()}
-            cur = _insert(conn, "cases", {
-                "run_id": run_id, "series": series_key(case, display),
-                "check_name": runreport.check_name(case), "display_name": display,
-                "system": case.get("system"), "partition": case.get("partition"),
-                "environ": case.get("environ"), "scratch_target": case.get("scratch_target"),
-                "scratch_kind": case.get("scratch_kind"),
-                "scratch_description": case.get("scratch_description") or None,
-                "nodes": _num(case.get("num_nodes_used")),
-                "tasks_per_node": _num(case.get("tasks_per_node_used")),
-                "num_tasks": _num(case.get("num_tasks")),
-                "transfer_size": _num(case.get("transfer_size")) or None,
-                "api": case.get("io_api") or None, "workload": case.get("workload_tag"),
-                "params": json.dumps(params, sort_keys=True), "result": case.get("result"),
-                "fail_phase": case.get("fail_phase"), "fail_reason": case.get("fail_reason"),
-                "skip_reason": reasons.get(index),
-                "jobid": str(case.get("jobid") or ""),
-                "nodelist": ",".join(case.get("job_nodelist") or []),
-                "exclusive": int(bool(case.get("exclusive_access"))),
-                "access": " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
-                "completed": case.get("job_completion_time_unix"),
-                "title": case.get("title") or None, "variant": case.get("variant_words") or None,
-                "workload_words": case.get("workload_words") or None,
-                "scaling_parameter": case.get("scaling_parameter") or None})
+            cur = _insert(
+                conn,
+                "cases",
+                {
+                    "run_id": run_id,
+                    "series": series_key(case, display),
+                    "check_name": runreport.check_name(case),
+                    "display_name": display,
+                    "system": case.get("system"),
+                    "partition": case.get("partition"),
+                    "environ": case.get("environ"),
+                    "scratch_target": case.get("scratch_target"),
+                    "scratch_kind": case.get("scratch_kind"),
+                    "scratch_description": case.get("scratch_description") or None,
+                    "nodes": _num(case.get("num_nodes_used")),
+                    "tasks_per_node": _num(case.get("tasks_per_node_used")),
+                    "num_tasks": _num(case.get("num_tasks")),
+                    "transfer_size": _num(case.get("transfer_size")) or None,
+                    "api": case.get("io_api") or None,
+                    "workload": case.get("workload_tag"),
+                    "params": json.dumps(params, sort_keys=True),
+                    "result": case.get("result"),
+                    "fail_phase": case.get("fail_phase"),
+                    "fail_reason": case.get("fail_reason"),
+                    "skip_reason": reasons.get(index),
+                    "jobid": str(case.get("jobid") or ""),
+                    "nodelist": ",".join(case.get("job_nodelist") or []),
+                    "exclusive": int(bool(case.get("exclusive_access"))),
+                    "access": " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
+                    "completed": case.get("job_completion_time_unix"),
+                    "title": case.get("title") or None,
+                    "variant": case.get("variant_words") or None,
+                    "workload_words": case.get("workload_words") or None,
+                    "scaling_parameter": case.get("scaling_parameter") or None,
+                },
+            )
             case_id = cur.lastrowid
             samples = case.get("samples") or {}
             phases = case.get("phase_seconds") or {}
             declared = case.get("figures") or {}
             for metric, value, unit, ref, lower, upper, result in runreport.perf_figures(case):
                 meaning = declared.get(metric) or {}
-                fig = _insert(conn, "figures", {
-                    "case_id": case_id, "metric": metric, "value": _num(value), "unit": unit,
-                    "reference": _num(ref), "lower": _num(lower), "upper": _num(upper),
-                    "result": result, "label": meaning.get("label"),
-                    "better": meaning.get("better"), "headline": meaning.get("headline") or None,
-                    "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None,
-                    "role": meaning.get("role") or None,
-                    "phase_seconds": _num(phases.get(metric)),
-                    "too_short": None if _num(phases.get(metric)) is None
-                    else int(too_short(phases[metric]))})
+                fig = _insert(
+                    conn,
+                    "figures",
+                    {
+                        "case_id": case_id,
+                        "metric": metric,
+                        "value": _num(value),
+                        "unit": unit,
+                        "reference": _num(ref),
+                        "lower": _num(lower),
+                        "upper": _num(upper),
+                        "result": result,
+                        "label": meaning.get("label"),
+                        "better": meaning.get("better"),
+                        "headline": meaning.get("headline") or None,
+                        "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None,
+                        "role": meaning.get("role") or None,
+                        "phase_seconds": _num(phases.get(metric)),
+                        "too_short": None
+                        if _num(phases.get(metric)) is None
+                        else int(too_short(phases[metric])),
+                    },
+                )
                 added += 1
                 values = samples.get(metric) or []
-                conn.executemany("INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
-                                 [(fig.lastrowid, i, v) for i, v in enumerate(values)
-                                  if _num(v) is not None])
+                conn.executemany(
+                    "INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
+                    [(fig.lastrowid, i, v) for i, v in enumerate(values) if _num(v) is not None],
+                )
         _insert_filesystem_configs(conn, run_id, cases)
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         conn.execute("ROLLBACK")
-        raise StoreError(f"{_db_name(conn)}: {exc}: nothing of run {run_id} was stored "
-                         "(its run report is unchanged; ingest it again once the store "
-                         "can take it)") from exc
+        raise StoreError(
+            f"{_db_name(conn)}: {exc}: nothing of run {run_id} was stored "
+            "(its run report is unchanged; ingest it again once the store "
+            "can take it)"
+        ) from exc
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -261,12 +317,23 @@ def _insert_filesystem_configs(conn, run_id, cases):
         conn.execute(
             "INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
             "partition, environ, collected, facts, problem) VALUES (?,?,?,?,?,?,?,?)",
-            (run_id, target, case.get("system"), case.get("partition"), case.get("environ"),
-             case.get("job_completion_time_unix"),
-             json.dumps(facts, sort_keys=True) if readable else None,
-             "\n".join(problems) or (None if readable else
-                                     f"the case that collected it ({case.get('display_name')}) "
-                                     f"ended {case.get('result')} before its job ran")))
+            (
+                run_id,
+                target,
+                case.get("system"),
+                case.get("partition"),
+                case.get("environ"),
+                case.get("job_completion_time_unix"),
+                json.dumps(facts, sort_keys=True) if readable else None,
+                "\n".join(problems)
+                or (
+                    None
+                    if readable
+                    else f"the case that collected it ({case.get('display_name')}) "
+                    f"ended {case.get('result')} before its job ran"
+                ),
+            ),
+        )
         collected.add(target)
     for target, mine in targets.items():
         if target in collected:
@@ -275,13 +342,21 @@ def _insert_filesystem_configs(conn, run_id, cases):
         conn.execute(
             "INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
             "partition, environ, problem) VALUES (?,?,?,?,?,?)",
-            (run_id, target, mine[0].get("system"), mine[0].get("partition"), "",
-             f"not recorded: none of its {len(mine)} case(s) ran a job in this run "
-             f"({', '.join(results)}), or the run predates the collector"))
+            (
+                run_id,
+                target,
+                mine[0].get("system"),
+                mine[0].get("partition"),
+                "",
+                f"not recorded: none of its {len(mine)} case(s) ran a job in this run "
+                f"({', '.join(results)}), or the run predates the collector",
+            ),
+        )
 
 
-def filesystem_configs(conn: sqlite3.Connection, run_ids: Iterable[str] | None = None,
-                       target: str | None = None) -> list[dict[str, Any]]:
+def filesystem_configs(
+    conn: sqlite3.Connection, run_ids: Iterable[str] | None = None, target: str | None = None
+) -> list[dict[str, Any]]:
     """Rows of filesystem_configs with the run's start, oldest run first; ``facts``
     decoded (None when none were read)."""
     clauses, args = [], []
@@ -295,7 +370,9 @@ def filesystem_configs(conn: sqlite3.Connection, run_ids: Iterable[str] | None =
     rows = conn.execute(
         "SELECT c.*, r.started, r.revision, r.tag FROM filesystem_configs c JOIN runs r "
         f"ON c.run_id = r.run_id {'WHERE ' + ' AND '.join(clauses) if clauses else ''} "
-        "ORDER BY r.started, c.run_id, c.scratch_target, c.environ", args).fetchall()
+        "ORDER BY r.started, c.run_id, c.scratch_target, c.environ",
+        args,
+    ).fetchall()
     out = []
     for row in rows:
         entry = dict(row)
@@ -345,8 +422,10 @@ def check_integrity(conn: sqlite3.Connection) -> None:
         problems = [str(exc)]
     if problems != ["ok"]:
         first = " ".join(" ".join(problems).split())[:200]
-        raise StoreError(f"{_db_name(conn)} is damaged ({first}): restore it from a "
-                         "backup, or save what is readable with `sqlite3 FILE .recover`")
+        raise StoreError(
+            f"{_db_name(conn)} is damaged ({first}): restore it from a "
+            "backup, or save what is readable with `sqlite3 FILE .recover`"
+        )
 
 
 def ingest_run_dir(conn: sqlite3.Connection, run_dir: str | os.PathLike[str]) -> int:
@@ -369,8 +448,9 @@ def ingest_run_dir(conn: sqlite3.Connection, run_dir: str | os.PathLike[str]) ->
     return ingest_report(conn, report, meta, source=str(report_path))
 
 
-def ingest_all(conn: sqlite3.Connection,
-               runs_dir: str | os.PathLike[str] | None = None) -> tuple[int, int]:
+def ingest_all(
+    conn: sqlite3.Connection, runs_dir: str | os.PathLike[str] | None = None
+) -> tuple[int, int]:
     """Ingest every finished run directory not yet stored: (runs added, figures added)."""
     runs_dir = Path(runs_dir or paths.results_dir() / "runs")
     stored = {row[0] for row in conn.execute("SELECT run_id FROM runs")}
@@ -384,8 +464,9 @@ def ingest_all(conn: sqlite3.Connection,
     return runs, figures
 
 
-def figure_rows(conn: sqlite3.Connection, where: str = "",
-                args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+def figure_rows(
+    conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()
+) -> list[sqlite3.Row]:
     """Every figure with its case and run, oldest run first."""
     return conn.execute(
         "SELECT f.figure_id, f.metric, f.value, f.unit, f.reference, f.lower, f.upper,"
@@ -393,18 +474,22 @@ def figure_rows(conn: sqlite3.Connection, where: str = "",
         " f.phase_seconds, f.too_short, c.*, r.tag, r.note, r.revision, r.site, r.started,"
         " r.finished, r.reframe_version "
         "FROM figures f JOIN cases c ON f.case_id = c.case_id JOIN runs r ON c.run_id = r.run_id "
-        f"{where} ORDER BY r.started, r.run_id", args).fetchall()
+        f"{where} ORDER BY r.started, r.run_id",
+        args,
+    ).fetchall()
 
 
-def samples_of(conn: sqlite3.Connection,
-               figure_ids: Iterable[int]) -> dict[int, list[float]]:
+def samples_of(conn: sqlite3.Connection, figure_ids: Iterable[int]) -> dict[int, list[float]]:
     out: dict[int, list[float]] = {}
     ids = list(figure_ids)
     for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+        chunk = ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT figure_id, value FROM samples WHERE figure_id IN "
-                                f"({marks}) ORDER BY figure_id, idx", chunk):
+        for row in conn.execute(
+            f"SELECT figure_id, value FROM samples WHERE figure_id IN "
+            f"({marks}) ORDER BY figure_id, idx",
+            chunk,
+        ):
             out.setdefault(row[0], []).append(row[1])
     return out
 
@@ -424,9 +509,12 @@ def run(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row | None:
 
 def latest_run_id(conn: sqlite3.Connection, tag: str | None = None) -> str | None:
     """The newest run (of one tag), or None."""
-    row = conn.execute("SELECT run_id FROM runs " + ("WHERE tag = ? " if tag else "") +
-                       "ORDER BY started DESC, run_id DESC LIMIT 1",
-                       (tag,) if tag else ()).fetchone()
+    row = conn.execute(
+        "SELECT run_id FROM runs "
+        + ("WHERE tag = ? " if tag else "")
+        + "ORDER BY started DESC, run_id DESC LIMIT 1",
+        (tag,) if tag else (),
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -436,15 +524,15 @@ _CASE_ORDER = "ORDER BY title, check_name, variant, scratch_target, environ, dis
 
 def run_cases(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
     """A run's cases in the pages' order (title, check, variant, ...)."""
-    return conn.execute(f"SELECT * FROM cases WHERE run_id = ? {_CASE_ORDER}",
-                        (run_id,)).fetchall()
+    return conn.execute(f"SELECT * FROM cases WHERE run_id = ? {_CASE_ORDER}", (run_id,)).fetchall()
 
 
-def target_cases(conn: sqlite3.Connection, run_id: str,
-                 target: str | None) -> list[sqlite3.Row]:
+def target_cases(conn: sqlite3.Connection, run_id: str, target: str | None) -> list[sqlite3.Row]:
     """A run's cases on one target (None: those on no target), in the pages' order."""
-    return conn.execute(f"SELECT * FROM cases WHERE run_id = ? AND scratch_target IS ? "
-                        f"{_CASE_ORDER}", (run_id, target)).fetchall()
+    return conn.execute(
+        f"SELECT * FROM cases WHERE run_id = ? AND scratch_target IS ? {_CASE_ORDER}",
+        (run_id, target),
+    ).fetchall()
 
 
 def run_figures(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
@@ -453,7 +541,9 @@ def run_figures(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
     return conn.execute(
         "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, f.too_short "
         "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE c.run_id = ? "
-        "ORDER BY f.figure_id", (run_id,)).fetchall()
+        "ORDER BY f.figure_id",
+        (run_id,),
+    ).fetchall()
 
 
 #: the newest ``?`` runs of each tag: the window the pages read
@@ -472,49 +562,62 @@ def recent_values(conn: sqlite3.Connection, runs_per_tag: int) -> sqlite3.Cursor
         f"{_NEWEST_OF_EACH_TAG} SELECT c.case_id, c.series, f.metric, f.value, "
         "recent.started, c.run_id FROM recent JOIN cases c ON c.run_id = recent.run_id "
         "JOIN figures f ON f.case_id = c.case_id WHERE f.value IS NOT NULL "
-        "ORDER BY recent.started, c.run_id", (runs_per_tag,))
+        "ORDER BY recent.started, c.run_id",
+        (runs_per_tag,),
+    )
 
 
-def declarations_of(conn: sqlite3.Connection,
-                    case_ids: Iterable[int]) -> dict[tuple[int, str], sqlite3.Row]:
+def declarations_of(
+    conn: sqlite3.Connection, case_ids: Iterable[int]
+) -> dict[tuple[int, str], sqlite3.Row]:
     """{(case_id, metric): the case's row with the figure's declaration (metric, unit,
     label, better, headline, chart, role, phase_seconds, too_short)}."""
     out, ids = {}, sorted(set(case_ids))
     for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+        chunk = ids[start : start + 500]
         for row in conn.execute(
-                "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, "
-                "f.role, f.phase_seconds, f.too_short FROM figures f JOIN cases c ON "
-                f"f.case_id = c.case_id WHERE f.case_id IN ({','.join('?' * len(chunk))})",
-                chunk):
+            "SELECT c.*, f.metric, f.unit, f.label, f.better, f.headline, f.chart, "
+            "f.role, f.phase_seconds, f.too_short FROM figures f JOIN cases c ON "
+            f"f.case_id = c.case_id WHERE f.case_id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
             out[(row["case_id"], row["metric"])] = row
     return out
 
 
-def latest_run_of_each_target(conn: sqlite3.Connection,
-                              runs_per_tag: int) -> dict[str | None, str]:
+def latest_run_of_each_target(conn: sqlite3.Connection, runs_per_tag: int) -> dict[str | None, str]:
     """{target or None: its latest run's id} within the newest ``runs_per_tag`` runs of
     each tag."""
-    return {target: run_id for target, run_id, _ in conn.execute(
-        f"{_NEWEST_OF_EACH_TAG} SELECT c.scratch_target, c.run_id, MAX(recent.started) "
-        "FROM cases c JOIN recent ON c.run_id = recent.run_id GROUP BY c.scratch_target",
-        (runs_per_tag,)).fetchall()}
+    return {
+        target: run_id
+        for target, run_id, _ in conn.execute(
+            f"{_NEWEST_OF_EACH_TAG} SELECT c.scratch_target, c.run_id, MAX(recent.started) "
+            "FROM cases c JOIN recent ON c.run_id = recent.run_id GROUP BY c.scratch_target",
+            (runs_per_tag,),
+        ).fetchall()
+    }
 
 
 def failed_cases(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
     """A run's cases that neither passed nor were skipped (failed, errored, ...)."""
-    return conn.execute("SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
-                        "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
-                        "environ", (run_id,)).fetchall()
+    return conn.execute(
+        "SELECT * FROM cases WHERE run_id = ? AND result NOT IN "
+        "('pass', 'xfail', 'skip') ORDER BY check_name, display_name, "
+        "environ",
+        (run_id,),
+    ).fetchall()
 
 
 #: how each condition of runs_matching is asked of the runs table
-_RUN_CONDITIONS = {"tag": "tag = ?", "note": "note LIKE '%' || ? || '%'",
-                   "since": "started >= ?", "until": "started < ?"}
+_RUN_CONDITIONS = {
+    "tag": "tag = ?",
+    "note": "note LIKE '%' || ? || '%'",
+    "since": "started >= ?",
+    "until": "started < ?",
+}
 
 
-def runs_matching(conn: sqlite3.Connection,
-                  conditions: Iterable[tuple[str, Any]]) -> list[str]:
+def runs_matching(conn: sqlite3.Connection, conditions: Iterable[tuple[str, Any]]) -> list[str]:
     """The ids of the runs meeting every (key, value) of conditions: tag, note (a part
     of it), since and until (Unix times), run (a list of run ids)."""
     clauses, args = [], []
@@ -525,8 +628,9 @@ def runs_matching(conn: sqlite3.Connection,
         else:
             clauses.append(_RUN_CONDITIONS[key])
             args.append(value)
-    return [r[0] for r in conn.execute(
-        f"SELECT run_id FROM runs WHERE {' AND '.join(clauses)}", args)]
+    return [
+        r[0] for r in conn.execute(f"SELECT run_id FROM runs WHERE {' AND '.join(clauses)}", args)
+    ]
 
 
 def selfscale_figures(conn: sqlite3.Connection) -> sqlite3.Cursor:
@@ -536,7 +640,8 @@ def selfscale_figures(conn: sqlite3.Connection) -> sqlite3.Cursor:
         "SELECT f.metric, f.value, f.unit, f.label, f.better, f.chart, c.case_id, "
         "c.series, c.scratch_target, c.scratch_kind, c.environ, r.started FROM figures f "
         "JOIN cases c ON f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id "
-        "WHERE f.chart LIKE '%\"selfscale\"%' AND f.value IS NOT NULL")
+        "WHERE f.chart LIKE '%\"selfscale\"%' AND f.value IS NOT NULL"
+    )
 
 
 def figures_with_roles(conn: sqlite3.Connection) -> list[sqlite3.Row]:
@@ -549,4 +654,5 @@ def figures_with_roles(conn: sqlite3.Connection) -> list[sqlite3.Row]:
         "EXISTS (SELECT 1 FROM figures h WHERE h.case_id = c.case_id AND h.headline IS NOT "
         "NULL AND h.headline != '') AS leads FROM figures f JOIN cases c ON "
         "f.case_id = c.case_id JOIN runs r ON r.run_id = c.run_id WHERE f.role IS NOT NULL "
-        "AND f.role != '' AND f.value IS NOT NULL ORDER BY r.started DESC").fetchall()
+        "AND f.role != '' AND f.value IS NOT NULL ORDER BY r.started DESC"
+    ).fetchall()

@@ -38,49 +38,53 @@ from scipy import stats
 
 from reports import verdicts
 
-SUITE_ALPHA = 0.1        # false notifications per night over the whole suite
-GROUP_SHARE = 0.8        # of it for group series (the rest: single figures, run effect)
-SCAN = (2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30)   # newest k runs tested
-REFERENCE = 30           # runs right before the newest k: the level compared with
-MIN_REFERENCE = 8        # ... at least this many
-LOOK_BACK = 7            # an alert is news unless one of the 7 nights before had it
+SUITE_ALPHA = 0.1  # false notifications per night over the whole suite
+GROUP_SHARE = 0.8  # of it for group series (the rest: single figures, run effect)
+SCAN = (2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30)  # newest k runs tested
+REFERENCE = 30  # runs right before the newest k: the level compared with
+MIN_REFERENCE = 8  # ... at least this many
+LOOK_BACK = 7  # an alert is news unless one of the 7 nights before had it
 MAX_CORRELATION = verdicts.MAX_CORRELATION
-LEAVE_OUT_Z = verdicts.LEAVE_OUT_Z   # a newest run this far from the others: left out
+LEAVE_OUT_Z = verdicts.LEAVE_OUT_Z  # a newest run this far from the others: left out
 MIN_SEGMENT = verdicts.MIN_SEGMENT  # a level holds at least 3 runs
-SPLIT_Z = 5.0            # an older change this strong starts the level compared with
-MIN_RUN_EFFECT = 20      # log-scale figures a run needs for its common shift to count
-SUITE_GROUP = "the whole suite"   # the run effect's own group
+SPLIT_Z = 5.0  # an older change this strong starts the level compared with
+MIN_RUN_EFFECT = 20  # log-scale figures a run needs for its common shift to count
+SUITE_GROUP = "the whole suite"  # the run effect's own group
 
-METHOD = ("suite layer: each run's common shift (median over figures) removed and tested; "
-          "figures grouped by check, target, system and environment; every group, figure "
-          "and the run effect scanned for a change in the newest 2-30 runs; one "
-          "Bonferroni budget for the whole suite; an alert is notified once")
-FALSE_NOTIFICATIONS = (f"at most {SUITE_ALPHA:g} false notifications a night for the whole "
-                       f"suite (about {7 * SUITE_ALPHA:.1f} a week), whatever its size "
-                       "(simulated: reports/VERDICTS.md)")
+METHOD = (
+    "suite layer: each run's common shift (median over figures) removed and tested; "
+    "figures grouped by check, target, system and environment; every group, figure "
+    "and the run effect scanned for a change in the newest 2-30 runs; one "
+    "Bonferroni budget for the whole suite; an alert is notified once"
+)
+FALSE_NOTIFICATIONS = (
+    f"at most {SUITE_ALPHA:g} false notifications a night for the whole "
+    f"suite (about {7 * SUITE_ALPHA:.1f} a week), whatever its size "
+    "(simulated: reports/VERDICTS.md)"
+)
 
 
 @dataclass
 class Alert:
     group: str
-    direction: str            # "regression" or "improvement"
-    news: bool                # first night of this alert (notified)
-    nights: int               # the change covers the newest `nights` runs
-    change_run: str           # first run of the changed level
-    z: float                  # the group's (or the strongest member's) statistic
+    direction: str  # "regression" or "improvement"
+    news: bool  # first night of this alert (notified)
+    nights: int  # the change covers the newest `nights` runs
+    change_run: str  # first run of the changed level
+    z: float  # the group's (or the strongest member's) statistic
     threshold: float
-    relative_change: float    # median over the members that moved, e.g. -0.2
-    members: list = field(default_factory=list)   # [{"series", "metric", "z",
-                                                  #   "relative_change"}] worst first
+    relative_change: float  # median over the members that moved, e.g. -0.2
+    members: list = field(default_factory=list)  # [{"series", "metric", "z",
+    #   "relative_change"}] worst first
 
 
 @dataclass
 class SuiteVerdict:
-    alerts: list              # Alert, regressions first, strongest first
-    tests: int                # group series + single figures + run effect
+    alerts: list  # Alert, regressions first, strongest first
+    tests: int  # group series + single figures + run effect
     group_threshold: Optional[float]
     figure_threshold: Optional[float]
-    run_effect: Optional[float]      # tonight's common shift, relative (e.g. -0.03)
+    run_effect: Optional[float]  # tonight's common shift, relative (e.g. -0.03)
     groups: int
     figures: int
 
@@ -99,7 +103,7 @@ def _running_median(a, width):
     puts nan last; numpy's nanmedian is 50 times slower on windows)."""
     half = width // 2
     padded = np.full((a.shape[0], a.shape[1] + 2 * half), np.nan)
-    padded[:, half:half + a.shape[1]] = a
+    padded[:, half : half + a.shape[1]] = a
     windows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, width, axis=1), axis=2)
     count = np.sum(np.isfinite(windows), axis=2)
     low = np.take_along_axis(windows, np.maximum(count - 1, 0)[..., None] // 2, axis=2)[..., 0]
@@ -113,11 +117,11 @@ def _running_mean(a, width):
     finite = np.isfinite(a)
     padded = np.zeros((a.shape[0], a.shape[1] + 2 * half + 1))
     counts = np.zeros_like(padded)
-    padded[:, half + 1:half + 1 + a.shape[1]] = np.where(finite, a, 0.0)
-    counts[:, half + 1:half + 1 + a.shape[1]] = finite
+    padded[:, half + 1 : half + 1 + a.shape[1]] = np.where(finite, a, 0.0)
+    counts[:, half + 1 : half + 1 + a.shape[1]] = finite
     total, number = np.cumsum(padded, axis=1), np.cumsum(counts, axis=1)
-    window = (total[:, width:] - total[:, :-width])
-    count = (number[:, width:] - number[:, :-width])
+    window = total[:, width:] - total[:, :-width]
+    count = number[:, width:] - number[:, :-width]
     with np.errstate(all="ignore"):
         return np.where(count > 0, window / count, np.nan)
 
@@ -132,6 +136,7 @@ def _median(a, axis, keepdims=False):
 
 def _nan(f, *args, **kw):
     import warnings
+
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         return f(*args, **kw)
@@ -216,7 +221,7 @@ def _scan(series, floor=0.0):
     for j, k in enumerate(SCAN):
         if n - k < MIN_REFERENCE:
             continue
-        newest = series[:, n - k:]
+        newest = series[:, n - k :]
         # The level before: up to REFERENCE runs, from the start of the newest level
         # when that leaves MIN_REFERENCE runs.
         lo = np.full(m, max(0, n - k - REFERENCE))
@@ -230,14 +235,17 @@ def _scan(series, floor=0.0):
             worst = _nan(extreme, newest, axis=1)
             with np.errstate(all="ignore"):
                 others = (total - worst) / (kc - 1)
-                drop = (kc >= 2) & ((others - worst) * (1 if way == 0 else -1)
-                                    >= LEAVE_OUT_Z * sigma)
+                drop = (kc >= 2) & (
+                    (others - worst) * (1 if way == 0 else -1) >= LEAVE_OUT_Z * sigma
+                )
                 mean = np.where(drop, others, total / kc)
             kk = np.maximum(kc - drop, 1)
             rr = np.maximum(rc, 1)
-            v = (verdicts._ar_sum_var(kk, phi) / kk ** 2
-                 + verdicts._ar_sum_var(rr, phi) / rr ** 2
-                 - 2 * verdicts._ar_adjacent_cov(rr, kk, phi) / (kk * rr))
+            v = (
+                verdicts._ar_sum_var(kk, phi) / kk**2
+                + verdicts._ar_sum_var(rr, phi) / rr**2
+                - 2 * verdicts._ar_adjacent_cov(rr, kk, phi) / (kk * rr)
+            )
             good = ok & (kc >= min(k, 2)) & (rc >= MIN_REFERENCE)
             d = mean - ref_mean
             with np.errstate(all="ignore"):
@@ -250,10 +258,11 @@ def _critical(p, df):
     return stats.t.isf(p, df)
 
 
-def night(matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *,
-          alpha: float = SUITE_ALPHA) -> tuple[
-              dict[tuple[int, str], tuple[int, float, float, list[tuple[int, float, float]]]],
-              dict[str, Any]]:
+def night(
+    matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *, alpha: float = SUITE_ALPHA
+) -> tuple[
+    dict[tuple[int, str], tuple[int, float, float, list[tuple[int, float, float]]]], dict[str, Any]
+]:
     """The suite's alerts for the newest run (the last column) of an aligned matrix.
 
     matrix: figures x runs, oriented so that higher is better (log values where
@@ -283,10 +292,14 @@ def night(matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *,
     standard = adjusted / sigma[:, None]
     groups = int(group_of.max()) + 1 if f else 0
     members = [np.flatnonzero(group_of == g) for g in range(groups)]
-    group_series = np.array([_nan(np.nanmean, standard[idx], axis=0) for idx in members]) \
-        if groups else np.zeros((0, n))
-    g_down, g_up, _, _, g_df, _ = _scan(group_series) if groups else \
-        (np.zeros((0, len(SCAN))),) * 5 + (None,)
+    group_series = (
+        np.array([_nan(np.nanmean, standard[idx], axis=0) for idx in members])
+        if groups
+        else np.zeros((0, n))
+    )
+    g_down, g_up, _, _, g_df, _ = (
+        _scan(group_series) if groups else (np.zeros((0, len(SCAN))),) * 5 + (None,)
+    )
     e_down, e_up, e_cd, e_cu, e_df, _ = _scan(effect[None, :])
     tested_figures = int(np.sum(np.isfinite(fig_down).any(axis=1)))
     tested_groups = int(np.sum(np.isfinite(g_down).any(axis=1)))
@@ -295,8 +308,9 @@ def night(matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *,
     p_single = alpha * (1 - GROUP_SHARE) / (tested_figures + 1) / per_k
     fired: dict[tuple[int, str], tuple[int, float, float, int]] = {}
 
-    def consider(keys: np.ndarray, down: np.ndarray, up: np.ndarray, df: np.ndarray,
-                 p: float) -> None:
+    def consider(
+        keys: np.ndarray, down: np.ndarray, up: np.ndarray, df: np.ndarray, p: float
+    ) -> None:
         """Record the rows that pass their critical value, the strongest per (group,
         direction)."""
         crit = _critical(p, df)
@@ -308,8 +322,12 @@ def night(matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *,
                 key, strength = int(keys[r]), best[r] / crit[r]
                 old = fired.get((key, direction))
                 if old is None or strength > abs(old[1]) / old[2]:
-                    fired[(key, direction)] = (SCAN[j[r]], float(z[r, j[r]]),
-                                               float(crit[r]), int(j[r]))
+                    fired[(key, direction)] = (
+                        SCAN[j[r]],
+                        float(z[r, j[r]]),
+                        float(crit[r]),
+                        int(j[r]),
+                    )
 
     if groups:
         consider(np.arange(groups), g_down, g_up, g_df, p_group)
@@ -325,22 +343,29 @@ def night(matrix: np.ndarray, logs: np.ndarray, group_of: np.ndarray, *,
             # effect was taken out (computed only on such a night).
             raw = _scan(centred, np.nan_to_num(floor))
             fz, fc = (raw[0], raw[2]) if sign < 0 else (raw[1], raw[3])
-        moved = [(int(i), float(fz[i, j]), float(fc[i, j])) for i in idx
-                 if np.isfinite(fz[i, j]) and sign * fz[i, j] > 0]
+        moved = [
+            (int(i), float(fz[i, j]), float(fc[i, j]))
+            for i in idx
+            if np.isfinite(fz[i, j]) and sign * fz[i, j] > 0
+        ]
         moved.sort(key=lambda m: sign * m[1], reverse=True)
         if key < 0:
             moved.insert(0, (-1, z, float((e_cd if sign < 0 else e_cu)[0, j])))
         out[(key, direction)] = (k, z, crit, moved)
-    details = {"group_threshold": float(_critical(p_group, np.median(g_df)))
-               if groups else None,
-               "figure_threshold": float(_critical(p_single, np.median(fig_df))) if f else None,
-               "run_effect": float(effect[-1]), "tests": tested_groups + tested_figures + 1,
-               "groups": tested_groups, "figures": tested_figures}
+    details = {
+        "group_threshold": float(_critical(p_group, np.median(g_df))) if groups else None,
+        "figure_threshold": float(_critical(p_single, np.median(fig_df))) if f else None,
+        "run_effect": float(effect[-1]),
+        "tests": tested_groups + tested_figures + 1,
+        "groups": tested_groups,
+        "figures": tested_figures,
+    }
     return out, details
 
 
-def news(fired_tonight: Iterable[tuple[int, str]],
-         fired_before: Iterable[Iterable[tuple[int, str]]]) -> dict[tuple[int, str], bool]:
+def news(
+    fired_tonight: Iterable[tuple[int, str]], fired_before: Iterable[Iterable[tuple[int, str]]]
+) -> dict[tuple[int, str], bool]:
     """Which of tonight's alerts are news: the same group and direction fired on none
     of the nights before (``fired_before``: the fired dicts of up to LOOK_BACK nights)."""
     seen: set[tuple[int, str]] = set()
@@ -350,9 +375,14 @@ def news(fired_tonight: Iterable[tuple[int, str]],
 
 
 # ---- histories from the store -------------------------------------------------------------
-def judge(histories: Iterable[verdicts.History], groups: Iterable[Hashable],
-          runs: Iterable[str], *, alpha: float = SUITE_ALPHA,
-          window: int = verdicts.WINDOW) -> SuiteVerdict:
+def judge(
+    histories: Iterable[verdicts.History],
+    groups: Iterable[Hashable],
+    runs: Iterable[str],
+    *,
+    alpha: float = SUITE_ALPHA,
+    window: int = verdicts.WINDOW,
+) -> SuiteVerdict:
     """Suite verdict for the newest of ``runs`` (run ids, oldest first).
 
     histories: ``verdicts.History`` items (values oldest first, one run id each);
@@ -360,17 +390,21 @@ def judge(histories: Iterable[verdicts.History], groups: Iterable[Hashable],
     A history whose run ids are not in ``runs`` raises ValueError."""
     histories, groups = list(histories), list(groups)
     if len(histories) != len(groups):
-        raise ValueError(f"suite: {len(histories)} histories but {len(groups)} group labels; "
-                         "expected one label per history")
-    runs = list(runs)[-(window + LOOK_BACK):]
+        raise ValueError(
+            f"suite: {len(histories)} histories but {len(groups)} group labels; "
+            "expected one label per history"
+        )
+    runs = list(runs)[-(window + LOOK_BACK) :]
     column = {r: j for j, r in enumerate(runs)}
     matrix = np.full((len(histories), len(runs)), np.nan)
     logs = np.zeros(len(histories), dtype=bool)
     for i, h in enumerate(histories):
         verdicts._check_better(h.better, f"{h.series or 'history'} {h.metric}: better")
         sign = -1.0 if h.better == "lower" else 1.0
-        values = np.array([verdicts._as_float(v, "value") if v is not None else np.nan
-                           for v in h.values], dtype=float)
+        values = np.array(
+            [verdicts._as_float(v, "value") if v is not None else np.nan for v in h.values],
+            dtype=float,
+        )
         finite = values[np.isfinite(values)]
         logs[i] = finite.size > 0 and bool(np.all(finite > 0))
         for run, value in zip(h.run_ids, values):
@@ -385,8 +419,7 @@ def judge(histories: Iterable[verdicts.History], groups: Iterable[Hashable],
         end = len(runs) - back
         if end - max(0, end - window) < MIN_REFERENCE + 2:
             break
-        nights.append(night(matrix[:, max(0, end - window):end], logs, group_of,
-                            alpha=alpha))
+        nights.append(night(matrix[:, max(0, end - window) : end], logs, group_of, alpha=alpha))
     if not nights:
         return SuiteVerdict([], 0, None, None, None, len(labels), len(histories))
     tonight, details = nights[0]
@@ -397,21 +430,44 @@ def judge(histories: Iterable[verdicts.History], groups: Iterable[Hashable],
         members: list[dict[str, Any]] = []
         for i, mz, d in moved:
             if i < 0:
-                members.append({"series": SUITE_GROUP, "metric": "", "z": round(mz, 2),
-                                "relative_change": float(math.expm1(d))})
+                members.append(
+                    {
+                        "series": SUITE_GROUP,
+                        "metric": "",
+                        "z": round(mz, 2),
+                        "relative_change": float(math.expm1(d)),
+                    }
+                )
                 continue
             h = histories[i]
             rel = math.expm1(d) if logs[i] else None
             if rel is not None and h.better == "lower":
                 rel = math.expm1(-d)
-            members.append({"series": h.series, "metric": h.metric, "z": round(mz, 2),
-                            "relative_change": rel})
+            members.append(
+                {"series": h.series, "metric": h.metric, "z": round(mz, 2), "relative_change": rel}
+            )
         rels = [m["relative_change"] for m in members if m["relative_change"] is not None]
-        alerts.append(Alert(name, direction, is_news[(key, direction)], k,
-                            str(runs[len(runs) - k]), round(z, 2), round(crit, 2),
-                            float(np.median(rels)) if rels else math.nan, members))
+        alerts.append(
+            Alert(
+                name,
+                direction,
+                is_news[(key, direction)],
+                k,
+                str(runs[len(runs) - k]),
+                round(z, 2),
+                round(crit, 2),
+                float(np.median(rels)) if rels else math.nan,
+                members,
+            )
+        )
     alerts.sort(key=lambda a: (a.direction != "regression", -abs(a.z) / a.threshold))
     effect = details["run_effect"]
-    return SuiteVerdict(alerts, details["tests"], details["group_threshold"],
-                        details["figure_threshold"], float(math.expm1(effect)),
-                        details["groups"], details["figures"])
+    return SuiteVerdict(
+        alerts,
+        details["tests"],
+        details["group_threshold"],
+        details["figure_threshold"],
+        float(math.expm1(effect)),
+        details["groups"],
+        details["figures"],
+    )

@@ -7,10 +7,10 @@ bootstrap and Mann-Whitney).  Each name maps to the function of reports/verdicts
 applies it; the test checks that it does.
 """
 
-SEGMENTATION = "E-divisive"            # nightly: where a figure's history changes level
-CORRELATED_NIGHTS = "AR(1)"            # nightly: the noise model of its z-tests
-COMPARISON = "Welch's t-test"          # acceptance: the runs before against the runs after
-EFFECT_SIZE = "Hedges' g"              # acceptance: the change over the run-to-run spread
+SEGMENTATION = "E-divisive"  # nightly: where a figure's history changes level
+CORRELATED_NIGHTS = "AR(1)"  # nightly: the noise model of its z-tests
+COMPARISON = "Welch's t-test"  # acceptance: the runs before against the runs after
+EFFECT_SIZE = "Hedges' g"  # acceptance: the change over the run-to-run spread
 
 #: method -> the function of reports/verdicts.py that applies it
 APPLIED_BY = {
@@ -21,5 +21,11 @@ APPLIED_BY = {
 }
 
 #: methods the verdicts do not apply: no help text or README verdict section names them
-NOT_APPLIED = ("permutation test", "bootstrap", "Mann-Whitney", "Wilcoxon", "CUSUM",
-               "Kolmogorov-Smirnov")
+NOT_APPLIED = (
+    "permutation test",
+    "bootstrap",
+    "Mann-Whitney",
+    "Wilcoxon",
+    "CUSUM",
+    "Kolmogorov-Smirnov",
+)

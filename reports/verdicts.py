@@ -37,43 +37,69 @@ if TYPE_CHECKING:
 BETTER = ("higher", "lower")
 
 # ---- nightly ---------------------------------------------------------------------------
-ALPHA = 0.01            # bound: false regressions per unchanged figure per night
-ALPHA_RECENT = 0.006    # recent-change scan, k <= RECENT_EARLY, one-sided (each way)
-ALPHA_LATER = 0.0015    # recent-change scan, RECENT_EARLY < k <= RECENT, one-sided
-ALPHA_SPLIT = 0.005     # one segmentation split, two-sided (a worse newest level: half)
+ALPHA = 0.01  # bound: false regressions per unchanged figure per night
+ALPHA_RECENT = 0.006  # recent-change scan, k <= RECENT_EARLY, one-sided (each way)
+ALPHA_LATER = 0.0015  # recent-change scan, RECENT_EARLY < k <= RECENT, one-sided
+ALPHA_SPLIT = 0.005  # one segmentation split, two-sided (a worse newest level: half)
 ALPHA_REFERENCE = 0.05  # a looser split: only to pick the level a recent change is
-                        # compared with
-MIN_EFFECT = 0.05       # smaller changes of level are not reported (and are merged)
-MIN_HISTORY = 8         # runs with a value before any verdict
-NOISE_FLOOR = 0.001     # the least run-to-run spread assumed: 0.1% of the level
-WINDOW = 100            # the newest runs a verdict looks at
-RECENT = 30             # the newest k = 2..RECENT runs are scanned for a recent change
-RECENT_EARLY = 10       # up to here with the lower threshold, beyond with the higher
-MIN_SEGMENT = 3         # a level in the segmented history holds at least 3 runs
-OVERFIT_DEPTH = 2       # spread is measured around levels split this deep, untested
-MIN_REFERENCE = 5       # runs of the level before a recent change, at least
-SUSPECT_Z = float(stats.norm.isf(0.001))   # one night this far below the level: suspect
+# compared with
+MIN_EFFECT = 0.05  # smaller changes of level are not reported (and are merged)
+MIN_HISTORY = 8  # runs with a value before any verdict
+NOISE_FLOOR = 0.001  # the least run-to-run spread assumed: 0.1% of the level
+WINDOW = 100  # the newest runs a verdict looks at
+RECENT = 30  # the newest k = 2..RECENT runs are scanned for a recent change
+RECENT_EARLY = 10  # up to here with the lower threshold, beyond with the higher
+MIN_SEGMENT = 3  # a level in the segmented history holds at least 3 runs
+OVERFIT_DEPTH = 2  # spread is measured around levels split this deep, untested
+MIN_REFERENCE = 5  # runs of the level before a recent change, at least
+SUSPECT_Z = float(stats.norm.isf(0.001))  # one night this far below the level: suspect
 LEAVE_OUT_Z = SUSPECT_Z  # a newest run this far from the others is left out of the scan
-MAX_CORRELATION = 0.8   # the estimated night-to-night correlation is capped here
+MAX_CORRELATION = 0.8  # the estimated night-to-night correlation is capped here
 CORRELATION_SLACK = 0.3  # a split's correlation: at most that around finer levels + this
-SAME_CHANGE = 3         # change points this close (runs) are the same change
-LOOK_BACK = 3           # a change is news unless one of the 3 nights before reported it
-CHUNK = 256             # figures judged together (pairwise distances: CHUNK x 101 x 101)
+SAME_CHANGE = 3  # change points this close (runs) are the same change
+LOOK_BACK = 3  # a change is news unless one of the 3 nights before reported it
+CHUNK = 256  # figures judged together (pairwise distances: CHUNK x 101 x 101)
 
 # Critical values (|z| needed) by number of runs in the window, linear in between: the
 # worse of independent and AR(1) phi=0.5 noise, from `calibrate()` (40,000 simulated
 # series per length and noise, seed 2026; 99 = no such test fits).  reports/VERDICTS.md.
 CALIBRATION_LENGTHS: tuple[int, ...] = (8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100)
-CRITICAL_RECENT = (2.11, 2.22, 2.28, 2.39, 2.5, 2.62, 2.69, 2.74, 2.78, 2.78, 2.8, 2.8,
-                   2.82, 2.82)
-CRITICAL_LATER = (99.0, 99.0, 99.0, 99.0, 2.59, 3.04, 3.38, 4.2, 3.62, 3.54, 3.5, 3.5, 3.39,
-                  3.39)
+CRITICAL_RECENT = (2.11, 2.22, 2.28, 2.39, 2.5, 2.62, 2.69, 2.74, 2.78, 2.78, 2.8, 2.8, 2.82, 2.82)
+CRITICAL_LATER = (99.0, 99.0, 99.0, 99.0, 2.59, 3.04, 3.38, 4.2, 3.62, 3.54, 3.5, 3.5, 3.39, 3.39)
 CRITICAL_SPLIT: tuple[float, ...]
-CRITICAL_SPLIT = (9.92, 10.46, 9.84, 9.17, 7.58, 6.79, 6.29, 5.6, 5.33, 5.01, 4.85, 4.84,
-                  4.67, 4.63)
+CRITICAL_SPLIT = (
+    9.92,
+    10.46,
+    9.84,
+    9.17,
+    7.58,
+    6.79,
+    6.29,
+    5.6,
+    5.33,
+    5.01,
+    4.85,
+    4.84,
+    4.67,
+    4.63,
+)
 CRITICAL_REFERENCE: tuple[float, ...]
-CRITICAL_REFERENCE = (4.87, 5.36, 5.46, 5.39, 4.97, 4.66, 4.39, 4.03, 3.85, 3.68, 3.61, 3.56,
-                      3.52, 3.47)
+CRITICAL_REFERENCE = (
+    4.87,
+    5.36,
+    5.46,
+    5.39,
+    4.97,
+    4.66,
+    4.39,
+    4.03,
+    3.85,
+    3.68,
+    3.61,
+    3.56,
+    3.52,
+    3.47,
+)
 
 # ---- acceptance ------------------------------------------------------------------------
 ACCEPTANCE_ALPHA = 0.05
@@ -82,38 +108,47 @@ ACCEPTANCE_POWER = 0.8
 # significant, is "no significant change" (a trace log written by the same cores made a
 # node-local figure 6.5% slower once while the SAN's writes lost 50-75%).
 ACCEPTANCE_MIN_EFFECT = 0.10
-MIN_RUNS = 2            # a side needs 2 runs to measure its run-to-run spread
+MIN_RUNS = 2  # a side needs 2 runs to measure its run-to-run spread
 
 # Labels, in order of precedence.
 NIGHTLY_LABELS = {
     "invalid": "the latest value is not a number (nan or inf)",
     "insufficient-history": f"fewer than {MIN_HISTORY} runs with a value",
-    "regression": "a new regression: the newest level is worse than the one before "
-                  "(notify)",
-    "ongoing-regression": "the regression already reported is still there (no new "
-                          "notification)",
+    "regression": "a new regression: the newest level is worse than the one before (notify)",
+    "ongoing-regression": "the regression already reported is still there (no new notification)",
     "recovered": "a regression reported before is over: the level regained at least half "
-                 "of the loss, or the regression is no longer seen (notify, once)",
+    "of the loss, or the regression is no longer seen (notify, once)",
     "improvement": "a new improvement: the newest level is better than the one before",
     "suspect": "the latest run alone is far worse than the level: not yet a change",
     "ok": "no change of level; the detail says when the last one was",
 }
-ACCEPTANCE_LABELS = ("better", "worse", "no significant change", "insufficient",
-                     "invalid", "too short to trust")
+ACCEPTANCE_LABELS = (
+    "better",
+    "worse",
+    "no significant change",
+    "insufficient",
+    "invalid",
+    "too short to trust",
+)
 # One line each for a verdict file.
 NIGHTLY_METHOD = (
     f"{methods.SEGMENTATION} segmentation (recursive) and a scan of the newest 2-30 runs, "
     f"z-tests with {methods.CORRELATED_NIGHTS} night-to-night correlation, critical values "
     "calibrated by simulation; "
     f"regression = newest level at least {MIN_EFFECT:.0%} worse than the one before; one "
-    "bad night is only suspect (reports/VERDICTS.md)")
-NIGHTLY_FALSE_ALARMS = (f"at most {ALPHA:.0%} of unchanged figures get a regression verdict "
-                        "per night, with independent or correlated (AR(1) phi <= 0.5) nights")
-ACCEPTANCE_METHOD = ("each run summarised by the median of its repetitions; "
-                     f"{methods.COMPARISON} on the runs (logarithms for positive figures), alpha "
-                     f"{ACCEPTANCE_ALPHA:.0%}, {1 - ACCEPTANCE_ALPHA:.0%} CI of the change; "
-                     f"better or worse only when significant and a change of at least "
-                     f"{ACCEPTANCE_MIN_EFFECT:.0%}")
+    "bad night is only suspect (reports/VERDICTS.md)"
+)
+NIGHTLY_FALSE_ALARMS = (
+    f"at most {ALPHA:.0%} of unchanged figures get a regression verdict "
+    "per night, with independent or correlated (AR(1) phi <= 0.5) nights"
+)
+ACCEPTANCE_METHOD = (
+    "each run summarised by the median of its repetitions; "
+    f"{methods.COMPARISON} on the runs (logarithms for positive figures), alpha "
+    f"{ACCEPTANCE_ALPHA:.0%}, {1 - ACCEPTANCE_ALPHA:.0%} CI of the change; "
+    f"better or worse only when significant and a change of at least "
+    f"{ACCEPTANCE_MIN_EFFECT:.0%}"
+)
 
 
 # ---- small closed forms ----------------------------------------------------------------
@@ -125,14 +160,14 @@ def _ar_sum_var(m, phi):
     m = np.asarray(m, dtype=float)
     phi = np.asarray(phi, dtype=float)
     q = np.where(phi > 0, phi, 0.5)
-    g = m * (1 + q) / (1 - q) - 2 * q * (1 - q ** m) / (1 - q) ** 2
+    g = m * (1 + q) / (1 - q) - 2 * q * (1 - q**m) / (1 - q) ** 2
     return np.where(phi > 0, g, m)
 
 
 def _ar_adjacent_cov(m, k, phi):
     """Cov(sum of a block of m, sum of the k values right after it) / marginal variance."""
     phi = np.asarray(phi, dtype=float)
-    return phi * (1 - phi ** m) * (1 - phi ** k) / (1 - phi) ** 2
+    return phi * (1 - phi**m) * (1 - phi**k) / (1 - phi) ** 2
 
 
 def _critical(table, n):
@@ -210,7 +245,7 @@ def _noise(a, starts):
     first = _last_start(starts)
     following = np.where(starts, pos, n)
     end = np.minimum.accumulate(following[:, ::-1], axis=1)[:, ::-1]
-    end = np.concatenate([end[:, 1:], np.full((f, 1), n)], axis=1)   # next start after t
+    end = np.concatenate([end[:, 1:], np.full((f, 1), n)], axis=1)  # next start after t
     lo = np.maximum(pos - LOCAL, first)
     hi = np.minimum(pos + LOCAL + 1, end)
     count = hi - lo - 1
@@ -237,8 +272,11 @@ def _split_z(s, f, a0, t, b0, s2, phi):
     m, k = t - a0, b0 - t
     left = (s[f, t] - s[f, a0]) / m
     right = (s[f, b0] - s[f, t]) / k
-    var = s2 * (_ar_sum_var(k, phi) / k ** 2 + _ar_sum_var(m, phi) / m ** 2
-                - 2 * _ar_adjacent_cov(m, k, phi) / (m * k))
+    var = s2 * (
+        _ar_sum_var(k, phi) / k**2
+        + _ar_sum_var(m, phi) / m**2
+        - 2 * _ar_adjacent_cov(m, k, phi) / (m * k)
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         return (right - left) / np.sqrt(var)
 
@@ -256,13 +294,19 @@ def _best_splits(p, seg_f, seg_a, seg_b):
     base = seg_f[sid] * n1 * n1
 
     def block(r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
-        return (flat[base + r1 * n1 + c1] - flat[base + r0 * n1 + c1]
-                - flat[base + r1 * n1 + c0] + flat[base + r0 * n1 + c0])
+        return (
+            flat[base + r1 * n1 + c1]
+            - flat[base + r0 * n1 + c1]
+            - flat[base + r1 * n1 + c0]
+            + flat[base + r0 * n1 + c0]
+        )
 
     m, k = tau - a0, b0 - tau
-    energy = (2 * block(a0, tau, tau, b0) / (m * k)
-              - block(a0, tau, a0, tau) / (m * (m - 1))
-              - block(tau, b0, tau, b0) / (k * (k - 1)))
+    energy = (
+        2 * block(a0, tau, tau, b0) / (m * k)
+        - block(a0, tau, a0, tau) / (m * (m - 1))
+        - block(tau, b0, tau, b0) / (k * (k - 1))
+    )
     q = m * k / (m + k) * energy
     best = np.maximum.reduceat(q, first)
     hit = np.flatnonzero(q >= best[sid])
@@ -367,13 +411,27 @@ def _analyse(raw, floor=None):
     # A k whose newest runs or reference hold a strong change of the history compares
     # mixed levels: not scanned.
     cum = np.cumsum(strong, axis=1)
-    r = reference_start[:, :len(ks)]
-    mixed = (cum[:, n - ks - 1] - np.take_along_axis(cum, r, axis=1)
-             + cum[:, n - 1:n] - cum[:, n - ks]) > 0
-    return SimpleNamespace(a=a, s=s, found=found, strong=strong, split_z=split_z,
-                           split_crit=split_crit, s2=s2, phi=phi, first_of=first_of,
-                           reference_start=r, down=down, up=up, reference=reference,
-                           ks=ks, mixed=mixed)
+    r = reference_start[:, : len(ks)]
+    mixed = (
+        cum[:, n - ks - 1] - np.take_along_axis(cum, r, axis=1) + cum[:, n - 1 : n] - cum[:, n - ks]
+    ) > 0
+    return SimpleNamespace(
+        a=a,
+        s=s,
+        found=found,
+        strong=strong,
+        split_z=split_z,
+        split_crit=split_crit,
+        s2=s2,
+        phi=phi,
+        first_of=first_of,
+        reference_start=r,
+        down=down,
+        up=up,
+        reference=reference,
+        ks=ks,
+        mixed=mixed,
+    )
 
 
 def _tame(a):
@@ -401,7 +459,7 @@ def _recent_scan(raw, a, s, s2, phi, spread, reference_start):
     """
     f, n = a.shape
     ks = _KS[_KS <= n - MIN_REFERENCE]
-    r = reference_start[:, :len(ks)]
+    r = reference_start[:, : len(ks)]
     rows = np.arange(f)[:, None]
     tail = np.cumsum(raw[:, ::-1], axis=1)[:, ks - 1]
     worst = np.minimum.accumulate(raw[:, ::-1], axis=1)[:, ks - 1]
@@ -414,12 +472,16 @@ def _recent_scan(raw, a, s, s2, phi, spread, reference_start):
     for extreme, sign in ((worst, -1), (best, 1)):
         others = (tail - extreme) / (ks - 1)
         with np.errstate(invalid="ignore"):
-            drop = ((sign * (extreme - reference) >= far)
-                    | (sign * (extreme - others) >= far * np.sqrt(1 + 1 / (ks - 1))))
+            drop = (sign * (extreme - reference) >= far) | (
+                sign * (extreme - others) >= far * np.sqrt(1 + 1 / (ks - 1))
+            )
         m = ks - drop
         mean = (tail - np.where(drop, extreme, 0.0)) / m
-        var = s2c * (_ar_sum_var(m, phic) / m ** 2 + _ar_sum_var(size, phic) / size ** 2
-                     - 2 * _ar_adjacent_cov(size, m, phic) / (size * m))
+        var = s2c * (
+            _ar_sum_var(m, phic) / m**2
+            + _ar_sum_var(size, phic) / size**2
+            - 2 * _ar_adjacent_cov(size, m, phic) / (size * m)
+        )
         with np.errstate(invalid="ignore", divide="ignore"):
             out.append(((mean - reference) / np.sqrt(var), mean, drop))
     return out[0], out[1], reference, ks
@@ -458,6 +520,7 @@ def _relative(before, after, log, sign):
 @dataclass(frozen=True)
 class History:
     """One figure's history for ``nightly_many``: values oldest first, one run id each."""
+
     values: Sequence[float]
     run_ids: Sequence[str]
     better: str
@@ -469,9 +532,9 @@ class History:
 @dataclass
 class _Prepared:
     history: History
-    values: np.ndarray           # finite values of the window, original scale
-    index: np.ndarray            # their positions in history.values
-    left_out: int                # non-finite values of the window left out
+    values: np.ndarray  # finite values of the window, original scale
+    index: np.ndarray  # their positions in history.values
+    left_out: int  # non-finite values of the window left out
     latest: float
     log: bool
     sign: float
@@ -479,8 +542,9 @@ class _Prepared:
 
 def _check_better(better: str, what: str = "better") -> None:
     if better not in BETTER:
-        raise ValueError(f"{what}: {better!r}; expected 'higher' or 'lower' (declared with "
-                         "the figure)")
+        raise ValueError(
+            f"{what}: {better!r}; expected 'higher' or 'lower' (declared with the figure)"
+        )
 
 
 def _as_float(value, what):
@@ -498,34 +562,45 @@ def _prepare(h: History) -> _Prepared:
     _check_better(h.better, f"{h.series or 'history'} better")
     values = list(h.values)
     if not values:
-        raise ValueError(f"values of {h.series or 'a history'}: empty; at least the latest "
-                         "value is needed")
+        raise ValueError(
+            f"values of {h.series or 'a history'}: empty; at least the latest value is needed"
+        )
     if len(h.run_ids) != len(values):
-        raise ValueError(f"run_ids of {h.series or 'a history'}: {len(h.run_ids)} ids for "
-                         f"{len(values)} values; one run id per value expected")
+        raise ValueError(
+            f"run_ids of {h.series or 'a history'}: {len(h.run_ids)} ids for "
+            f"{len(values)} values; one run id per value expected"
+        )
     first = max(0, len(values) - WINDOW)
-    window = np.array([_as_float(v, f"values[{i}]") for i, v in
-                       enumerate(values[first:], start=first)])
+    window = np.array(
+        [_as_float(v, f"values[{i}]") for i, v in enumerate(values[first:], start=first)]
+    )
     finite = np.isfinite(window)
     kept = window[finite]
     log = bool(kept.size) and bool((kept > 0).all())
-    return _Prepared(h, kept, np.flatnonzero(finite) + first, int((~finite).sum()),
-                     float(window[-1]), log, 1.0 if h.better == "higher" else -1.0)
+    return _Prepared(
+        h,
+        kept,
+        np.flatnonzero(finite) + first,
+        int((~finite).sum()),
+        float(window[-1]),
+        log,
+        1.0 if h.better == "higher" else -1.0,
+    )
 
 
 # ---- the states a history is in -----------------------------------------------------------
 @dataclass
 class _State:
-    kind: str                      # regression, recovered, improvement, suspect, ok
-    change: Optional[int] = None   # window position of the first run of the newest level
-    since: Optional[int] = None    # first run of the level before it
+    kind: str  # regression, recovered, improvement, suspect, ok
+    change: Optional[int] = None  # window position of the first run of the newest level
+    since: Optional[int] = None  # first run of the level before it
     before: Optional[float] = None  # analysis-scale levels
     after: Optional[float] = None
-    regressed_from: Optional[int] = None   # recovered: first run of the regression
+    regressed_from: Optional[int] = None  # recovered: first run of the regression
     z: Optional[float] = None
     threshold: Optional[float] = None
-    source: str = ""               # "recent" (newest runs scanned) or "history" (segments)
-    left_out: bool = False         # recent: one newest run (a bad or good night) left out
+    source: str = ""  # "recent" (newest runs scanned) or "history" (segments)
+    left_out: bool = False  # recent: one newest run (a bad or good night) left out
 
 
 def _levels(a, starts_row):
@@ -539,8 +614,10 @@ def _merge_small(a, starts_row, log, sign, min_effect):
     starts_row = starts_row.copy()
     while starts_row.any():
         levels = _levels(a, starts_row)
-        effects = [abs(float(_relative(levels[i - 1][2], levels[i][2], log, sign)))
-                   for i in range(1, len(levels))]
+        effects = [
+            abs(float(_relative(levels[i - 1][2], levels[i][2], log, sign)))
+            for i in range(1, len(levels))
+        ]
         weakest = int(np.argmin(effects))
         if effects[weakest] >= min_effect:
             break
@@ -552,8 +629,7 @@ def _was_regression(earlier, before, after, p, min_effect):
     """Was the level `before` a regression from `earlier` (by min_effect at least), and
     has `after` regained at least half of the loss?"""
     fell = float(_relative(earlier, before, p.log, p.sign))
-    return before < earlier and abs(fell) >= min_effect and \
-        after - before >= (earlier - before) / 2
+    return before < earlier and abs(fell) >= min_effect and after - before >= (earlier - before) / 2
 
 
 def _judge_block(prepared, min_effect):
@@ -561,14 +637,14 @@ def _judge_block(prepared, min_effect):
     raw = np.array([p.sign * (np.log(p.values) if p.log else p.values) for p in prepared])
     logs = np.array([p.log for p in prepared])[:, None]
     # Identical values have no spread: a change would be infinitely many of it.
-    floor = np.where(logs[:, 0], NOISE_FLOOR ** 2,
-                     (NOISE_FLOOR * np.median(np.abs(raw), axis=1)) ** 2)
+    floor = np.where(
+        logs[:, 0], NOISE_FLOOR**2, (NOISE_FLOOR * np.median(np.abs(raw), axis=1)) ** 2
+    )
     x = _analyse(raw, np.maximum(floor, np.finfo(float).tiny))
     a, s, s2, phi, reference, ks = x.a, x.s, x.s2, x.phi, x.reference, x.ks
     f, n = a.shape
     (z_down, down, drop_down), (z_up, up, drop_up) = x.down, x.up
-    crit = np.where(ks <= RECENT_EARLY, _critical(CRITICAL_RECENT, n),
-                    _critical(CRITICAL_LATER, n))
+    crit = np.where(ks <= RECENT_EARLY, _critical(CRITICAL_RECENT, n), _critical(CRITICAL_LATER, n))
     signs = np.array([p.sign for p in prepared])[:, None]
     big_down = np.abs(_relative(reference, down, logs, signs)) >= min_effect
     big_up = np.abs(_relative(reference, up, logs, signs)) >= min_effect
@@ -593,57 +669,80 @@ def _judge_block(prepared, min_effect):
         levels = _levels(row, _merge_small(row, x.found[i], p.log, p.sign, min_effect))
         # Changes in the newest RECENT runs are the recent scan's to judge.
         older = x.strong[i].copy()
-        older[n - RECENT:] = False
+        older[n - RECENT :] = False
         history = _levels(row, _merge_small(row, older, p.log, p.sign, min_effect))
         state = None
         for direction, sig, z, level, drop in (
-                ("down", sig_down[i], z_down[i], down[i], drop_down[i]),
-                ("up", sig_up[i], z_up[i], up[i], drop_up[i])):
+            ("down", sig_down[i], z_down[i], down[i], drop_down[i]),
+            ("up", sig_up[i], z_up[i], up[i], drop_up[i]),
+        ):
             if not sig.any():
                 continue
             j = int(np.argmax(np.where(sig, np.abs(z), -np.inf)))
             k = int(ks[j])
             # The scan's window may reach back over a run of the old level: the change
             # starts at the first of the newest k runs past the midpoint of the levels.
-            newest = raw[i, n - k:]
+            newest = raw[i, n - k :]
             mid = (reference[i, j] + level[j]) / 2
             past = newest < mid if direction == "down" else newest > mid
             first = int(np.argmax(past)) if past.any() else 0
             after = float(newest[first:].mean()) if first else float(level[j])
-            candidate = _State("regression" if direction == "down" else "improvement",
-                               change=n - k + first, since=int(x.reference_start[i, j]),
-                               before=float(reference[i, j]), after=after,
-                               z=float(z[j]), threshold=float(crit[j]), source="recent",
-                               left_out=bool(drop[j]))
+            candidate = _State(
+                "regression" if direction == "down" else "improvement",
+                change=n - k + first,
+                since=int(x.reference_start[i, j]),
+                before=float(reference[i, j]),
+                after=after,
+                z=float(z[j]),
+                threshold=float(crit[j]),
+                source="recent",
+                left_out=bool(drop[j]),
+            )
             if state is None or abs(candidate.z) > abs(state.z):
                 state = candidate
         if state is not None and state.kind == "improvement":
             # A recovery: the level before it was a regression from an earlier level,
             # and the newest runs regained at least half of the loss.
             before_it = [lv for lv in levels if lv[1] <= state.since]
-            if before_it and _was_regression(before_it[-1][2], state.before, state.after, p,
-                                             min_effect):
+            if before_it and _was_regression(
+                before_it[-1][2], state.before, state.after, p, min_effect
+            ):
                 state.kind, state.regressed_from = "recovered", state.since
         if state is None and len(history) >= 2:
             (b0, _, before), (b1, _, after) = history[-2], history[-1]
             found = np.isfinite(x.split_z[i, b1])
             kind = "regression" if after < before else "improvement"
-            if kind == "improvement" and len(history) >= 3 and \
-                    _was_regression(history[-3][2], before, after, p, min_effect):
+            if (
+                kind == "improvement"
+                and len(history) >= 3
+                and _was_regression(history[-3][2], before, after, p, min_effect)
+            ):
                 kind = "recovered"
-            state = _State(kind, change=b1, since=b0, before=before, after=after,
-                           z=float(x.split_z[i, b1]) if found else None,
-                           threshold=float(x.split_crit[i, b1]) if found else None,
-                           source="history",
-                           regressed_from=b0 if kind == "recovered" else None)
+            state = _State(
+                kind,
+                change=b1,
+                since=b0,
+                before=before,
+                after=after,
+                z=float(x.split_z[i, b1]) if found else None,
+                threshold=float(x.split_crit[i, b1]) if found else None,
+                source="history",
+                regressed_from=b0 if kind == "recovered" else None,
+            )
         if state is None:
             state = _State("suspect" if suspect[i] else "ok")
         # A crash of the latest night is suspect whatever the level before it was (an
         # improvement or a recovery there must not hide it).
-        if state.kind == "suspect" or (suspect[i] and state.kind in
-                                       ("ok", "improvement", "recovered")):
-            state = _State("suspect", before=float(level1[i]), after=float(raw[i, -1]),
-                           z=float(z1[i]), threshold=SUSPECT_Z)
+        if state.kind == "suspect" or (
+            suspect[i] and state.kind in ("ok", "improvement", "recovered")
+        ):
+            state = _State(
+                "suspect",
+                before=float(level1[i]),
+                after=float(raw[i, -1]),
+                z=float(z1[i]),
+                threshold=SUSPECT_Z,
+            )
         states.append(state)
     return states, noise
 
@@ -658,7 +757,7 @@ def _judge(prepared, min_effect):
             by_length.setdefault(len(p.values), []).append(i)
     for idx in by_length.values():
         for start in range(0, len(idx), CHUNK):
-            part = idx[start:start + CHUNK]
+            part = idx[start : start + CHUNK]
             got, got_noise = _judge_block([prepared[i] for i in part], min_effect)
             for i, state, nz in zip(part, got, got_noise):
                 states[i], noise[i] = state, nz
@@ -672,41 +771,50 @@ class NightlyVerdict:
     metric: str
     unit: str
     better: str
-    verdict: str                  # a key of NIGHTLY_LABELS
-    notify: bool                  # regression or recovered: news for the admin
+    verdict: str  # a key of NIGHTLY_LABELS
+    notify: bool  # regression or recovered: news for the admin
     latest: Optional[float]
     latest_run: str
-    history: int                  # runs with a value in the window
-    scale: str = ""               # "log" (every value positive) or "linear"
-    change_run: Optional[str] = None     # first run of the newest level
-    change_index: Optional[int] = None   # its position in the values given
+    history: int  # runs with a value in the window
+    scale: str = ""  # "log" (every value positive) or "linear"
+    change_run: Optional[str] = None  # first run of the newest level
+    change_index: Optional[int] = None  # its position in the values given
     runs_since_change: Optional[int] = None
     reference_run: Optional[str] = None  # first run of the level compared with
     median_before: Optional[float] = None
     median_after: Optional[float] = None
-    relative_change: Optional[float] = None   # of the level, e.g. -0.18 = 18% lower
-    change_low: Optional[float] = None    # its approximate 95% interval (from z)
+    relative_change: Optional[float] = None  # of the level, e.g. -0.18 = 18% lower
+    change_low: Optional[float] = None  # its approximate 95% interval (from z)
     change_high: Optional[float] = None
-    statistic: Optional[float] = None     # standardised change (z)
-    threshold: Optional[float] = None     # |z| needed
-    noise: Optional[float] = None         # run-to-run spread (log scale: about the CV)
-    correlation: Optional[float] = None   # estimated night-to-night correlation (AR(1))
+    statistic: Optional[float] = None  # standardised change (z)
+    threshold: Optional[float] = None  # |z| needed
+    noise: Optional[float] = None  # run-to-run spread (log scale: about the CV)
+    correlation: Optional[float] = None  # estimated night-to-night correlation (AR(1))
     detail: str = ""
 
 
-def nightly(values: Sequence[float], run_ids: Sequence[str], better: str, *,
-            series: str = "", metric: str = "", unit: str = "",
-            min_effect: float = MIN_EFFECT) -> NightlyVerdict:
+def nightly(
+    values: Sequence[float],
+    run_ids: Sequence[str],
+    better: str,
+    *,
+    series: str = "",
+    metric: str = "",
+    unit: str = "",
+    min_effect: float = MIN_EFFECT,
+) -> NightlyVerdict:
     """Verdict for the latest value of one figure's history (oldest first).
 
     better: "higher" or "lower", as the figure declares.  See ``nightly_many``.
     """
-    return nightly_many([History(values, run_ids, better, series, metric, unit)],
-                        min_effect=min_effect)[0]
+    return nightly_many(
+        [History(values, run_ids, better, series, metric, unit)], min_effect=min_effect
+    )[0]
 
 
-def nightly_many(histories: Iterable[History],
-                 min_effect: float = MIN_EFFECT) -> list[NightlyVerdict]:
+def nightly_many(
+    histories: Iterable[History], min_effect: float = MIN_EFFECT
+) -> list[NightlyVerdict]:
     """Verdicts for many figures at once (``History`` items), in their order.
 
     Histories with the same number of runs are judged together, vectorised.  Raises
@@ -719,21 +827,34 @@ def nightly_many(histories: Iterable[History],
     # The nights before, recomputed from the history alone: the night before for every
     # figure with a verdict (a regression no longer seen is a recovery), LOOK_BACK
     # nights for a change that may already have been reported.
-    news = {i for i, s in enumerate(today)
-            if s is not None and s.kind in ("regression", "recovered", "improvement")}
+    news = {
+        i
+        for i, s in enumerate(today)
+        if s is not None and s.kind in ("regression", "recovered", "improvement")
+    }
     earlier: dict[int, list[tuple[_State | None, _Prepared]]] = {
-        i: [] for i, s in enumerate(today) if s is not None}
+        i: [] for i, s in enumerate(today) if s is not None
+    }
     for back in range(1, LOOK_BACK + 1):
-        usable = [i for i in (earlier if back == 1 else news)
-                  if len(histories[i].values) > back]
-        prior = [_prepare(History(histories[i].values[:-back], histories[i].run_ids[:-back],
-                                  histories[i].better, histories[i].series))
-                 for i in usable]
+        usable = [i for i in (earlier if back == 1 else news) if len(histories[i].values) > back]
+        prior = [
+            _prepare(
+                History(
+                    histories[i].values[:-back],
+                    histories[i].run_ids[:-back],
+                    histories[i].better,
+                    histories[i].series,
+                )
+            )
+            for i in usable
+        ]
         states, _ = _judge(prior, min_effect)
         for i, p, state in zip(usable, prior, states):
             earlier[i].append((state, p))
-    return [_verdict(p, today[i], noise[i], earlier.get(i, []), min_effect)
-            for i, p in enumerate(prepared)]
+    return [
+        _verdict(p, today[i], noise[i], earlier.get(i, []), min_effect)
+        for i, p in enumerate(prepared)
+    ]
 
 
 def _fmt(x):
@@ -747,8 +868,15 @@ def _pct(x: float | None) -> str:
 def _interval(relative, z, log):
     """An approximate 95% interval of a relative change whose standardised size is z:
     the change's standard error is |change / z| (on the log scale when ``log``)."""
-    if relative is None or z is None or not z or not math.isfinite(relative) or \
-            not math.isfinite(z) or relative <= -1 and log:
+    if (
+        relative is None
+        or z is None
+        or not z
+        or not math.isfinite(relative)
+        or not math.isfinite(z)
+        or relative <= -1
+        and log
+    ):
         return None, None
     d = math.log1p(relative) if log else relative
     half = 1.959964 * abs(d / z)
@@ -772,8 +900,7 @@ def _suspect_again(p, last, last_p, min_effect):
     if previous == last.before:
         return None
     z = (_oriented(p, p.latest) - last.before) * last.z / (previous - last.before)
-    big = abs(float(_relative(last.before, _oriented(p, p.latest), p.log, p.sign))) \
-        >= min_effect
+    big = abs(float(_relative(last.before, _oriented(p, p.latest), p.log, p.sign))) >= min_effect
     return float(z) if z <= -SUSPECT_Z and big else None
 
 
@@ -781,8 +908,11 @@ def _known(p, state, earlier):
     """Did one of the earlier nights' states (each on its own window) already report
     this change: the same kind, its change point within SAME_CHANGE runs?"""
     for other, other_p in earlier:
-        if other is not None and other.kind == state.kind and abs(
-                int(other_p.index[other.change]) - int(p.index[state.change])) <= SAME_CHANGE:
+        if (
+            other is not None
+            and other.kind == state.kind
+            and abs(int(other_p.index[other.change]) - int(p.index[state.change])) <= SAME_CHANGE
+        ):
             return True
     return False
 
@@ -791,12 +921,24 @@ def _verdict(p, state, noise, earlier, min_effect):
     h = p.history
     run_ids = list(h.run_ids)
     unit = f" {h.unit}" if h.unit else ""
-    v = NightlyVerdict(h.series, h.metric, h.unit, h.better, "ok", False,
-                       p.latest if math.isfinite(p.latest) else None, str(run_ids[-1]),
-                       len(p.values), "log" if p.log else "linear")
+    v = NightlyVerdict(
+        h.series,
+        h.metric,
+        h.unit,
+        h.better,
+        "ok",
+        False,
+        p.latest if math.isfinite(p.latest) else None,
+        str(run_ids[-1]),
+        len(p.values),
+        "log" if p.log else "linear",
+    )
     v.noise, v.correlation = noise
-    left_out = (f" ({p.left_out} value(s) in the window are not numbers and were left out)"
-                if p.left_out else "")
+    left_out = (
+        f" ({p.left_out} value(s) in the window are not numbers and were left out)"
+        if p.left_out
+        else ""
+    )
     if not math.isfinite(p.latest):
         v.verdict = "invalid"
         v.detail = f"the latest value ({p.latest}) of run {run_ids[-1]} is not a measurement"
@@ -812,9 +954,11 @@ def _verdict(p, state, noise, earlier, min_effect):
         v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
         level = p.sign * state.before
         v.median_before = float(np.exp(level)) if p.log else level
-        v.detail = (f"the latest run is {_pct(v.relative_change)} from the level "
-                    f"{_fmt(v.median_before)}{unit} ({abs(state.z):.1f} times the run-to-run "
-                    f"spread): one run, not yet a confirmed change{left_out}")
+        v.detail = (
+            f"the latest run is {_pct(v.relative_change)} from the level "
+            f"{_fmt(v.median_before)}{unit} ({abs(state.z):.1f} times the run-to-run "
+            f"spread): one run, not yet a confirmed change{left_out}"
+        )
         return v
     if state.kind == "ok":
         v.detail = f"no change of level in the last {len(p.values)} runs{left_out}"
@@ -823,15 +967,15 @@ def _verdict(p, state, noise, earlier, min_effect):
         if again is not None:
             v.verdict = "suspect"
             v.statistic, v.threshold = again, SUSPECT_Z
-            v.median_before = float(np.exp(p.sign * last.before)) if p.log \
-                else p.sign * last.before
-            v.relative_change = float(_relative(last.before, _oriented(p, p.latest), p.log,
-                                                p.sign))
+            v.median_before = float(np.exp(p.sign * last.before)) if p.log else p.sign * last.before
+            v.relative_change = float(_relative(last.before, _oriented(p, p.latest), p.log, p.sign))
             v.change_low, v.change_high = _interval(v.relative_change, again, p.log)
-            v.detail = (f"the latest run, like the one before it, is "
-                        f"{_pct(v.relative_change)} from the level "
-                        f"{_fmt(v.median_before)}{unit} ({abs(again):.1f} times the "
-                        f"run-to-run spread): not yet a confirmed change{left_out}")
+            v.detail = (
+                f"the latest run, like the one before it, is "
+                f"{_pct(v.relative_change)} from the level "
+                f"{_fmt(v.median_before)}{unit} ({abs(again):.1f} times the "
+                f"run-to-run spread): not yet a confirmed change{left_out}"
+            )
             return v
         if last is not None and last.kind == "regression" and last_p.log == p.log:
             # A regression last night, none tonight: recovered if the newest runs
@@ -841,12 +985,13 @@ def _verdict(p, state, noise, earlier, min_effect):
             level = p.sign * float(np.mean(np.log(newest) if p.log else newest))
             if level - last.after >= (last.before - last.after) / 2:
                 v.verdict, v.notify = "recovered", True
-                v.detail = (f"recovered: the regression since run {start} is no longer "
-                            f"seen, the newest {len(newest)} runs regained at least half "
-                            f"of its loss; {v.detail}")
+                v.detail = (
+                    f"recovered: the regression since run {start} is no longer "
+                    f"seen, the newest {len(newest)} runs regained at least half "
+                    f"of its loss; {v.detail}"
+                )
             else:
-                v.detail = f"the regression since run {start} is no longer confirmed; " \
-                    + v.detail
+                v.detail = f"the regression since run {start} is no longer confirmed; " + v.detail
         return v
     change, since = state.change, state.since
     v.change_index = int(p.index[change])
@@ -857,33 +1002,54 @@ def _verdict(p, state, noise, earlier, min_effect):
     v.median_after = float(np.median(p.values[change:]))
     v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
     v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
-    trimmed = ("; its " + ("worst" if state.kind == "regression" else "best")
-               + " newest run left out, being a night apart") if state.left_out else ""
-    how = (f"median {_fmt(v.median_before)} -> {_fmt(v.median_after)}{unit}, level "
-           f"{_pct(v.relative_change)}"
-           + (f", z {state.z:+.1f} beyond {state.threshold:.2f}{trimmed}"
-              if state.z is not None else "") + ")")
+    trimmed = (
+        (
+            "; its "
+            + ("worst" if state.kind == "regression" else "best")
+            + " newest run left out, being a night apart"
+        )
+        if state.left_out
+        else ""
+    )
+    how = (
+        f"median {_fmt(v.median_before)} -> {_fmt(v.median_after)}{unit}, level "
+        f"{_pct(v.relative_change)}"
+        + (
+            f", z {state.z:+.1f} beyond {state.threshold:.2f}{trimmed}"
+            if state.z is not None
+            else ""
+        )
+        + ")"
+    )
     runs = f"{v.runs_since_change} run(s)"
     if state.kind == "regression":
         if _known(p, state, earlier):
             v.verdict = "ongoing-regression"
-            v.detail = (f"ongoing regression since run {v.change_run} ({runs}; already "
-                        f"reported): {how}{left_out}")
+            v.detail = (
+                f"ongoing regression since run {v.change_run} ({runs}; already "
+                f"reported): {how}{left_out}"
+            )
         else:
             v.verdict, v.notify = "regression", True
-            v.detail = (f"regression since run {v.change_run} ({runs}) against the level "
-                        f"since run {v.reference_run} ({how}{left_out}")
+            v.detail = (
+                f"regression since run {v.change_run} ({runs}) against the level "
+                f"since run {v.reference_run} ({how}{left_out}"
+            )
         return v
     if state.kind == "recovered":
         start = str(run_ids[int(p.index[state.regressed_from])])
         # News on the night the regression ends: the night before was still one.
         if not earlier or earlier[0][0] is None or earlier[0][0].kind != "regression":
-            v.detail = (f"recovered since run {v.change_run} from the regression of run "
-                        f"{start} ({how}{left_out}")
+            v.detail = (
+                f"recovered since run {v.change_run} from the regression of run "
+                f"{start} ({how}{left_out}"
+            )
         else:
             v.verdict, v.notify = "recovered", True
-            v.detail = (f"recovered: since run {v.change_run} ({runs}) the level regained "
-                        f"at least half of the regression of run {start} ({how}{left_out}")
+            v.detail = (
+                f"recovered: since run {v.change_run} ({runs}) the level regained "
+                f"at least half of the regression of run {start} ({how}{left_out}"
+            )
         return v
     # improvement
     if _known(p, state, earlier):
@@ -901,34 +1067,41 @@ class AcceptanceVerdict:
     metric: str
     unit: str
     better: str
-    verdict: str                    # better, worse, no significant change, insufficient,
-                                    # invalid (too short to trust: set by the caller)
+    verdict: str  # better, worse, no significant change, insufficient,
+    # invalid (too short to trust: set by the caller)
     runs_before: int
     runs_after: int
     repetitions_before: int = 0
     repetitions_after: int = 0
-    scale: str = ""                 # "log" (every value positive) or "linear"
-    median_before: Optional[float] = None    # median of the runs' medians
+    scale: str = ""  # "log" (every value positive) or "linear"
+    median_before: Optional[float] = None  # median of the runs' medians
     median_after: Optional[float] = None
     relative_change: Optional[float] = None  # of the mean level (geometric on log scale)
     absolute_change: Optional[float] = None  # of the medians, in the figure's unit
-    ci_low: Optional[float] = None           # 95% CI of relative_change
+    ci_low: Optional[float] = None  # 95% CI of relative_change
     ci_high: Optional[float] = None
-    p_value: Optional[float] = None          # Welch's t-test on the runs' medians
-    effect_size: Optional[float] = None      # Hedges' g: change / run-to-run spread
-    mean_before: Optional[float] = None      # the runs' means the test compares (log
-    mean_after: Optional[float] = None       # scale: geometric), whose change is shown
-    run_spread: Optional[float] = None       # pooled run-to-run SD (log scale: ~CV)
+    p_value: Optional[float] = None  # Welch's t-test on the runs' medians
+    effect_size: Optional[float] = None  # Hedges' g: change / run-to-run spread
+    mean_before: Optional[float] = None  # the runs' means the test compares (log
+    mean_after: Optional[float] = None  # scale: geometric), whose change is shown
+    run_spread: Optional[float] = None  # pooled run-to-run SD (log scale: ~CV)
     resolvable_change: Optional[float] = None  # smallest change these runs resolve
     runs_needed_before: int = 0
     runs_needed_after: int = 0
     detail: str = ""
 
 
-def acceptance(before_runs: Iterable[Sequence[float]], after_runs: Iterable[Sequence[float]],
-               better: str, *, series: str = "", metric: str = "", unit: str = "",
-               alpha: float = ACCEPTANCE_ALPHA,
-               min_effect: float = ACCEPTANCE_MIN_EFFECT) -> AcceptanceVerdict:
+def acceptance(
+    before_runs: Iterable[Sequence[float]],
+    after_runs: Iterable[Sequence[float]],
+    better: str,
+    *,
+    series: str = "",
+    metric: str = "",
+    unit: str = "",
+    alpha: float = ACCEPTANCE_ALPHA,
+    min_effect: float = ACCEPTANCE_MIN_EFFECT,
+) -> AcceptanceVerdict:
     """Before/after verdict of one figure from its runs.
 
     before_runs, after_runs: one list of repetitions per run (a run without
@@ -945,23 +1118,29 @@ def acceptance(before_runs: Iterable[Sequence[float]], after_runs: Iterable[Sequ
         medians, count = [], 0
         for i, run in enumerate(runs):
             if isinstance(run, (str, bytes)) or not hasattr(run, "__len__"):
-                raise ValueError(f"{name}[{i}]: {run!r}; expected a list of the run's "
-                                 "repetitions")
+                raise ValueError(f"{name}[{i}]: {run!r}; expected a list of the run's repetitions")
             reps = [_as_float(x, f"{name}[{i}][{j}]") for j, x in enumerate(run)]
             if not reps:
                 raise ValueError(f"{name}[{i}]: a run without values")
             bad = [x for x in reps if not math.isfinite(x)]
             if bad:
-                return AcceptanceVerdict(series, metric, unit, better, "invalid",
-                                         len(before_runs), len(after_runs),
-                                         detail=f"{name}[{i}] holds {bad[0]}: not a "
-                                                "measurement")
+                return AcceptanceVerdict(
+                    series,
+                    metric,
+                    unit,
+                    better,
+                    "invalid",
+                    len(before_runs),
+                    len(after_runs),
+                    detail=f"{name}[{i}] holds {bad[0]}: not a measurement",
+                )
             medians.append(float(np.median(reps)))
             count += len(reps)
         sides[name] = (np.array(medians), count)
     (b, nb_reps), (a, na_reps) = sides["before_runs"], sides["after_runs"]
-    v = AcceptanceVerdict(series, metric, unit, better, "insufficient", len(b), len(a),
-                          nb_reps, na_reps)
+    v = AcceptanceVerdict(
+        series, metric, unit, better, "insufficient", len(b), len(a), nb_reps, na_reps
+    )
     unit_s = f" {unit}" if unit else ""
     if len(b):
         v.median_before = float(np.median(b))
@@ -970,15 +1149,17 @@ def acceptance(before_runs: Iterable[Sequence[float]], after_runs: Iterable[Sequ
     if len(b) < MIN_RUNS or len(a) < MIN_RUNS:
         v.runs_needed_before = max(0, MIN_RUNS - len(b))
         v.runs_needed_after = max(0, MIN_RUNS - len(a))
-        v.detail = (f"{len(b)} run(s) before and {len(a)} after; {MIN_RUNS} runs a side are "
-                    "needed to measure the run-to-run spread (repetitions within a run do "
-                    f"not count): {v.runs_needed_before} more run(s) before, "
-                    f"{v.runs_needed_after} more run(s) after")
+        v.detail = (
+            f"{len(b)} run(s) before and {len(a)} after; {MIN_RUNS} runs a side are "
+            "needed to measure the run-to-run spread (repetitions within a run do "
+            f"not count): {v.runs_needed_before} more run(s) before, "
+            f"{v.runs_needed_after} more run(s) after"
+        )
         return v
     log = bool((b > 0).all() and (a > 0).all())
     v.scale = "log" if log else "linear"
     xb, xa = (np.log(b), np.log(a)) if log else (b, a)
-    assert v.median_before is not None and v.median_after is not None   # MIN_RUNS a side
+    assert v.median_before is not None and v.median_after is not None  # MIN_RUNS a side
     v.absolute_change = v.median_after - v.median_before
     diff = float(xa.mean() - xb.mean())
     vb, va = xb.var(ddof=1), xa.var(ddof=1)
@@ -1003,29 +1184,39 @@ def acceptance(before_runs: Iterable[Sequence[float]], after_runs: Iterable[Sequ
         v.p_value = float(test.pvalue)
         ci = test.confidence_interval(1 - alpha)
         low, high = float(ci.low), float(ci.high)
-        j = 1 - 3 / (4 * (len(a) + len(b)) - 9)     # Hedges' small-sample correction
+        j = 1 - 3 / (4 * (len(a) + len(b)) - 9)  # Hedges' small-sample correction
         v.effect_size = diff / pooled * j if pooled > 0 else None
     v.ci_low, v.ci_high = relative(low), relative(high)
     significant = v.p_value < alpha
-    too_small = (significant and v.relative_change is not None
-                 and abs(v.relative_change) < min_effect)
+    too_small = (
+        significant and v.relative_change is not None and abs(v.relative_change) < min_effect
+    )
     direction = 1 if better == "higher" else -1
     if significant and not too_small:
         v.verdict = "better" if diff * direction > 0 else "worse"
     else:
         v.verdict = "no significant change"
-    change = (_pct(v.relative_change) if v.relative_change is not None else
-              f"{v.absolute_change:+.4g}{unit_s} from a median of 0")
-    interval = (f"{_pct(v.ci_low)} to {_pct(v.ci_high)}" if v.ci_low is not None else
-                f"{low:+.4g} to {high:+.4g}{unit_s}")
+    change = (
+        _pct(v.relative_change)
+        if v.relative_change is not None
+        else f"{v.absolute_change:+.4g}{unit_s} from a median of 0"
+    )
+    interval = (
+        f"{_pct(v.ci_low)} to {_pct(v.ci_high)}"
+        if v.ci_low is not None
+        else f"{low:+.4g} to {high:+.4g}{unit_s}"
+    )
     # The change shown is the one of the means shown beside it (the test's own).
     average = "geometric mean" if log else "mean"
-    v.detail = (f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
-                f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
-                f"{interval}, Welch p={v.p_value:.3g})")
+    v.detail = (
+        f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
+        f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
+        f"{interval}, Welch p={v.p_value:.3g})"
+    )
     if too_small:
-        v.detail += (f"; significant, but smaller than the {min_effect:.0%} an acceptance "
-                     "counts as a change")
+        v.detail += (
+            f"; significant, but smaller than the {min_effect:.0%} an acceptance counts as a change"
+        )
     if pooled > 0:
         # Runs a side to resolve min_effect with the power asked, at this spread.
         step = math.log1p(min_effect) if log else min_effect * abs(base)
@@ -1038,21 +1229,25 @@ def acceptance(before_runs: Iterable[Sequence[float]], after_runs: Iterable[Sequ
             need = math.ceil(2 * (za * pooled / step) ** 2) + 1
             v.runs_needed_before = max(0, need - len(b))
             v.runs_needed_after = max(0, need - len(a))
-            v.detail += (f"; these runs resolve changes of about "
-                         f"{_pct(v.resolvable_change).lstrip('+')} and more: "
-                         f"{v.runs_needed_before} more run(s) before and "
-                         f"{v.runs_needed_after} after would resolve {min_effect:.0%}")
+            v.detail += (
+                f"; these runs resolve changes of about "
+                f"{_pct(v.resolvable_change).lstrip('+')} and more: "
+                f"{v.runs_needed_before} more run(s) before and "
+                f"{v.runs_needed_after} after would resolve {min_effect:.0%}"
+            )
     return v
 
 
 def as_dict(verdict: "DataclassInstance") -> dict[str, Any]:
     """A verdict as plain JSON-able Python types (non-finite numbers become None)."""
+
     def plain(x: Any) -> Any:
         if isinstance(x, np.generic):
             x = x.item()
         if isinstance(x, float) and not math.isfinite(x):
             return None
         return x
+
     return {k: plain(x) for k, x in asdict(verdict).items()}
 
 
@@ -1066,11 +1261,12 @@ def _ar1(rng, count, n, phi):
     return x
 
 
-def calibrate(replicates: int = 40000, seed: int = 2026,
-              lengths: Sequence[int] = CALIBRATION_LENGTHS,
-              correlations: Sequence[float] = (0.0, 0.5)
-              ) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...],
-                         tuple[float, ...]]:
+def calibrate(
+    replicates: int = 40000,
+    seed: int = 2026,
+    lengths: Sequence[int] = CALIBRATION_LENGTHS,
+    correlations: Sequence[float] = (0.0, 0.5),
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
     """Critical values: (CRITICAL_RECENT, CRITICAL_LATER, CRITICAL_SPLIT,
     CRITICAL_REFERENCE).
 
@@ -1094,9 +1290,20 @@ def calibrate(replicates: int = 40000, seed: int = 2026,
                 xb = _tame(_ar1(rng, min(CHUNK, replicates - start), n, phi))
                 f = len(xb)
                 p = _pairwise_prefix(xb)
-                z.append(np.abs(_tested_splits(
-                    xb, p, _prefix(xb), np.zeros(xb.shape, dtype=bool), _overfit(p),
-                    np.arange(f), np.zeros(f, dtype=int), np.full(f, n))[1]))
+                z.append(
+                    np.abs(
+                        _tested_splits(
+                            xb,
+                            p,
+                            _prefix(xb),
+                            np.zeros(xb.shape, dtype=bool),
+                            _overfit(p),
+                            np.arange(f),
+                            np.zeros(f, dtype=int),
+                            np.full(f, n),
+                        )[1]
+                    )
+                )
             z = np.nan_to_num(np.concatenate(z))
             worst = np.maximum(worst, np.quantile(z, [1 - ALPHA_SPLIT, 1 - ALPHA_REFERENCE]))
         split.append(round(float(worst[0]), 2))
@@ -1116,14 +1323,26 @@ def calibrate(replicates: int = 40000, seed: int = 2026,
                     z = np.where(x.mixed, np.inf, x.down[0])
                     z = np.where(np.isnan(z), np.inf, z)
                     first = x.ks <= RECENT_EARLY
-                    lowest.append(np.stack([
-                        z[:, first].min(axis=1) if first.any() else np.full(len(z), np.inf),
-                        z[:, ~first].min(axis=1) if (~first).any() else
-                        np.full(len(z), np.inf)], axis=1))
+                    lowest.append(
+                        np.stack(
+                            [
+                                z[:, first].min(axis=1) if first.any() else np.full(len(z), np.inf),
+                                z[:, ~first].min(axis=1)
+                                if (~first).any()
+                                else np.full(len(z), np.inf),
+                            ],
+                            axis=1,
+                        )
+                    )
                 lowest = np.clip(np.concatenate(lowest), -99.0, 99.0)
-                assert isinstance(lowest, np.ndarray)   # numpy's stubs: np.clip -> Any
-                worst = np.maximum(worst, [-np.quantile(lowest[:, 0], ALPHA_RECENT),
-                                           -np.quantile(lowest[:, 1], ALPHA_LATER)])
+                assert isinstance(lowest, np.ndarray)  # numpy's stubs: np.clip -> Any
+                worst = np.maximum(
+                    worst,
+                    [
+                        -np.quantile(lowest[:, 0], ALPHA_RECENT),
+                        -np.quantile(lowest[:, 1], ALPHA_LATER),
+                    ],
+                )
             # No k beyond RECENT_EARLY fits a short window: nothing to pass.
             early.append(round(float(worst[0]), 2) if worst[0] > 0 else 99.0)
             later.append(round(float(worst[1]), 2) if worst[1] > 0 else 99.0)

@@ -29,44 +29,52 @@ ROLES = {
     # a copy's time = files / files_per_s + its first bytes (up to stage_first_bytes)
     # / first_bytes_per_s + the rest / bytes_per_s: the costs apart
     "stage_in_bytes_per_s": "bytes copied into the scratch target per second past the "
-                            "first stage_first_bytes of a copy, the per-file cost taken "
-                            "out (of the whole copy where no first-bytes rate is stored)",
+    "first stage_first_bytes of a copy, the per-file cost taken "
+    "out (of the whole copy where no first-bytes rate is stored)",
     "stage_out_bytes_per_s": "bytes copied out of the scratch target per second past the "
-                             "first stage_first_bytes of a copy, the per-file cost taken "
-                             "out (of the whole copy where no first-bytes rate is stored)",
+    "first stage_first_bytes of a copy, the per-file cost taken "
+    "out (of the whole copy where no first-bytes rate is stored)",
     "stage_in_first_bytes_per_s": "bytes copied into the scratch target per second by a "
-                                  "copy of stage_first_bytes (the page cache absorbs it), "
-                                  "the per-file cost taken out",
+    "copy of stage_first_bytes (the page cache absorbs it), "
+    "the per-file cost taken out",
     "stage_out_first_bytes_per_s": "bytes copied out of the scratch target per second by "
-                                   "a copy of stage_first_bytes, the per-file cost taken out",
+    "a copy of stage_first_bytes, the per-file cost taken out",
     "stage_first_bytes": "the size of the copy the first-bytes rates were measured on",
     "stage_largest_bytes": "the size of the largest copy the staging rates were measured "
-                           "on: a larger copy is predicted past what was measured",
+    "on: a larger copy is predicted past what was measured",
     "stage_in_files_per_s": "files copied into the scratch target per second, their "
-                            "bytes' time taken out",
+    "bytes' time taken out",
     "stage_out_files_per_s": "files copied out of the scratch target per second, their "
-                             "bytes' time taken out",
+    "bytes' time taken out",
     "read_requests_per_s": "read requests per second of the smallest requests measured, "
-                           "all ranks of one node together: what a request costs "
-                           "whatever its size",
+    "all ranks of one node together: what a request costs "
+    "whatever its size",
     "write_requests_per_s": "write requests per second of the smallest requests "
-                            "measured, all ranks of one node together",
+    "measured, all ranks of one node together",
     "model_error_median": "median relative error of a prediction model on workloads it "
-                          "was not built from",
+    "was not built from",
     "model_error_max": "largest relative error of a prediction model on workloads it was "
-                       "not built from",
+    "not built from",
     "knee": "where a search found throughput fall from one level to another (the page "
-            "cache's to the device's): it moves with the search, not a speed to rank",
+    "cache's to the device's): it moves with the search, not a speed to rank",
     "focal": "throughput at a workload a search chose on each file system: file systems "
-             "whose searches chose different workloads are not compared on it",
+    "whose searches chose different workloads are not compared on it",
 }
 
 #: Roles of figures that describe a model, a search or the measurement itself rather
 #: than the file system (a model's error, the size a staging rate was measured up to;
 #: on charts, a knee, a focal point, a marker): shown, never ranked nor recommended on.
-DESCRIPTIVE_ROLES = frozenset({"model_error_median", "model_error_max",
-                               "stage_first_bytes", "stage_largest_bytes",
-                               "knee", "focal", "marker"})
+DESCRIPTIVE_ROLES = frozenset(
+    {
+        "model_error_median",
+        "model_error_max",
+        "stage_first_bytes",
+        "stage_largest_bytes",
+        "knee",
+        "focal",
+        "marker",
+    }
+)
 
 #: A figure whose timed phase lasted less than this (the shortest over its repetitions)
 #: is "too short to trust": stored so marked, shown, never ranked nor judged.  Such a
@@ -84,8 +92,10 @@ def too_short(phase_seconds: float | None) -> bool:
 
 def too_short_words(phase_seconds: float | None) -> str:
     """Why a figure is not ranked nor judged, in words."""
-    return (f"too short to trust: its timed phase lasted {duration_words(phase_seconds)}, "
-            f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs")
+    return (
+        f"too short to trust: its timed phase lasted {duration_words(phase_seconds)}, "
+        f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs"
+    )
 
 
 @dataclass(frozen=True)
@@ -93,9 +103,9 @@ class FigureDeclaration:
     """One performance variable of one check variant."""
 
     unit: str
-    label: str            # what the number is, in words: "Write bandwidth, slowest rank"
-    better: str           # "higher" or "lower"
-    headline: str = ""    # the workload in words when this is a headline figure, else ""
+    label: str  # what the number is, in words: "Write bandwidth, slowest rank"
+    better: str  # "higher" or "lower"
+    headline: str = ""  # the workload in words when this is a headline figure, else ""
     #: where this figure sits on a chart drawn from several figures of one case, e.g.
     #: {"title": "Read bandwidth against queue depth", "kind": "lines",
     #:  "x": ["queue depth", 16], "line": "4 KiB blocks"}  or, for a surface,
@@ -111,48 +121,67 @@ class FigureDeclaration:
 
     def __post_init__(self):
         if self.better not in BETTER:
-            raise ValueError(f"figure '{self.label}': better={self.better!r}, expected "
-                             "'higher' or 'lower'")
+            raise ValueError(
+                f"figure '{self.label}': better={self.better!r}, expected 'higher' or 'lower'"
+            )
         if not self.unit or not self.label:
             raise ValueError(f"figure declaration {self!r}: unit and label are required")
         if self.role and self.role not in ROLES:
-            raise ValueError(f"figure '{self.label}': role {self.role!r}, expected one of "
-                             f"{', '.join(ROLES)}")
+            raise ValueError(
+                f"figure '{self.label}': role {self.role!r}, expected one of {', '.join(ROLES)}"
+            )
         if self.chart is not None:
             chart = self.chart
-            if not isinstance(chart, dict) or chart.get("kind") not in CHART_KINDS or \
-                    not chart.get("title") or not _axis(chart.get("x")) or \
-                    (chart["kind"] == "surface" and not _axis(chart.get("y"))) or \
-                    not _marks(chart.get("marks", [])):
-                raise ValueError(f"figure '{self.label}': chart {chart!r}: expected "
-                                 "{title, kind: lines|surface, x: [name, value(, words)], "
-                                 "y: [name, value(, words)] for a surface, line: name, "
-                                 "marks: [{axis: x|y, value, label}] (optional)}")
+            if (
+                not isinstance(chart, dict)
+                or chart.get("kind") not in CHART_KINDS
+                or not chart.get("title")
+                or not _axis(chart.get("x"))
+                or (chart["kind"] == "surface" and not _axis(chart.get("y")))
+                or not _marks(chart.get("marks", []))
+            ):
+                raise ValueError(
+                    f"figure '{self.label}': chart {chart!r}: expected "
+                    "{title, kind: lines|surface, x: [name, value(, words)], "
+                    "y: [name, value(, words)] for a surface, line: name, "
+                    "marks: [{axis: x|y, value, label}] (optional)}"
+                )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: object,
-                  where: str = "figure declaration") -> "FigureDeclaration":
+    def from_dict(cls, data: object, where: str = "figure declaration") -> "FigureDeclaration":
         """From the dict a run report or the store holds; a one-line error if malformed."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected a mapping, got {type(data).__name__}")
         try:
-            return cls(unit=str(data["unit"]), label=str(data["label"]),
-                       better=data["better"], headline=str(data.get("headline") or ""),
-                       chart=data.get("chart"), role=str(data.get("role") or ""))
+            return cls(
+                unit=str(data["unit"]),
+                label=str(data["label"]),
+                better=data["better"],
+                headline=str(data.get("headline") or ""),
+                chart=data.get("chart"),
+                role=str(data.get("role") or ""),
+            )
         except KeyError as exc:
             raise ValueError(f"{where}: no '{exc.args[0]}' field") from None
 
 
 def _axis(axis):
-    return isinstance(axis, (list, tuple)) and len(axis) in (2, 3) and \
-        isinstance(axis[0], str) and (len(axis) == 2 or isinstance(axis[2], str))
+    return (
+        isinstance(axis, (list, tuple))
+        and len(axis) in (2, 3)
+        and isinstance(axis[0], str)
+        and (len(axis) == 2 or isinstance(axis[2], str))
+    )
 
 
 def _marks(marks):
     return isinstance(marks, list) and all(
-        isinstance(m, dict) and m.get("axis") in ("x", "y") and
-        isinstance(m.get("value"), (int, float)) and isinstance(m.get("label"), str)
-        for m in marks)
+        isinstance(m, dict)
+        and m.get("axis") in ("x", "y")
+        and isinstance(m.get("value"), (int, float))
+        and isinstance(m.get("label"), str)
+        for m in marks
+    )

@@ -21,8 +21,21 @@ from typing import Any
 
 SECTION_RE = re.compile(r"^### fsfacts: (?P<name>[\w.-]+) \(exit (?P<rc>-?\d+)\)$")
 #: the sections the collector prints, in its order
-SECTIONS = ("path", "mount", "statfs", "kernel", "slurm", "lsf", "mpi", "gluster",
-            "lfs-getstripe", "lfs-df", "mmlsfs", "site", "elapsed")
+SECTIONS = (
+    "path",
+    "mount",
+    "statfs",
+    "kernel",
+    "slurm",
+    "lsf",
+    "mpi",
+    "gluster",
+    "lfs-getstripe",
+    "lfs-df",
+    "mmlsfs",
+    "site",
+    "elapsed",
+)
 #: file system types whose own tool the collector asks
 GLUSTER_TYPES = ("fuse.glusterfs", "glusterfs")
 LUSTRE_TYPES = ("lustre",)
@@ -55,8 +68,7 @@ def sections(text: str) -> dict[str, tuple[int, str]]:
 
 def _failed(name, rc, output):
     # the last line: where a command says what went wrong
-    first = next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()),
-                 "no output")
+    first = next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "no output")
     if rc == 127:
         return f"{name}: not installed on the node ({first[:160]})"
     if rc == 124:
@@ -80,11 +92,20 @@ def parse_mountinfo(text: str) -> list[dict[str, str]]:
         left, sep, right = line.partition(" - ")
         fields, tail = left.split(), right.split()
         if not sep or len(fields) < 6 or len(tail) < 2:
-            raise FactsError(f"mountinfo line {number}: {line[:80]!r}: expected 'ID PARENT "
-                             "MAJ:MIN ROOT POINT OPTIONS ... - TYPE SOURCE OPTIONS'")
-        mounts.append({"mount_point": _unescape(fields[4]), "root": _unescape(fields[3]),
-                       "options": fields[5], "type": tail[0], "source": _unescape(tail[1]),
-                       "super_options": tail[2] if len(tail) > 2 else ""})
+            raise FactsError(
+                f"mountinfo line {number}: {line[:80]!r}: expected 'ID PARENT "
+                "MAJ:MIN ROOT POINT OPTIONS ... - TYPE SOURCE OPTIONS'"
+            )
+        mounts.append(
+            {
+                "mount_point": _unescape(fields[4]),
+                "root": _unescape(fields[3]),
+                "options": fields[5],
+                "type": tail[0],
+                "source": _unescape(tail[1]),
+                "super_options": tail[2] if len(tail) > 2 else "",
+            }
+        )
     return mounts
 
 
@@ -104,11 +125,13 @@ def mount_of(mounts: Iterable[dict[str, str]], path: str) -> dict[str, str] | No
 def parse_stat_f(text: str) -> dict[str, Any]:
     """`stat -f PATH` (GNU coreutils' default format) -> block size, fundamental block
     size, total, free and available bytes, type and name length."""
+
     def field(name: str, cast: Callable[[str], Any] = int) -> Any:
         match = re.search(rf"{name}:\s*(\S+)", text)
         if not match:
             raise FactsError(f"stat -f: no '{name}:' in its output")
         return cast(match.group(1))
+
     block = field("Block size")
     fundamental = field("Fundamental block size")
     totals = re.search(r"Blocks:\s*Total:\s*(\d+)\s+Free:\s*(\d+)\s+Available:\s*(\d+)", text)
@@ -116,11 +139,16 @@ def parse_stat_f(text: str) -> dict[str, Any]:
         raise FactsError("stat -f: no 'Blocks: Total: N Free: N Available: N' line")
     total, free, available = (int(x) for x in totals.groups())
     kind = re.search(r"Type:\s*(\S+)", text)
-    return {"block_size": block, "fundamental_block_size": fundamental,
-            # statfs(2): block counts are in units of the fundamental block size (f_frsize)
-            "size_bytes": total * fundamental, "free_bytes": free * fundamental,
-            "available_bytes": available * fundamental,
-            "type": kind.group(1) if kind else "", "name_max": field("Namelen")}
+    return {
+        "block_size": block,
+        "fundamental_block_size": fundamental,
+        # statfs(2): block counts are in units of the fundamental block size (f_frsize)
+        "size_bytes": total * fundamental,
+        "free_bytes": free * fundamental,
+        "available_bytes": available * fundamental,
+        "type": kind.group(1) if kind else "",
+        "name_max": field("Namelen"),
+    }
 
 
 # ---- GlusterFS -------------------------------------------------------------------------
@@ -146,16 +174,25 @@ def parse_gluster_volume_info(text: str) -> dict[str, Any]:
         else:
             info[key.strip()] = value.strip()
     if "Volume Name" not in info:
-        raise FactsError("gluster volume info: no 'Volume Name:' line (the volume does not "
-                         "exist, or this is not its output)")
+        raise FactsError(
+            "gluster volume info: no 'Volume Name:' line (the volume does not "
+            "exist, or this is not its output)"
+        )
     servers = sorted({b.rsplit(":", 1)[0] for b in bricks})
     shard = 0
     if options.get("features.shard") == "on":
         shard = size_bytes(options.get("features.shard-block-size") or "64MB")
-    return {"volume": info["Volume Name"], "type": info.get("Type", ""),
-            "status": info.get("Status", ""), "transport": info.get("Transport-type", ""),
-            "bricks": bricks, "brick_count": len(bricks), "servers": servers,
-            "shard_block_size": shard, "options": options}
+    return {
+        "volume": info["Volume Name"],
+        "type": info.get("Type", ""),
+        "status": info.get("Status", ""),
+        "transport": info.get("Transport-type", ""),
+        "bricks": bricks,
+        "brick_count": len(bricks),
+        "servers": servers,
+        "shard_block_size": shard,
+        "options": options,
+    }
 
 
 def size_bytes(text: str | None) -> int:
@@ -165,7 +202,7 @@ def size_bytes(text: str | None) -> int:
     if not match:
         raise FactsError(f"size {text!r}: expected a number of bytes such as 4MB or 1048576")
     power = " KMGT".index(match.group(2).upper() or " ")
-    return int(match.group(1)) * 1024 ** power
+    return int(match.group(1)) * 1024**power
 
 
 # ---- Lustre ----------------------------------------------------------------------------
@@ -173,15 +210,22 @@ def parse_lfs_getstripe_d(text: str) -> dict[str, Any]:
     """`lfs getstripe -d DIR` -> the directory's default layout: stripe count (-1: all
     OSTs), stripe size in bytes, pattern, stripe offset (-1: any) and pool; a composite
     (PFL) layout gives its first component and the number of components."""
-    fields = dict(re.findall(r"(?:lmm_)?(stripe_count|stripe_size|pattern|stripe_offset|"
-                             r"pool):\s*(\S+)", text))
+    fields = dict(
+        re.findall(
+            r"(?:lmm_)?(stripe_count|stripe_size|pattern|stripe_offset|"
+            r"pool):\s*(\S+)",
+            text,
+        )
+    )
     if "stripe_count" not in fields or "stripe_size" not in fields:
         raise FactsError("lfs getstripe -d: no stripe_count and stripe_size in its output")
-    layout = {"stripe_count": int(fields["stripe_count"]),
-              "stripe_size": int(fields["stripe_size"]),
-              "pattern": fields.get("pattern", ""),
-              "stripe_offset": int(fields.get("stripe_offset", -1)),
-              "pool": fields.get("pool", "")}
+    layout = {
+        "stripe_count": int(fields["stripe_count"]),
+        "stripe_size": int(fields["stripe_size"]),
+        "pattern": fields.get("pattern", ""),
+        "stripe_offset": int(fields.get("stripe_offset", -1)),
+        "pool": fields.get("pool", ""),
+    }
     components = len(re.findall(r"lcme_id:", text))
     if components:
         layout["components"] = components
@@ -197,19 +241,31 @@ def parse_lfs_df(text: str) -> dict[str, Any]:
     for line in text.splitlines():
         parts = line.split()
         if len(parts) >= 6 and re.search(r"-(MDT|OST)[0-9a-f]{4}_UUID$", parts[0]):
-            entry = {"uuid": parts[0], "kib": int(parts[1]), "used_kib": int(parts[2]),
-                     "available_kib": int(parts[3])}
+            entry = {
+                "uuid": parts[0],
+                "kib": int(parts[1]),
+                "used_kib": int(parts[2]),
+                "available_kib": int(parts[3]),
+            }
             (mdts if "-MDT" in parts[0] else osts).append(entry)
         elif line.startswith("filesystem_summary:") or line.startswith("filesystem summary:"):
             numbers = re.findall(r"\s(\d+)", line)
             if len(numbers) >= 3:
-                summary = {"kib": int(numbers[0]), "used_kib": int(numbers[1]),
-                           "available_kib": int(numbers[2])}
+                summary = {
+                    "kib": int(numbers[0]),
+                    "used_kib": int(numbers[1]),
+                    "available_kib": int(numbers[2]),
+                }
     if not osts:
         raise FactsError("lfs df: no OSTnnnn_UUID line in its output")
     fsname = osts[0]["uuid"].split("-OST")[0]
-    return {"fsname": fsname, "mdt_count": len(mdts), "ost_count": len(osts),
-            "ost_kib": sorted({o["kib"] for o in osts}), "summary": summary}
+    return {
+        "fsname": fsname,
+        "mdt_count": len(mdts),
+        "ost_count": len(osts),
+        "ost_kib": sorted({o["kib"] for o in osts}),
+        "summary": summary,
+    }
 
 
 # ---- Spectrum Scale / GPFS -------------------------------------------------------------
@@ -220,16 +276,21 @@ def parse_mmlsfs(text: str) -> dict[str, Any]:
     device = re.search(r"File system attributes for (\S+?):", text)
     flags = {}
     for line in text.splitlines():
-        match = re.match(r"^\s(-{1,2}[\w-]+)\s+(.*?)\s{2,}\S.*$", line) or \
-            re.match(r"^\s(-{1,2}[\w-]+)\s+(\S+)\s*$", line)
+        match = re.match(r"^\s(-{1,2}[\w-]+)\s+(.*?)\s{2,}\S.*$", line) or re.match(
+            r"^\s(-{1,2}[\w-]+)\s+(\S+)\s*$", line
+        )
         if match and match.group(1) not in flags:
             flags[match.group(1)] = match.group(2).strip()
     if "-B" not in flags:
         raise FactsError("mmlsfs: no '-B' (block size) line in its output")
-    return {"device": device.group(1) if device else "", "flags": flags,
-            "block_size": int(flags["-B"]) if flags["-B"].isdigit() else flags["-B"],
-            "subblock_size": int(flags["-f"]) if flags.get("-f", "").isdigit() else None,
-            "data_replicas": flags.get("-r"), "version": flags.get("-V", "")}
+    return {
+        "device": device.group(1) if device else "",
+        "flags": flags,
+        "block_size": int(flags["-B"]) if flags["-B"].isdigit() else flags["-B"],
+        "subblock_size": int(flags["-f"]) if flags.get("-f", "").isdigit() else None,
+        "data_replicas": flags.get("-r"),
+        "version": flags.get("-V", ""),
+    }
 
 
 # ---- versions --------------------------------------------------------------------------
@@ -242,12 +303,14 @@ def parse_slurm_version(text: str) -> str:
 def parse_mpi_version(text: str) -> str:
     """`mpirun --version`, `ompi_info --version` or `mpichversion` -> 'Open MPI 4.1.4'
     or 'MPICH 4.0.2'."""
-    match = re.search(r"\((?:Open MPI|OpenRTE)\)\s+(\S+)", text) or re.search(r"^Open MPI v(\S+)", text,
-                                                                  re.M)
+    match = re.search(r"\((?:Open MPI|OpenRTE)\)\s+(\S+)", text) or re.search(
+        r"^Open MPI v(\S+)", text, re.M
+    )
     if match:
         return f"Open MPI {match.group(1)}"
-    match = re.search(r"HYDRA build details:.*?Version:\s+(\S+)", text, re.S) or \
-        re.search(r"MPICH Version:\s+(\S+)", text)
+    match = re.search(r"HYDRA build details:.*?Version:\s+(\S+)", text, re.S) or re.search(
+        r"MPICH Version:\s+(\S+)", text
+    )
     if match:
         return f"MPICH {match.group(1)}"
     match = re.search(r"Intel\(R\) MPI Library.*?Version\s+(\S+)", text)
@@ -258,10 +321,12 @@ def parse_mpi_version(text: str) -> str:
 
 
 # ---- everything ------------------------------------------------------------------------
-PARSERS = {"gluster": ("glusterfs", parse_gluster_volume_info),
-           "lfs-getstripe": ("lustre_layout", parse_lfs_getstripe_d),
-           "lfs-df": ("lustre_targets", parse_lfs_df),
-           "mmlsfs": ("gpfs", parse_mmlsfs)}
+PARSERS = {
+    "gluster": ("glusterfs", parse_gluster_volume_info),
+    "lfs-getstripe": ("lustre_layout", parse_lfs_getstripe_d),
+    "lfs-df": ("lustre_targets", parse_lfs_df),
+    "mmlsfs": ("gpfs", parse_mmlsfs),
+}
 
 
 def parse_collected(text: str) -> dict[str, Any]:
@@ -299,12 +364,12 @@ def parse_collected(text: str) -> dict[str, Any]:
             facts["statfs"] = parse_stat_f(statfs)
         except FactsError as exc:
             problems.append(str(exc))
-    for name, key in (("kernel", "kernel"), ("slurm", "slurm"), ("lsf", "lsf"),
-                      ("mpi", "mpi")):
+    for name, key in (("kernel", "kernel"), ("slurm", "slurm"), ("lsf", "lsf"), ("mpi", "mpi")):
         out = output(name)
         if out is not None:
             facts[key] = {"slurm": parse_slurm_version, "mpi": parse_mpi_version}.get(
-                name, lambda t: t.strip().splitlines()[0][:120] if t.strip() else "")(out)
+                name, lambda t: t.strip().splitlines()[0][:120] if t.strip() else ""
+            )(out)
     for name, (key, parse) in PARSERS.items():
         out = output(name)
         if out is None:
@@ -357,15 +422,17 @@ def summary(facts: Mapping[str, Any] | None) -> dict[str, str]:
         # a brick is a storage server with a disk of its own (several may share a host)
         out["servers"] = str(gluster["brick_count"])
         out["hosts"] = str(len(gluster["servers"]))
-        out["stripes"] = (f"{_size(gluster['shard_block_size'])} shards"
-                          if gluster["shard_block_size"] else "no stripes")
+        out["stripes"] = (
+            f"{_size(gluster['shard_block_size'])} shards"
+            if gluster["shard_block_size"]
+            else "no stripes"
+        )
         for key, value in sorted(gluster["options"].items()):
-            if not key.startswith("features.shard"):    # said by "stripes"
+            if not key.startswith("features.shard"):  # said by "stripes"
                 out[f"option {key}"] = value
     layout = facts.get("lustre_layout")
     if layout:
-        count = "all OSTs" if layout["stripe_count"] == -1 else \
-            f"{layout['stripe_count']}-way"
+        count = "all OSTs" if layout["stripe_count"] == -1 else f"{layout['stripe_count']}-way"
         out["stripes"] = f"{count}, {_size(layout['stripe_size'])} stripes"
         if layout.get("pool"):
             out["pool"] = layout["pool"]
@@ -374,15 +441,18 @@ def summary(facts: Mapping[str, Any] | None) -> dict[str, str]:
         out["servers"] = f"{targets['ost_count']} OSTs, {targets['mdt_count']} MDTs"
     gpfs = facts.get("gpfs")
     if gpfs:
-        out["block size"] = _size(gpfs["block_size"]) if isinstance(
-            gpfs["block_size"], int) else str(gpfs["block_size"])
+        out["block size"] = (
+            _size(gpfs["block_size"])
+            if isinstance(gpfs["block_size"], int)
+            else str(gpfs["block_size"])
+        )
         if gpfs.get("data_replicas"):
             out["data replicas"] = gpfs["data_replicas"]
     statfs = facts.get("statfs")
     if statfs:
         out.setdefault("block size", _size(statfs["block_size"]))
         # to the GiB: a size that moves with the free space would be a change every night
-        out["size"] = _size(round(statfs["size_bytes"] / 2 ** 30) * 2 ** 30)
+        out["size"] = _size(round(statfs["size_bytes"] / 2**30) * 2**30)
     if mount.get("options"):
         out["mount options"] = mount["options"]
     for key in ("kernel", "slurm", "lsf"):
@@ -393,23 +463,24 @@ def summary(facts: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def differences(before: Mapping[str, str],
-                after: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
+def differences(
+    before: Mapping[str, str], after: Mapping[str, str]
+) -> list[tuple[str, str | None, str | None]]:
     """[(label, before value or None, after value or None)] where two summaries differ."""
-    return [(k, before.get(k), after.get(k)) for k in list(before) + [k for k in after
-                                                                       if k not in before]
-            if before.get(k) != after.get(k)]
+    return [
+        (k, before.get(k), after.get(k))
+        for k in list(before) + [k for k in after if k not in before]
+        if before.get(k) != after.get(k)
+    ]
 
 
-def change_words(target: str,
-                 changes: Iterable[tuple[str, str | None, str | None]]) -> str:
+def change_words(target: str, changes: Iterable[tuple[str, str | None, str | None]]) -> str:
     """'sanscratch went from 2 to 4 servers and changed stripes from no stripes to 4 MiB
     shards' (the first three changes, then 'and N more')."""
     servers, others = "", []
     # what an admin changes first (servers, stripes, block size, options), then the rest
     rank = {"servers": 0, "stripes": 1, "block size": 1, "data replicas": 1}
-    changes = sorted(changes, key=lambda c: rank.get(c[0], 2 if c[0].startswith("option ")
-                                                     else 3))
+    changes = sorted(changes, key=lambda c: rank.get(c[0], 2 if c[0].startswith("option ") else 3))
     for label, old, new in changes:
         if label == "servers" and old and new:
             servers = f"went from {old} to {new} servers"
@@ -419,10 +490,9 @@ def change_words(target: str,
             others.append(f"{label} back to its default (was {old})")
         else:
             others.append(f"{label} from {old} to {new}")
-    shown = others[:3 - bool(servers)]
+    shown = others[: 3 - bool(servers)]
     rest = len(others) - len(shown)
-    changed = ("changed " + ", ".join(shown) + (f" and {rest} more" if rest else "")
-               if shown else "")
+    changed = "changed " + ", ".join(shown) + (f" and {rest} more" if rest else "") if shown else ""
     words = " and ".join(w for w in (servers, changed) if w)
     return f"{target} {words}" if words else ""
 
@@ -433,8 +503,9 @@ def summary_words(summary_: Mapping[str, str]) -> str:
     main = []
     if summary_.get("servers"):
         servers = summary_["servers"]
-        main.append(servers if not servers.isdigit() else
-                    f"{servers} server{'s' * (servers != '1')}")
+        main.append(
+            servers if not servers.isdigit() else f"{servers} server{'s' * (servers != '1')}"
+        )
     for key in ("stripes", "block size", "type"):
         if summary_.get(key):
             main.append(summary_[key] if key == "stripes" else f"{key} {summary_[key]}")

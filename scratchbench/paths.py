@@ -22,13 +22,16 @@ def checkout_problem() -> str | None:
     scratchbench builds the kernel from src/ and hands reframe_checks/ and site_configs/
     to ReFrame by path, so it runs from a checkout (installed editable), not a wheel.
     """
-    missing = [p for p in (KERNEL_SRC_DIR / "Makefile", CHECKS_DIR, SITE_CONFIGS_DIR)
-               if not p.exists()]
+    missing = [
+        p for p in (KERNEL_SRC_DIR / "Makefile", CHECKS_DIR, SITE_CONFIGS_DIR) if not p.exists()
+    ]
     if not missing:
         return None
-    return (f"{REPO_ROOT} is not a scratchbench checkout ({missing[0]} is missing): "
-            "scratchbench runs from a git checkout; install it there with "
-            "`pip install -e CHECKOUT` (ci/setup.sh does), not as a wheel")
+    return (
+        f"{REPO_ROOT} is not a scratchbench checkout ({missing[0]} is missing): "
+        "scratchbench runs from a git checkout; install it there with "
+        "`pip install -e CHECKOUT` (ci/setup.sh does), not as a wheel"
+    )
 
 
 def state_dir() -> Path:

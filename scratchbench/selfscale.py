@@ -69,18 +69,25 @@ from scratchbench.units import GIB, KIB, MIB, size_token, size_words
 #: the five parameters, in the paper's order
 PARAMETERS = ("unique_bytes", "size_mean", "read_frac", "seq_frac", "process_num")
 #: the paper's names, for people
-PAPER_NAMES = {"unique_bytes": "uniqueBytes", "size_mean": "sizeMean",
-               "read_frac": "readFrac", "seq_frac": "seqFrac", "process_num": "processNum"}
+PAPER_NAMES = {
+    "unique_bytes": "uniqueBytes",
+    "size_mean": "sizeMean",
+    "read_frac": "readFrac",
+    "seq_frac": "seqFrac",
+    "process_num": "processNum",
+}
 #: each parameter's axis in words
-AXIS_WORDS = {"unique_bytes": "uniqueBytes (bytes touched per node)",
-              "size_mean": "sizeMean (mean request size, bytes)",
-              "read_frac": "readFrac (share of requests that read)",
-              "seq_frac": "seqFrac (share of requests that continue the previous one)",
-              "process_num": "processNum (processes issuing requests)"}
+AXIS_WORDS = {
+    "unique_bytes": "uniqueBytes (bytes touched per node)",
+    "size_mean": "sizeMean (mean request size, bytes)",
+    "read_frac": "readFrac (share of requests that read)",
+    "seq_frac": "seqFrac (share of requests that continue the previous one)",
+    "process_num": "processNum (processes issuing requests)",
+}
 LOG_SCALE = {"unique_bytes", "size_mean", "process_num"}
 REGIMES = ("cache", "device")
-SHAPE_PARAMETERS = PARAMETERS[1:]   # swept in each regime
-UNIT = 512                          # the kernel's request-size and offset unit
+SHAPE_PARAMETERS = PARAMETERS[1:]  # swept in each regime
+UNIT = 512  # the kernel's request-size and offset unit
 #: a footprint this much resident after its measurement was held by the page cache
 HELD = 0.9
 
@@ -102,19 +109,30 @@ class Workload:
 
     def __post_init__(self):
         checks = (
-            ("unique_bytes", isinstance(self.unique_bytes, (int, np.integer))
-             and self.unique_bytes >= UNIT, "an integer number of bytes, at least 512"),
-            ("size_mean", isinstance(self.size_mean, (int, np.integer))
-             and UNIT <= self.size_mean <= GIB, "an integer number of bytes from 512 to 1 GiB"),
+            (
+                "unique_bytes",
+                isinstance(self.unique_bytes, (int, np.integer)) and self.unique_bytes >= UNIT,
+                "an integer number of bytes, at least 512",
+            ),
+            (
+                "size_mean",
+                isinstance(self.size_mean, (int, np.integer)) and UNIT <= self.size_mean <= GIB,
+                "an integer number of bytes from 512 to 1 GiB",
+            ),
             ("read_frac", _is_fraction(self.read_frac), "a fraction from 0 to 1"),
             ("seq_frac", _is_fraction(self.seq_frac), "a fraction from 0 to 1"),
-            ("process_num", isinstance(self.process_num, (int, np.integer))
-             and self.process_num >= 1, "an integer of at least 1"),
+            (
+                "process_num",
+                isinstance(self.process_num, (int, np.integer)) and self.process_num >= 1,
+                "an integer of at least 1",
+            ),
         )
         for name, ok, expected in checks:
             if not ok:
-                raise SelfScaleError(f"workload {PAPER_NAMES[name]}: expected {expected}, got "
-                                     f"{getattr(self, name)!r}")
+                raise SelfScaleError(
+                    f"workload {PAPER_NAMES[name]}: expected {expected}, got "
+                    f"{getattr(self, name)!r}"
+                )
 
     def get(self, name: str) -> float:
         return getattr(self, name)
@@ -124,8 +142,10 @@ class Workload:
         return replace(self, **{name: _kernel_value(name, value)})
 
     def as_dict(self) -> dict[str, float]:
-        return {k: (int(v) if k in ("unique_bytes", "size_mean", "process_num") else float(v))
-                for k, v in asdict(self).items()}
+        return {
+            k: (int(v) if k in ("unique_bytes", "size_mean", "process_num") else float(v))
+            for k, v in asdict(self).items()
+        }
 
     @classmethod
     def from_dict(cls, data: object, where: str = "workload") -> Workload:
@@ -141,18 +161,25 @@ class Workload:
 
     def kernel_point(self) -> str:
         """The kernel's ``--point`` argument: uniqueBytes:sizeMean:readFrac:seqFrac:processNum."""
-        return (f"{self.unique_bytes}:{self.size_mean}:{self.read_frac:.6g}:"
-                f"{self.seq_frac:.6g}:{self.process_num}")
+        return (
+            f"{self.unique_bytes}:{self.size_mean}:{self.read_frac:.6g}:"
+            f"{self.seq_frac:.6g}:{self.process_num}"
+        )
 
     def words(self) -> str:
-        return (f"uniqueBytes {size_words(self.unique_bytes)}, sizeMean "
-                f"{size_words(self.size_mean)}, readFrac {self.read_frac:.2f}, seqFrac "
-                f"{self.seq_frac:.2f}, processNum {self.process_num}")
+        return (
+            f"uniqueBytes {size_words(self.unique_bytes)}, sizeMean "
+            f"{size_words(self.size_mean)}, readFrac {self.read_frac:.2f}, seqFrac "
+            f"{self.seq_frac:.2f}, processNum {self.process_num}"
+        )
 
 
 def _is_fraction(value):
-    return isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and \
-        0.0 <= float(value) <= 1.0
+    return (
+        isinstance(value, (int, float, np.floating))
+        and not isinstance(value, bool)
+        and 0.0 <= float(value) <= 1.0
+    )
 
 
 def _kernel_value(name, value):
@@ -162,11 +189,13 @@ def _kernel_value(name, value):
     try:
         value = float(value)
     except (TypeError, ValueError):
-        raise SelfScaleError(f"{PAPER_NAMES.get(name, name)}: expected a number, got "
-                             f"{value!r}") from None
+        raise SelfScaleError(
+            f"{PAPER_NAMES.get(name, name)}: expected a number, got {value!r}"
+        ) from None
     if not math.isfinite(value):
-        raise SelfScaleError(f"{PAPER_NAMES.get(name, name)}: expected a finite number, got "
-                             f"{value!r}")
+        raise SelfScaleError(
+            f"{PAPER_NAMES.get(name, name)}: expected a finite number, got {value!r}"
+        )
     if name in ("unique_bytes", "size_mean"):
         return max(UNIT, int(round(value / UNIT)) * UNIT)
     if name == "process_num":
@@ -215,29 +244,39 @@ class Domain:
         for name in ("unique_bytes", "size_mean", "process_num"):
             lo, hi = getattr(self, name)
             if not (lo >= 1 and hi >= lo):
-                raise SelfScaleError(f"domain {PAPER_NAMES[name]}: expected 1 <= low <= high, "
-                                     f"got {lo}..{hi}")
+                raise SelfScaleError(
+                    f"domain {PAPER_NAMES[name]}: expected 1 <= low <= high, got {lo}..{hi}"
+                )
         if self.unique_bytes[0] < UNIT or self.size_mean[0] < UNIT:
             raise SelfScaleError("domain: uniqueBytes and sizeMean start at 512 bytes at least")
         if not (self.unique_step > 1 and self.size_step > 1 and 0 < self.fraction_step <= 1):
-            raise SelfScaleError("domain: steps must be more than 1 (sizes) and in (0, 1] "
-                                 "(fractions)")
+            raise SelfScaleError(
+                "domain: steps must be more than 1 (sizes) and in (0, 1] (fractions)"
+            )
         if not 0 <= self.size_spread < 1:
-            raise SelfScaleError(f"domain size_spread: expected a number in [0, 1), got "
-                                 f"{self.size_spread}")
+            raise SelfScaleError(
+                f"domain size_spread: expected a number in [0, 1), got {self.size_spread}"
+            )
 
     @classmethod
-    def for_node(cls, memory_bytes: int, free_bytes: int, max_processes: int,
-                 rules: Rules | None = None, unique_max: int | None = None,
-                 **overrides: Any) -> Domain:
+    def for_node(
+        cls,
+        memory_bytes: int,
+        free_bytes: int,
+        max_processes: int,
+        rules: Rules | None = None,
+        unique_max: int | None = None,
+        **overrides: Any,
+    ) -> Domain:
         """The domain on a node: uniqueBytes up to ``rules.memory_factor`` times its
         memory (the knee between the page cache and the device lies below), and never
         more than ``rules.free_space_fraction`` of the target's free space; or up to
         ``unique_max`` when a workload entry names one."""
         rules = rules or Rules()
         if memory_bytes <= 0:
-            raise SelfScaleError(f"node memory: expected a positive number of bytes, got "
-                                 f"{memory_bytes}")
+            raise SelfScaleError(
+                f"node memory: expected a positive number of bytes, got {memory_bytes}"
+            )
         if max_processes < 1:
             raise SelfScaleError(f"processes: expected at least 1, got {max_processes}")
         bound = unique_max or rules.memory_factor * memory_bytes
@@ -245,9 +284,11 @@ class Domain:
         hi = int(min(bound, room) // MIB * MIB)
         lo = overrides.pop("unique_min", MIB)
         if hi < 4 * lo:
-            raise SelfScaleError(f"uniqueBytes: the target has room for {size_words(room)} "
-                                 f"({rules.free_space_fraction:.0%} of its free space), less "
-                                 f"than the {size_words(4 * lo)} a search needs")
+            raise SelfScaleError(
+                f"uniqueBytes: the target has room for {size_words(room)} "
+                f"({rules.free_space_fraction:.0%} of its free space), less "
+                f"than the {size_words(4 * lo)} a search needs"
+            )
         return cls(unique_bytes=(lo, hi), process_num=(1, int(max_processes)), **overrides)
 
     def bounds(self, name: str) -> tuple[float, float]:
@@ -291,8 +332,10 @@ class Domain:
         return int(unique_bytes / (1 + self.size_spread)) // UNIT * UNIT
 
     def fits(self, workload: Workload) -> bool:
-        return workload.size_mean <= self.largest_size(workload.unique_bytes) and \
-            workload.process_num <= self.process_num[1]
+        return (
+            workload.size_mean <= self.largest_size(workload.unique_bytes)
+            and workload.process_num <= self.process_num[1]
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -333,15 +376,21 @@ class Rules:
     free_space_fraction: float = 0.5
 
     def __post_init__(self):
-        for name in ("focal_fraction", "range_fraction", "flat_span", "knee_drop",
-                     "free_space_fraction"):
+        for name in (
+            "focal_fraction",
+            "range_fraction",
+            "flat_span",
+            "knee_drop",
+            "free_space_fraction",
+        ):
             value = getattr(self, name)
             if not 0 < value < 1:
-                raise SelfScaleError(f"rule {name}: expected a number between 0 and 1, got "
-                                     f"{value}")
+                raise SelfScaleError(f"rule {name}: expected a number between 0 and 1, got {value}")
         if self.regime_margin <= 1 or self.memory_factor <= 0 or self.settle_steps <= 0:
-            raise SelfScaleError("rules: regime_margin must exceed 1, memory_factor and "
-                                 "settle_steps must be positive")
+            raise SelfScaleError(
+                "rules: regime_margin must exceed 1, memory_factor and "
+                "settle_steps must be positive"
+            )
         if int(self.max_rounds) < 1:
             raise SelfScaleError(f"rule max_rounds: expected at least 1, got {self.max_rounds}")
 
@@ -353,8 +402,9 @@ class Rules:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SelfScaleError(f"rules: unknown {', '.join(unknown)}; expected some of "
-                                 f"{', '.join(sorted(known))}")
+            raise SelfScaleError(
+                f"rules: unknown {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
+            )
         return cls(**data)
 
 
@@ -386,8 +436,9 @@ class Curve:
             raise SelfScaleError(f"curve of {PAPER_NAMES[self.parameter]}: no points")
         bad = [y for _, y in pairs if not (math.isfinite(y) and y > 0)]
         if bad:
-            raise SelfScaleError(f"curve of {PAPER_NAMES[self.parameter]}: throughput must be "
-                                 f"positive, got {bad[0]}")
+            raise SelfScaleError(
+                f"curve of {PAPER_NAMES[self.parameter]}: throughput must be positive, got {bad[0]}"
+            )
         self.xs = [x for x, _ in pairs]
         self.ys = [y for _, y in pairs]
 
@@ -397,8 +448,10 @@ class Curve:
         few curves."""
         if "_scaled_cache" not in self.__dict__:
             log = self.parameter in LOG_SCALE
-            self.__dict__["_scaled_cache"] = ([math.log(x) if log else x for x in self.xs],
-                                              [math.log(y) for y in self.ys])
+            self.__dict__["_scaled_cache"] = (
+                [math.log(x) if log else x for x in self.xs],
+                [math.log(y) for y in self.ys],
+            )
         return self.__dict__["_scaled_cache"]
 
     def at(self, x: float) -> float:
@@ -433,13 +486,23 @@ class Curve:
         return Curve(self.parameter, list(self.xs), ys, dict(self.fixed), self.regime)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"parameter": self.parameter, "regime": self.regime, "xs": list(self.xs),
-                "ys": list(self.ys), "fixed": dict(self.fixed)}
+        return {
+            "parameter": self.parameter,
+            "regime": self.regime,
+            "xs": list(self.xs),
+            "ys": list(self.ys),
+            "fixed": dict(self.fixed),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Curve:
-        return cls(parameter=data["parameter"], xs=list(data["xs"]), ys=list(data["ys"]),
-                   fixed=dict(data.get("fixed") or {}), regime=data.get("regime"))
+        return cls(
+            parameter=data["parameter"],
+            xs=list(data["xs"]),
+            ys=list(data["ys"]),
+            fixed=dict(data.get("fixed") or {}),
+            regime=data.get("regime"),
+        )
 
 
 def focal_value(curve: Curve, rules: Rules, domain: Domain | None = None) -> float:
@@ -475,9 +538,8 @@ def useful_range(curve: Curve, rules: Rules) -> tuple[float, float]:
     if curve.span < rules.flat_span or len(xs) < 2:
         return xs[0], xs[-1]
     span = max(ys) - min(ys)
-    moving = [k for k in range(len(xs) - 1)
-              if abs(ys[k + 1] - ys[k]) > rules.range_fraction * span]
-    if not moving:   # many small steps add up: the whole sweep
+    moving = [k for k in range(len(xs) - 1) if abs(ys[k + 1] - ys[k]) > rules.range_fraction * span]
+    if not moving:  # many small steps add up: the whole sweep
         return xs[0], xs[-1]
     return xs[moving[0]], xs[moving[-1] + 1]
 
@@ -489,7 +551,7 @@ class Knee:
     unique_bytes: int
     cache_level: float
     device_level: float
-    throughput: float          # the curve at the knee
+    throughput: float  # the curve at the knee
     #: the share of the largest uniqueBytes the page cache held after its measurement
     #: (None: not known): at HELD or more, the upper regime is still the page cache's
     top_resident: float | None = None
@@ -527,17 +589,22 @@ def find_knee(curve: Curve, rules: Rules) -> Knee | None:
             error = float(np.sum((design @ coef - ly) ** 2))
             if best is None or error < best[0]:
                 best = (error, centre, coef)
-    assert best is not None   # the loops above always run
+    assert best is not None  # the loops above always run
     _, centre, (device, height) = best
     if height <= 0 or math.exp(-height) > rules.knee_drop:
         return None
     knee = _kernel_value("unique_bytes", math.exp(centre))
-    return Knee(unique_bytes=knee, cache_level=float(math.exp(device + height)),
-                device_level=float(math.exp(device)), throughput=curve.at(knee))
+    return Knee(
+        unique_bytes=knee,
+        cache_level=float(math.exp(device + height)),
+        device_level=float(math.exp(device)),
+        throughput=curve.at(knee),
+    )
 
 
-def regime_focals(knee: Knee | None, curve: Curve | None, domain: Domain,
-                  rules: Rules) -> dict[str, float]:
+def regime_focals(
+    knee: Knee | None, curve: Curve | None, domain: Domain, rules: Rules
+) -> dict[str, float]:
     """{regime: focal uniqueBytes}.  The cache regime's sits ``regime_margin`` below the
     knee, on the grid; the device regime's is the top of the range, beyond the node's
     memory (``Rules.memory_factor``), where neither reads nor writes fit the page cache
@@ -547,7 +614,7 @@ def regime_focals(knee: Knee | None, curve: Curve | None, domain: Domain,
     focal value.  With a curve, the focal uniqueBytes are points it measured."""
     grid = domain.grid("unique_bytes") if curve is None else [int(x) for x in curve.xs]
     if knee is None:
-        assert curve is not None   # without a knee, the curve says where the focal point is
+        assert curve is not None  # without a knee, the curve says where the focal point is
         return {"cache": _nearest(grid, focal_value(curve, rules, domain), "unique_bytes")}
     below = [u for u in grid if u <= knee.unique_bytes / rules.regime_margin]
     return {"cache": below[-1] if below else grid[0], "device": grid[-1]}
@@ -561,8 +628,11 @@ def _nearest(grid, value, name):
 def grid_steps(name: str, a: float, b: float, domain: Domain) -> float:
     """How many grid steps apart two values of a parameter are."""
     if name in LOG_SCALE:
-        step = {"unique_bytes": domain.unique_step, "size_mean": domain.size_step,
-                "process_num": 2.0}[name]
+        step = {
+            "unique_bytes": domain.unique_step,
+            "size_mean": domain.size_step,
+            "process_num": 2.0,
+        }[name]
         return abs(math.log(max(a, 1e-12) / max(b, 1e-12))) / math.log(step)
     return abs(a - b) / domain.fraction_step
 
@@ -576,17 +646,24 @@ class Regime:
     name: str
     focal: Workload
     throughput: float
-    curves: dict            # {parameter: Curve} for the shape parameters
+    curves: dict  # {parameter: Curve} for the shape parameters
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "focal": self.focal.as_dict(), "throughput": self.throughput,
-                "curves": {p: c.as_dict() for p, c in self.curves.items()}}
+        return {
+            "name": self.name,
+            "focal": self.focal.as_dict(),
+            "throughput": self.throughput,
+            "curves": {p: c.as_dict() for p, c in self.curves.items()},
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Regime:
-        return cls(name=data["name"], focal=Workload.from_dict(data["focal"]),
-                   throughput=float(data["throughput"]),
-                   curves={p: Curve.from_dict(c) for p, c in data["curves"].items()})
+        return cls(
+            name=data["name"],
+            focal=Workload.from_dict(data["focal"]),
+            throughput=float(data["throughput"]),
+            curves={p: Curve.from_dict(c) for p, c in data["curves"].items()},
+        )
 
 
 @dataclass
@@ -594,7 +671,7 @@ class Model:
     """Predicted throughput (bytes/s) of any workload, from the one-parameter curves."""
 
     unique_curve: Curve
-    regimes: dict           # {"cache": Regime, "device": Regime (when a knee was found)}
+    regimes: dict  # {"cache": Regime, "device": Regime (when a knee was found)}
     knee: Knee | None = None
 
     def __post_init__(self):
@@ -603,8 +680,9 @@ class Model:
         for regime in self.regimes.values():
             missing = [PAPER_NAMES[p] for p in SHAPE_PARAMETERS if p not in regime.curves]
             if missing:
-                raise SelfScaleError(f"model: the {regime.name} regime has no curve of "
-                                     f"{', '.join(missing)}")
+                raise SelfScaleError(
+                    f"model: the {regime.name} regime has no curve of {', '.join(missing)}"
+                )
 
     def predict_in(self, workload: Workload, regime_name: str) -> float:
         """The product form within one regime; the uniqueBytes curve smoothed (its grid
@@ -612,8 +690,7 @@ class Model:
         every prediction of the regime)."""
         r = self.regimes[regime_name]
         unique = self._smoothed_unique()
-        value = r.throughput * unique.at(workload.unique_bytes) / \
-            unique.at(r.focal.unique_bytes)
+        value = r.throughput * unique.at(workload.unique_bytes) / unique.at(r.focal.unique_bytes)
         for p in SHAPE_PARAMETERS:
             curve = r.curves[p]
             value *= curve.at(workload.get(p)) / curve.at(r.focal.get(p))
@@ -624,7 +701,8 @@ class Model:
         made; every prediction uses it)."""
         if "_smoothed_cache" not in self.__dict__:
             self.__dict__["_smoothed_cache"] = self.unique_curve.smoothed(
-                self.knee.unique_bytes if self.knee else None)
+                self.knee.unique_bytes if self.knee else None
+            )
         return self.__dict__["_smoothed_cache"]
 
     def regime_weight(self, workload: Workload) -> float:
@@ -634,7 +712,7 @@ class Model:
         lo = math.log(self.regimes["cache"].focal.unique_bytes)
         hi = math.log(self.regimes["device"].focal.unique_bytes)
         if hi <= lo:
-            assert self.knee_bytes is not None   # a device regime comes with its knee
+            assert self.knee_bytes is not None  # a device regime comes with its knee
             return 0.0 if workload.unique_bytes <= self.knee_bytes else 1.0
         return min(1.0, max(0.0, (math.log(workload.unique_bytes) - lo) / (hi - lo)))
 
@@ -656,14 +734,14 @@ class Model:
     def _per_process_ceiling(self):
         def processes(curve: Curve, regime: Regime) -> int:
             return curve.fixed.get("process_num", regime.focal.process_num)
+
         cache = self.regimes["cache"]
         best = max(y / processes(self.unique_curve, cache) for y in self.unique_curve.ys)
         for regime in self.regimes.values():
             best = max(best, regime.throughput / regime.focal.process_num)
             for p, curve in regime.curves.items():
                 for x, y in zip(curve.xs, curve.ys):
-                    best = max(best, y / (x if p == "process_num" else
-                                          processes(curve, regime)))
+                    best = max(best, y / (x if p == "process_num" else processes(curve, regime)))
         return best
 
     def remember_predictions(self, memo: MutableMapping[str, float]) -> None:
@@ -680,8 +758,10 @@ class Model:
         memo = self.__dict__.get("_memo")
         if memo is None:
             return self._predict(workload)
-        key = (f"{workload.unique_bytes}:{workload.size_mean}:{float(workload.read_frac)!r}:"
-               f"{float(workload.seq_frac)!r}:{workload.process_num}")
+        key = (
+            f"{workload.unique_bytes}:{workload.size_mean}:{float(workload.read_frac)!r}:"
+            f"{float(workload.seq_frac)!r}:{workload.process_num}"
+        )
         if key not in memo:
             memo[key] = self._predict(workload)
         return memo[key]
@@ -699,22 +779,27 @@ class Model:
         return min(value, self.per_process_ceiling * workload.process_num)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"unique_curve": self.unique_curve.as_dict(),
-                "regimes": {k: r.as_dict() for k, r in self.regimes.items()},
-                "knee": self.knee.as_dict() if self.knee else None}
+        return {
+            "unique_curve": self.unique_curve.as_dict(),
+            "regimes": {k: r.as_dict() for k, r in self.regimes.items()},
+            "knee": self.knee.as_dict() if self.knee else None,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Model:
         try:
-            return cls(unique_curve=Curve.from_dict(data["unique_curve"]),
-                       regimes={k: Regime.from_dict(r) for k, r in data["regimes"].items()},
-                       knee=Knee(**data["knee"]) if data.get("knee") else None)
+            return cls(
+                unique_curve=Curve.from_dict(data["unique_curve"]),
+                regimes={k: Regime.from_dict(r) for k, r in data["regimes"].items()},
+                knee=Knee(**data["knee"]) if data.get("knee") else None,
+            )
         except (KeyError, TypeError) as exc:
             raise SelfScaleError(f"model: incomplete ({exc})") from None
 
     @classmethod
-    def from_figures(cls, figures: Mapping[str, tuple[float | None, Mapping[str, Any] | None]]
-                     ) -> Model:
+    def from_figures(
+        cls, figures: Mapping[str, tuple[float | None, Mapping[str, Any] | None]]
+    ) -> Model:
         """A model from stored figures: ``{name: (value, declaration)}`` where value is
         in the figure's unit and declaration the dict the store keeps (with ``chart``).
         Figures without a ``selfscale`` entry in their chart are ignored.  Raises
@@ -729,16 +814,22 @@ class Model:
             scale = float(meta.get("to_base", 1.0))
             role, parameter, regime = meta.get("role"), meta.get("parameter"), meta.get("regime")
             if role == "curve":
-                curves.setdefault((parameter, regime), []).append((float(meta["x"]),
-                                                                   float(value) * scale))
+                curves.setdefault((parameter, regime), []).append(
+                    (float(meta["x"]), float(value) * scale)
+                )
             elif role == "focal" and regime:
-                focal[regime] = (Workload.from_dict(meta["workload"], f"figure {name}"),
-                                 float(value) * scale)
+                focal[regime] = (
+                    Workload.from_dict(meta["workload"], f"figure {name}"),
+                    float(value) * scale,
+                )
             elif role == "knee":
-                knee = Knee(unique_bytes=int(meta["x"]), throughput=float(value) * scale,
-                            cache_level=float(meta["cache_level"]) * scale,
-                            device_level=float(meta["device_level"]) * scale,
-                            top_resident=meta.get("top_resident"))
+                knee = Knee(
+                    unique_bytes=int(meta["x"]),
+                    throughput=float(value) * scale,
+                    cache_level=float(meta["cache_level"]) * scale,
+                    device_level=float(meta["device_level"]) * scale,
+                    top_resident=meta.get("top_resident"),
+                )
         if ("unique_bytes", None) not in curves:
             raise SelfScaleError("stored figures: no uniqueBytes curve of a self-scaling run")
         if "cache" not in focal:
@@ -751,8 +842,9 @@ class Model:
             for p in SHAPE_PARAMETERS:
                 points = curves.get((p, regime))
                 if not points:
-                    raise SelfScaleError(f"stored figures: no {PAPER_NAMES[p]} curve of the "
-                                         f"{regime} regime")
+                    raise SelfScaleError(
+                        f"stored figures: no {PAPER_NAMES[p]} curve of the {regime} regime"
+                    )
                 xs, ys = zip(*points)
                 shape[p] = Curve(p, list(xs), list(ys), regime=regime)
             regimes[regime] = Regime(regime, workload, throughput, shape)
@@ -773,10 +865,10 @@ class Exploration:
     domain: Domain
     rules: Rules
     model: Model
-    rounds: list                      # per round: {"focal": ..., "knee": ..., "curves": [...]}
+    rounds: list  # per round: {"focal": ..., "knee": ..., "curves": [...]}
     settled: bool
     points_measured: int
-    repeat: dict = field(default_factory=dict)   # {regime: [bytes/s per repetition]}
+    repeat: dict = field(default_factory=dict)  # {regime: [bytes/s per repetition]}
 
     @property
     def focal(self) -> dict[str, Workload]:
@@ -789,16 +881,27 @@ class Exploration:
         return float(np.std(values, ddof=1) / np.mean(values))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"domain": self.domain.as_dict(), "rules": self.rules.as_dict(),
-                "model": self.model.as_dict(), "rounds": self.rounds, "settled": self.settled,
-                "points_measured": self.points_measured, "repeat": self.repeat}
+        return {
+            "domain": self.domain.as_dict(),
+            "rules": self.rules.as_dict(),
+            "model": self.model.as_dict(),
+            "rounds": self.rounds,
+            "settled": self.settled,
+            "points_measured": self.points_measured,
+            "repeat": self.repeat,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Exploration:
-        return cls(domain=Domain.from_dict(data["domain"]), rules=Rules.from_dict(data["rules"]),
-                   model=Model.from_dict(data["model"]), rounds=list(data["rounds"]),
-                   settled=bool(data["settled"]), points_measured=int(data["points_measured"]),
-                   repeat={k: list(v) for k, v in (data.get("repeat") or {}).items()})
+        return cls(
+            domain=Domain.from_dict(data["domain"]),
+            rules=Rules.from_dict(data["rules"]),
+            model=Model.from_dict(data["model"]),
+            rounds=list(data["rounds"]),
+            settled=bool(data["settled"]),
+            points_measured=int(data["points_measured"]),
+            repeat={k: list(v) for k, v in (data.get("repeat") or {}).items()},
+        )
 
 
 def initial_focal(domain: Domain) -> Workload:
@@ -814,8 +917,9 @@ def _sweep_values(name, domain, previous, focal_value_now, workload):
     around the current focal value; sizes that fit the workload's uniqueBytes only."""
     grid = domain.grid(name)
     if name == "size_mean":
-        grid = [s for s in grid if s <= domain.largest_size(workload.unique_bytes)] or \
-            [domain.largest_size(workload.unique_bytes)]
+        grid = [s for s in grid if s <= domain.largest_size(workload.unique_bytes)] or [
+            domain.largest_size(workload.unique_bytes)
+        ]
     if previous is None:
         return grid
     lo, hi = previous
@@ -825,8 +929,8 @@ def _sweep_values(name, domain, previous, focal_value_now, workload):
     first, last = max(0, inside[0] - 1), min(len(grid) - 1, inside[-1] + 1)
     near = int(np.argmin(np.abs(_axis(name, grid) - _axis(name, [focal_value_now])[0])))
     first, last = min(first, max(0, near - 1)), max(last, min(len(grid) - 1, near + 1))
-    chosen = grid[first:last + 1]
-    return chosen if len(chosen) >= 3 else grid[max(0, first - 1):last + 2]
+    chosen = grid[first : last + 1]
+    return chosen if len(chosen) >= 3 else grid[max(0, first - 1) : last + 2]
 
 
 def _unique_values(domain, knee, rules):
@@ -835,15 +939,25 @@ def _unique_values(domain, knee, rules):
     grid = domain.grid("unique_bytes")
     chosen = set(grid[::2] + grid[-1:])
     if knee is not None:
-        chosen |= {u for u in grid if knee.unique_bytes / rules.regime_margin <= u
-                   <= knee.unique_bytes * rules.regime_margin}
+        chosen |= {
+            u
+            for u in grid
+            if knee.unique_bytes / rules.regime_margin
+            <= u
+            <= knee.unique_bytes * rules.regime_margin
+        }
     return sorted(chosen)
 
 
-def explore(measure: Measure, domain: Domain, rules: Rules | None = None,
-            start: Workload | None = None, repeats: int = 0,
-            progress: Callable[[str], None] | None = None,
-            resident: Callable[[Workload], float | None] | None = None) -> Exploration:
+def explore(
+    measure: Measure,
+    domain: Domain,
+    rules: Rules | None = None,
+    start: Workload | None = None,
+    repeats: int = 0,
+    progress: Callable[[str], None] | None = None,
+    resident: Callable[[Workload], float | None] | None = None,
+) -> Exploration:
     """Run the search with ``measure`` (see :data:`Measure`); returns an
     :class:`Exploration`.  ``repeats`` > 1 measures each regime's final focal point that
     many times (the variation of a repeated measurement); ``progress(line)`` hears what
@@ -863,18 +977,19 @@ def explore(measure: Measure, domain: Domain, rules: Rules | None = None,
     unique_curve, knee, settled = None, None, False
     shapes = {}
 
-    def sweep(base: Workload, name: str, regime: str | None,
-              values: Sequence[float] | None = None) -> Curve:
+    def sweep(
+        base: Workload, name: str, regime: str | None, values: Sequence[float] | None = None
+    ) -> Curve:
         nonlocal measured
         if values is None:
-            values = _sweep_values(name, domain, ranges.get((regime, name)), base.get(name),
-                                   base)
+            values = _sweep_values(name, domain, ranges.get((regime, name)), base.get(name), base)
         workloads = [base.with_value(name, v) for v in values]
         results = measure(workloads, 1)
         measured += len(workloads)
         if len(results) != len(workloads):
-            raise SelfScaleError(f"measure returned {len(results)} results for "
-                                 f"{len(workloads)} workloads")
+            raise SelfScaleError(
+                f"measure returned {len(results)} results for {len(workloads)} workloads"
+            )
         ys = [float(np.median(r)) for r in results]
         fixed = {p: base.get(p) for p in PARAMETERS if p != name}
         curve = Curve(name, [w.get(name) for w in workloads], ys, fixed, regime)
@@ -885,24 +1000,35 @@ def explore(measure: Measure, domain: Domain, rules: Rules | None = None,
         before, knee_before = dict(focal_of), knee
         base = focal_of["cache"]
         values = _unique_values(domain, knee, rules)
-        say(f"round {round_no}: sweeping {PAPER_NAMES['unique_bytes']} ({len(values)} points),"
-            f" the others at {base.words()}")
+        say(
+            f"round {round_no}: sweeping {PAPER_NAMES['unique_bytes']} ({len(values)} points),"
+            f" the others at {base.words()}"
+        )
         unique_curve = sweep(base, "unique_bytes", None, values)
         knee = find_knee(unique_curve, rules)
-        top_resident = resident(base.with_value("unique_bytes", unique_curve.xs[-1])) \
-            if resident else None
+        top_resident = (
+            resident(base.with_value("unique_bytes", unique_curve.xs[-1])) if resident else None
+        )
         if knee:
             knee.top_resident = top_resident
         if knee and top_resident is not None and top_resident >= HELD:
-            say(f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
+            say(
+                f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
                 f"largest uniqueBytes ({size_words(unique_curve.xs[-1])}): the fall at "
                 f"{size_words(knee.unique_bytes)} is not the device's (CPU caches to memory,"
-                f" or the load); the upper regime is still in the page cache")
+                f" or the load); the upper regime is still in the page cache"
+            )
         unique_focal = regime_focals(knee, unique_curve, domain, rules)
-        say(f"round {round_no}: " + (f"knee at {size_words(knee.unique_bytes)} (cache "
-                                     f"{knee.cache_level / MIB:.1f} MiB/s, device "
-                                     f"{knee.device_level / MIB:.1f} MiB/s)" if knee else
-                                     "no knee within the range: one regime"))
+        say(
+            f"round {round_no}: "
+            + (
+                f"knee at {size_words(knee.unique_bytes)} (cache "
+                f"{knee.cache_level / MIB:.1f} MiB/s, device "
+                f"{knee.device_level / MIB:.1f} MiB/s)"
+                if knee
+                else "no knee within the range: one regime"
+            )
+        )
         new_focal = {}
         for regime, u in unique_focal.items():
             current = focal_of.get(regime) or focal_of["cache"]
@@ -917,27 +1043,41 @@ def explore(measure: Measure, domain: Domain, rules: Rules | None = None,
                 # two (across a cliff, such as more ranks than cores, that is far off).
                 value = _nearest(curve.xs, focal_value(curve, rules, domain), name)
                 current = current.with_value(name, value)
-                say(f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
+                say(
+                    f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
                     f"{value_words(name, value)} (curve of {len(curve.xs)} points, "
-                    f"{min(curve.ys) / MIB:.1f} to {max(curve.ys) / MIB:.1f} MiB/s)")
+                    f"{min(curve.ys) / MIB:.1f} to {max(curve.ys) / MIB:.1f} MiB/s)"
+                )
             new_focal[regime] = current
         focal_of = new_focal
-        rounds.append({"round": round_no,
-                       "focal": {r: w.as_dict() for r, w in focal_of.items()},
-                       "knee": knee.as_dict() if knee else None,
-                       "top_resident": top_resident,
-                       "curves": [unique_curve.as_dict()] +
-                                 [shapes[(r, p)].as_dict() for r in focal_of
-                                  for p in SHAPE_PARAMETERS]})
+        rounds.append(
+            {
+                "round": round_no,
+                "focal": {r: w.as_dict() for r, w in focal_of.items()},
+                "knee": knee.as_dict() if knee else None,
+                "top_resident": top_resident,
+                "curves": [unique_curve.as_dict()]
+                + [shapes[(r, p)].as_dict() for r in focal_of for p in SHAPE_PARAMETERS],
+            }
+        )
         # Settled: the knee (or its absence) and every shape parameter's focal value
         # stayed within settle_steps grid steps (the regimes' uniqueBytes follow the knee).
         same_knee = (knee is None) == (knee_before is None) and (
-            knee is None or knee_before is not None and grid_steps(
-                "unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
-            <= rules.settle_steps)
-        if round_no > 1 and same_knee and set(before) == set(focal_of) and all(
+            knee is None
+            or knee_before is not None
+            and grid_steps("unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
+            <= rules.settle_steps
+        )
+        if (
+            round_no > 1
+            and same_knee
+            and set(before) == set(focal_of)
+            and all(
                 grid_steps(p, before[r].get(p), focal_of[r].get(p), domain) <= rules.settle_steps
-                for r in focal_of for p in SHAPE_PARAMETERS):
+                for r in focal_of
+                for p in SHAPE_PARAMETERS
+            )
+        ):
             settled = True
             say(f"round {round_no}: the focal values settled")
             break
@@ -950,28 +1090,40 @@ def explore(measure: Measure, domain: Domain, rules: Rules | None = None,
         # curves that pass through it (the last one swept always does; one swept before a
         # later focal value moved was measured elsewhere) and every repeated measurement.
         through = [p for p in SHAPE_PARAMETERS if _passes_through(curves[p], workload)]
-        estimates = [curves[p].ys[curves[p].xs.index(workload.get(p))] for p in through] or \
-            [curves[SHAPE_PARAMETERS[-1]].at(workload.get(SHAPE_PARAMETERS[-1]))]
+        estimates = [curves[p].ys[curves[p].xs.index(workload.get(p))] for p in through] or [
+            curves[SHAPE_PARAMETERS[-1]].at(workload.get(SHAPE_PARAMETERS[-1]))
+        ]
         if repeats and repeats > 1:
             values = [float(v) for v in measure([workload], int(repeats))[0]]
             measured += 1
             repeat[regime] = values
             estimates += values
             cv = np.std(values, ddof=1) / np.mean(values)
-            say(f"{regime} regime focal point measured {len(values)} times: "
-                f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%")
+            say(
+                f"{regime} regime focal point measured {len(values)} times: "
+                f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%"
+            )
         regimes[regime] = Regime(regime, workload, float(np.median(estimates)), curves)
-    assert unique_curve is not None   # max_rounds is at least 1
+    assert unique_curve is not None  # max_rounds is at least 1
     model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
-    return Exploration(domain=domain, rules=rules, model=model, rounds=rounds, settled=settled,
-                       points_measured=measured, repeat=repeat)
+    return Exploration(
+        domain=domain,
+        rules=rules,
+        model=model,
+        rounds=rounds,
+        settled=settled,
+        points_measured=measured,
+        repeat=repeat,
+    )
 
 
 def _passes_through(curve, workload):
     """Whether the curve measured the workload itself: the others at its values, and its
     own parameter's value among the measured points."""
-    return all(curve.fixed.get(p) == workload.get(p) for p in PARAMETERS
-               if p != curve.parameter) and workload.get(curve.parameter) in curve.xs
+    return (
+        all(curve.fixed.get(p) == workload.get(p) for p in PARAMETERS if p != curve.parameter)
+        and workload.get(curve.parameter) in curve.xs
+    )
 
 
 # ---- validation ------------------------------------------------------------------------------
@@ -987,19 +1139,34 @@ def draw_workloads(domain: Domain, count: int, seed: int | None) -> list[Workloa
         return math.exp(rng.uniform(math.log(lo), math.log(hi)))
 
     while len(out) < count:
-        unique = _kernel_value("unique_bytes", min(domain.unique_bytes[1], max(
-            domain.unique_bytes[0], log_uniform(*domain.unique_bytes) // MIB * MIB)))
+        unique = _kernel_value(
+            "unique_bytes",
+            min(
+                domain.unique_bytes[1],
+                max(domain.unique_bytes[0], log_uniform(*domain.unique_bytes) // MIB * MIB),
+            ),
+        )
         largest = min(domain.size_mean[1], domain.largest_size(unique))
         if largest < domain.size_mean[0]:
             continue
-        procs = int(min(domain.process_num[1], max(domain.process_num[0], math.floor(
-            log_uniform(domain.process_num[0], domain.process_num[1] + 1)))))
-        out.append(Workload(unique_bytes=unique,
-                            size_mean=_kernel_value("size_mean",
-                                                    log_uniform(domain.size_mean[0], largest)),
-                            read_frac=round(float(rng.uniform(0, 1)), 3),
-                            seq_frac=round(float(rng.uniform(0, 1)), 3),
-                            process_num=procs))
+        procs = int(
+            min(
+                domain.process_num[1],
+                max(
+                    domain.process_num[0],
+                    math.floor(log_uniform(domain.process_num[0], domain.process_num[1] + 1)),
+                ),
+            )
+        )
+        out.append(
+            Workload(
+                unique_bytes=unique,
+                size_mean=_kernel_value("size_mean", log_uniform(domain.size_mean[0], largest)),
+                read_frac=round(float(rng.uniform(0, 1)), 3),
+                seq_frac=round(float(rng.uniform(0, 1)), 3),
+                process_num=procs,
+            )
+        )
     return out
 
 
@@ -1031,22 +1198,34 @@ class Validation:
         """The noise floor the errors stand on: the median over workloads of how far one
         measurement lies from the median of its passes (relative), or None with one
         pass.  A prediction cannot be judged closer than this."""
-        deviations = [abs(v - m) / m for values, m in zip(self.passes, self.measured)
-                      if len(values) > 1 for v in values]
+        deviations = [
+            abs(v - m) / m
+            for values, m in zip(self.passes, self.measured)
+            if len(values) > 1
+            for v in values
+        ]
         return float(np.median(deviations)) if deviations else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"workloads": [w.as_dict() for w in self.workloads],
-                "predicted": list(self.predicted), "measured": list(self.measured),
-                "passes": [list(v) for v in self.passes], "errors": self.errors,
-                "median_error": self.median_error, "max_error": self.max_error,
-                "spread": self.spread}
+        return {
+            "workloads": [w.as_dict() for w in self.workloads],
+            "predicted": list(self.predicted),
+            "measured": list(self.measured),
+            "passes": [list(v) for v in self.passes],
+            "errors": self.errors,
+            "median_error": self.median_error,
+            "max_error": self.max_error,
+            "spread": self.spread,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Validation:
-        return cls(workloads=[Workload.from_dict(w) for w in data["workloads"]],
-                   predicted=list(data["predicted"]), measured=list(data["measured"]),
-                   passes=[list(v) for v in data.get("passes") or []])
+        return cls(
+            workloads=[Workload.from_dict(w) for w in data["workloads"]],
+            predicted=list(data["predicted"]),
+            measured=list(data["measured"]),
+            passes=[list(v) for v in data.get("passes") or []],
+        )
 
 
 def validate(model: Model, measure: Measure, workloads: Sequence[Workload]) -> Validation:
@@ -1056,8 +1235,13 @@ def validate(model: Model, measure: Measure, workloads: Sequence[Workload]) -> V
     passes = [[float(v) for v in r] for r in measure(list(workloads), 1)]
     bad = [v for r in passes for v in r if not (math.isfinite(v) and v > 0)]
     if bad or not all(passes):
-        raise SelfScaleError(f"validation: a measured throughput is "
-                             f"{bad[0] if bad else 'missing'}, expected a positive number")
-    return Validation(workloads=list(workloads),
-                      predicted=[model.predict(w) for w in workloads],
-                      measured=[float(np.median(r)) for r in passes], passes=passes)
+        raise SelfScaleError(
+            f"validation: a measured throughput is "
+            f"{bad[0] if bad else 'missing'}, expected a positive number"
+        )
+    return Validation(
+        workloads=list(workloads),
+        predicted=[model.predict(w) for w in workloads],
+        measured=[float(np.median(r)) for r in passes],
+        passes=passes,
+    )

@@ -21,8 +21,18 @@ from scratchbench import paths
 from scratchbench.errors import ConfigError
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-KINDS = ("local-disk", "local-raid", "local-nvme", "san", "nfs", "parallel", "tmpfs",
-         "burst-buffer", "object", "other")
+KINDS = (
+    "local-disk",
+    "local-raid",
+    "local-nvme",
+    "san",
+    "nfs",
+    "parallel",
+    "tmpfs",
+    "burst-buffer",
+    "object",
+    "other",
+)
 CLEANUP_POLICIES = ("scheduler", "check", "none")
 # The suite's tags: each an entry of reframe_checks/workloads.yaml, one per `run --tag`.
 TAGS = ("quick", "nightly", "acceptance")
@@ -30,8 +40,22 @@ TAGS = ("quick", "nightly", "acceptance")
 # need that); node-local kinds give each node its own.
 SHARED_KINDS = ("san", "nfs", "parallel", "burst-buffer", "object")
 # Directories a benchmark must never write into, however a target is spelled.
-UNSAFE_PATHS = {"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root",
-                "/run", "/sbin", "/sys", "/usr", "/var"}
+UNSAFE_PATHS = {
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+}
 
 
 @dataclass
@@ -72,54 +96,81 @@ class ScratchTarget:
 
     def validate(self, where: str) -> None:
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
-            raise ConfigError(f"{where}: scratch target name {self.name!r}: expected a letter "
-                              "followed by letters, digits or _")
+            raise ConfigError(
+                f"{where}: scratch target name {self.name!r}: expected a letter "
+                "followed by letters, digits or _"
+            )
         if not isinstance(self.path, str) or not self.path:
-            raise ConfigError(f"{where}: scratch target '{self.name}': path must be a "
-                              "non-empty string")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': path must be a non-empty string"
+            )
         if not (self.path.startswith("/") or self.path.startswith("$")):
-            raise ConfigError(f"{where}: scratch target '{self.name}': path {self.path!r} must "
-                              "be absolute or start with an environment variable such as "
-                              "$MYSANSCRATCH")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': path {self.path!r} must "
+                "be absolute or start with an environment variable such as "
+                "$MYSANSCRATCH"
+            )
         if self.path.startswith("/"):
             normal = os.path.normpath(self.path)
             if normal in UNSAFE_PATHS:
-                raise ConfigError(f"{where}: scratch target '{self.name}': refusing the system "
-                                  f"directory {normal} as a scratch path")
+                raise ConfigError(
+                    f"{where}: scratch target '{self.name}': refusing the system "
+                    f"directory {normal} as a scratch path"
+                )
         if self.kind not in KINDS:
-            raise ConfigError(f"{where}: scratch target '{self.name}': kind {self.kind!r}: "
-                              f"expected one of {', '.join(KINDS)}")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': kind {self.kind!r}: "
+                f"expected one of {', '.join(KINDS)}"
+            )
         if self.cleanup not in CLEANUP_POLICIES:
-            raise ConfigError(f"{where}: scratch target '{self.name}': cleanup "
-                              f"{self.cleanup!r}: expected one of {', '.join(CLEANUP_POLICIES)}")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': cleanup "
+                f"{self.cleanup!r}: expected one of {', '.join(CLEANUP_POLICIES)}"
+            )
         if self.per_job and self.cleanup != "scheduler":
-            raise ConfigError(f"{where}: scratch target '{self.name}': a per_job directory is "
-                              "removed by the scheduler: set cleanup='scheduler'")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': a per_job directory is "
+                "removed by the scheduler: set cleanup='scheduler'"
+            )
         if not isinstance(self.partitions, (list, tuple)) or not self.partitions:
-            raise ConfigError(f"{where}: scratch target '{self.name}': partitions must list "
-                              "at least one partition name")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': partitions must list "
+                "at least one partition name"
+            )
         if not isinstance(self.disks, (list, tuple)) or not all(
-                isinstance(d, str) and (d.startswith("/") or d.startswith("$"))
-                for d in self.disks):
-            raise ConfigError(f"{where}: scratch target '{self.name}': disks must list absolute "
-                              "paths or $VARIABLE templates, one per disk")
+            isinstance(d, str) and (d.startswith("/") or d.startswith("$")) for d in self.disks
+        ):
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': disks must list absolute "
+                "paths or $VARIABLE templates, one per disk"
+            )
         if self.shared is not None and not isinstance(self.shared, bool):
-            raise ConfigError(f"{where}: scratch target '{self.name}': shared must be True, "
-                              "False or left out")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': shared must be True, False or left out"
+            )
         if not isinstance(self.health_command, str):
-            raise ConfigError(f"{where}: scratch target '{self.name}': health_command must be "
-                              "a shell command (a string), or left out")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': health_command must be "
+                "a shell command (a string), or left out"
+            )
         if not isinstance(self.facts_command, str):
-            raise ConfigError(f"{where}: scratch target '{self.name}': facts_command must be "
-                              "a shell command (a string), or left out")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': facts_command must be "
+                "a shell command (a string), or left out"
+            )
         if not isinstance(self.references, dict):
-            raise ConfigError(f"{where}: scratch target '{self.name}': references must be a "
-                              "dict of {check: {metric: (value, lower, upper, unit)}}")
+            raise ConfigError(
+                f"{where}: scratch target '{self.name}': references must be a "
+                "dict of {check: {metric: (value, lower, upper, unit)}}"
+            )
 
 
-def with_scratch_targets(configuration: dict[str, Any], system: str,
-                         targets: Iterable[ScratchTarget],
-                         where: str | None = None) -> dict[str, Any]:
+def with_scratch_targets(
+    configuration: dict[str, Any],
+    system: str,
+    targets: Iterable[ScratchTarget],
+    where: str | None = None,
+) -> dict[str, Any]:
     """Attach ``targets`` to the partitions of ``system`` in a ReFrame configuration.
 
     Raises ConfigError on the first problem, naming the target and what was expected.
@@ -129,8 +180,10 @@ def with_scratch_targets(configuration: dict[str, Any], system: str,
     where = where or f"site config of system '{system}'"
     systems = {s.get("name"): s for s in configuration.get("systems", [])}
     if system not in systems:
-        raise ConfigError(f"{where}: scratch targets name system '{system}', which the "
-                          f"configuration does not define (it has: {', '.join(systems) or 'none'})")
+        raise ConfigError(
+            f"{where}: scratch targets name system '{system}', which the "
+            f"configuration does not define (it has: {', '.join(systems) or 'none'})"
+        )
     partitions = {p.get("name"): p for p in systems[system].get("partitions", [])}
     seen = set()
     for target in targets:
@@ -144,7 +197,8 @@ def with_scratch_targets(configuration: dict[str, Any], system: str,
             if part_name not in partitions:
                 raise ConfigError(
                     f"{where}: scratch target '{target.name}' names partition '{part_name}', "
-                    f"which system '{system}' does not have (it has: {', '.join(partitions)})")
+                    f"which system '{system}' does not have (it has: {', '.join(partitions)})"
+                )
             part = partitions[part_name]
             part.setdefault("features", [])
             feature = f"scratch_{target.name}"
@@ -152,20 +206,21 @@ def with_scratch_targets(configuration: dict[str, Any], system: str,
                 part["features"].append(feature)
             info = {k: v for k, v in asdict(target).items() if k not in ("name", "partitions")}
             info["disks"] = list(target.disks) or [target.path]
-            info["shared"] = (target.kind in SHARED_KINDS if target.shared is None
-                              else target.shared)
+            info["shared"] = target.kind in SHARED_KINDS if target.shared is None else target.shared
             part.setdefault("extras", {}).setdefault("scratch_targets", {})[target.name] = info
     return configuration
 
 
 # The perflog line of every site: who ran what, where, on which scratch target, with how
 # many nodes and tasks per node, transfer size and API, then each figure.
-PERFLOG_FORMAT = ("%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
-                  "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
-                  "%(check_scratch_kind)s|%(check_num_nodes_used)s|"
-                  "%(check_tasks_per_node_used)s|%(check_transfer_size)s|%(check_io_api)s|"
-                  "%(check_jobid)s|%(check_result)s|"
-                  "%(check_perfvalues)s")
+PERFLOG_FORMAT = (
+    "%(check_job_completion_time)s|%(check_display_name)s|%(check_system)s|"
+    "%(check_partition)s|%(check_environ)s|%(check_scratch_target)s|"
+    "%(check_scratch_kind)s|%(check_num_nodes_used)s|"
+    "%(check_tasks_per_node_used)s|%(check_transfer_size)s|%(check_io_api)s|"
+    "%(check_jobid)s|%(check_result)s|"
+    "%(check_perfvalues)s"
+)
 
 
 def results_logging(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -176,13 +231,22 @@ def results_logging(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]
     formats each message with every loggable attribute of its check before a handler
     filters it, ~2 ms a message here, and its debug messages (thousands per run, a few
     per check at every poll) kept its one loop from noticing finished jobs for seconds."""
-    return [{"level": "verbose", "handlers_perflog": [{
-        "type": "filelog", "basedir": str(Path(results_dir) / "perflogs"),
-        "prefix": "%(check_system)s/%(check_partition)s", "level": "info",
-        "format": PERFLOG_FORMAT,
-        "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
-        "append": True,
-    }]}]
+    return [
+        {
+            "level": "verbose",
+            "handlers_perflog": [
+                {
+                    "type": "filelog",
+                    "basedir": str(Path(results_dir) / "perflogs"),
+                    "prefix": "%(check_system)s/%(check_partition)s",
+                    "level": "info",
+                    "format": PERFLOG_FORMAT,
+                    "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
+                    "append": True,
+                }
+            ],
+        }
+    ]
 
 
 def polling(rate_min: float = 2.0, rate_max: float = 10.0) -> dict[str, float]:
@@ -207,10 +271,13 @@ def resolve_site_config(site: str) -> Path:
     else:
         path = paths.SITE_CONFIGS_DIR / f"{site}.py"
     if not path.is_file():
-        known = sorted(p.stem for p in paths.SITE_CONFIGS_DIR.glob("*.py")
-                       if not p.name.startswith("_"))
-        raise ConfigError(f"site config {site!r}: no file {path} (known sites: "
-                          f"{', '.join(known)}; or give a path to a config file)")
+        known = sorted(
+            p.stem for p in paths.SITE_CONFIGS_DIR.glob("*.py") if not p.name.startswith("_")
+        )
+        raise ConfigError(
+            f"site config {site!r}: no file {path} (known sites: "
+            f"{', '.join(known)}; or give a path to a config file)"
+        )
     return path.resolve()
 
 
@@ -222,11 +289,13 @@ def load_site_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(path)
     if path.suffix != ".py":
-        raise ConfigError(f"site config {path}: only Python site configs are supported "
-                          "(they declare scratch targets with with_scratch_targets)")
+        raise ConfigError(
+            f"site config {path}: only Python site configs are supported "
+            "(they declare scratch targets with with_scratch_targets)"
+        )
     module_name = f"_scratchbench_site_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None   # a .py file always has both
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -260,13 +329,18 @@ def _validate_with_reframe(path, config):
         raise ConfigError(f"site config {path}: {location}: {exc.message}") from exc
 
 
-def scratch_targets(config: Mapping[str, Any],
-                    system: str | None = None) -> dict[str, dict[str, Any]]:
+def scratch_targets(
+    config: Mapping[str, Any], system: str | None = None
+) -> dict[str, dict[str, Any]]:
     """{partition name: {target name: target dict}} for one system of a config."""
     systems = config.get("systems", [])
     chosen = [s for s in systems if system is None or s.get("name") == system]
     if not chosen:
-        raise ConfigError(f"system '{system}' is not in the site config (it has: "
-                          f"{', '.join(s.get('name', '?') for s in systems)})")
-    return {p["name"]: p.get("extras", {}).get("scratch_targets", {})
-            for p in chosen[0].get("partitions", [])}
+        raise ConfigError(
+            f"system '{system}' is not in the site config (it has: "
+            f"{', '.join(s.get('name', '?') for s in systems)})"
+        )
+    return {
+        p["name"]: p.get("extras", {}).get("scratch_targets", {})
+        for p in chosen[0].get("partitions", [])
+    }

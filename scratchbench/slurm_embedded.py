@@ -43,9 +43,22 @@ from reframe.utility import osext
 OUT_OF_SERVICE_STATES = "down,drain,drained,draining,fail"
 #: job states (squeue %T) of a job that has not ended; a job in any other (COMPLETED,
 #: FAILED, TIMEOUT...) is asked of scontrol, one COMPLETING or no longer listed of sacct
-NOT_ENDED_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED",
-                              "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING",
-                              "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"})
+NOT_ENDED_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+    }
+)
 
 
 def nodes_out_of_service() -> dict[str, str] | None:
@@ -53,8 +66,12 @@ def nodes_out_of_service() -> dict[str, str] | None:
     node not responding for a moment, not (yet) down, is not among them.  None when
     sinfo cannot answer."""
     try:
-        out = subprocess.run(["sinfo", "-h", "-N", "-t", OUT_OF_SERVICE_STATES,
-                              "-o", "%N|%T|%E"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-t", OUT_OF_SERVICE_STATES, "-o", "%N|%T|%E"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -79,7 +96,7 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
             return
         ids = ",".join(job.jobid for job in jobs)
         listed = self._ask(f'{self._squeue} -h -t all -j {ids} -o "%i|%T|%r"')
-        if listed is None:   # (every id unknown to slurmctld exits 1: after MinJobAge)
+        if listed is None:  # (every id unknown to slurmctld exits 1: after MinJobAge)
             super().poll(*jobs)
             return
         queued = {}
@@ -93,11 +110,10 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
                 job._state = state
                 waiting.append(job)
             elif not (slurm_state_completed(state) and self._ended_in_memory(job)):
-                accounting.append(job)     # still completing, or slurmctld forgot it
+                accounting.append(job)  # still completing, or slurmctld forgot it
         if accounting:
             super().poll(*accounting)
-        pending = {job.jobid: [queued[job.jobid][1]] for job in waiting
-                   if job.state == "PENDING"}
+        pending = {job.jobid: [queued[job.jobid][1]] for job in waiting if job.state == "PENDING"}
         if pending:
             self._cancel_if_blocked(waiting, pending)
         self._cancel_if_pending_too_long(waiting)
@@ -120,8 +136,11 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
         state = fields.get("JobState", "")
         if not slurm_state_completed(state):
             return False
-        codes = [int(fields[key].split(":")[0]) for key in ("ExitCode", "DerivedExitCode")
-                 if re.fullmatch(r"\d+:\d+", fields.get(key, ""))]
+        codes = [
+            int(fields[key].split(":")[0])
+            for key in ("ExitCode", "DerivedExitCode")
+            if re.fullmatch(r"\d+:\d+", fields.get(key, ""))
+        ]
         if not codes:
             return False
         job._state = state
@@ -135,10 +154,11 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
         out = None
         # sinfo only when a job pends for an unavailable node (squeue's reasons say)
         unavailable = reasons is None or any(
-            "ReqNodeNotAvail" in reason for said in reasons.values() for reason in said)
+            "ReqNodeNotAvail" in reason for said in reasons.values() for reason in said
+        )
         if "ReqNodeNotAvail" in self._cancel_reasons and unavailable:
             out = nodes_out_of_service()
-            if out == {}:   # every node in service: "unavailable" only means slow to answer
+            if out == {}:  # every node in service: "unavailable" only means slow to answer
                 self._cancel_reasons.remove("ReqNodeNotAvail")
         before = {job: job.exception for job in jobs}
         super()._cancel_if_blocked(jobs, reasons)
@@ -150,4 +170,5 @@ class EmbeddedSlurmScheduler(SlurmJobScheduler):
             error = job.exception
             if error is not before[job] and isinstance(error, JobBlockedError):
                 job._exception = JobBlockedError(
-                    f"{str(error).split('] ', 1)[-1]} ({nodes})", job.jobid)
+                    f"{str(error).split('] ', 1)[-1]} ({nodes})", job.jobid
+                )

@@ -8,18 +8,24 @@ import re
 from datetime import datetime, timezone
 from typing import TypeGuard
 
-KIB, MIB, GIB, TIB = 1024, 1024 ** 2, 1024 ** 3, 1024 ** 4
+KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
 #: byte units, each 1024 times the one before
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 #: time units in seconds, smallest first
-TIME_UNITS = (("ns", 1e-9), ("µs", 1e-6), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0),
-              ("min", 60.0), ("h", 3600.0))
+TIME_UNITS = (
+    ("ns", 1e-9),
+    ("µs", 1e-6),
+    ("us", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("min", 60.0),
+    ("h", 3600.0),
+)
 
 
 def _finite(value: object) -> TypeGuard[float]:
     """A finite number (not a bool); mypy then knows the value is a number."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        math.isfinite(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def number(value: float | str | None) -> str:
@@ -28,7 +34,7 @@ def number(value: float | str | None) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     if not _finite(value):
-        return str(value)      # a name (a chart's x may be a placement, say)
+        return str(value)  # a name (a chart's x may be a placement, say)
     if value == 0:
         return "0"
     decimals = 2 - math.floor(math.log10(abs(value)))
@@ -59,8 +65,7 @@ def quantity(value: float | str | None, unit: str = "") -> str:
     times = dict(TIME_UNITS)
     if unit in times:
         seconds = value * times[unit]
-        for name, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3),
-                            ("µs", 1e-6)):
+        for name, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
             if abs(seconds) >= {"h": 5400.0, "min": 90.0}.get(name, scale) or name == "µs":
                 return f"{number(seconds / scale)} {name}"
     return f"{number(value)} {unit}".strip()
@@ -89,15 +94,31 @@ def duration_words(seconds: float | None) -> str:
         return quantity(seconds, "s") if seconds else "0 s"
     hours, rest = divmod(int(round(seconds)), 3600)
     minutes, secs = divmod(rest, 60)
-    return " ".join([f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes)
-                    + [f"{secs} s"] * bool(secs))
+    return " ".join(
+        [f"{hours} h"] * bool(hours)
+        + [f"{minutes} min"] * bool(minutes)
+        + [f"{secs} s"] * bool(secs)
+    )
 
 
 #: size suffixes, lower case: k, m, g, t and KiB... are powers of 1024; kB, MB, GB, TB
 #: powers of 1000 unless the caller's program means 1024 by them (GlusterFS does)
-SIZE_UNITS = {"": 1, "b": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GIB,
-              "gib": GIB, "t": TIB, "tib": TIB, "kb": 1000, "mb": 1000 ** 2,
-              "gb": 1000 ** 3, "tb": 1000 ** 4}
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": KIB,
+    "kib": KIB,
+    "m": MIB,
+    "mib": MIB,
+    "g": GIB,
+    "gib": GIB,
+    "t": TIB,
+    "tib": TIB,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+}
 
 
 def parse_size(value: str | float, decimal: bool = True) -> int:
@@ -105,17 +126,24 @@ def parse_size(value: str | float, decimal: bool = True) -> int:
     kB, MB, GB and TB are powers of 1024 too.  ValueError, naming the value and what was
     expected, for anything else (a negative number, an unknown unit, a bool)."""
     if isinstance(value, bool):
-        raise ValueError(f"size {value!r}: expected a number of bytes with an optional "
-                         "unit (4 GiB, 512m, 1048576)")
+        raise ValueError(
+            f"size {value!r}: expected a number of bytes with an optional "
+            "unit (4 GiB, 512m, 1048576)"
+        )
     if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
         return int(value)
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", str(value))
     unit = match.group(2).lower() if match else None
     if not match or unit not in SIZE_UNITS:
-        raise ValueError(f"size {value!r}: expected a number of bytes with an optional "
-                         "unit (4 GiB, 512m, 1048576)")
-    scale = SIZE_UNITS[unit] if decimal or not unit.endswith("b") or unit == "b" else \
-        SIZE_UNITS[unit[0]]
+        raise ValueError(
+            f"size {value!r}: expected a number of bytes with an optional "
+            "unit (4 GiB, 512m, 1048576)"
+        )
+    scale = (
+        SIZE_UNITS[unit]
+        if decimal or not unit.endswith("b") or unit == "b"
+        else SIZE_UNITS[unit[0]]
+    )
     return int(float(match.group(1)) * scale)
 
 

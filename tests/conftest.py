@@ -21,18 +21,29 @@ SHARED = REPO.parent / "shared"
 FIXTURES = SHARED / "fixtures" / "ior-4.1.0"
 # Ports of the session cluster: free ones chosen by `cluster up`, unless
 # SCRATCHBENCH_TEST_BASE_PORT pins them.
-SESSION_BASE_PORT = (int(os.environ["SCRATCHBENCH_TEST_BASE_PORT"])
-                     if os.environ.get("SCRATCHBENCH_TEST_BASE_PORT") else None)
+SESSION_BASE_PORT = (
+    int(os.environ["SCRATCHBENCH_TEST_BASE_PORT"])
+    if os.environ.get("SCRATCHBENCH_TEST_BASE_PORT")
+    else None
+)
 
 MPI = {
-    "openmpi": {"cc": "mpicc.openmpi", "run": "mpirun.openmpi",
-                "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                        "OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo",
-                        "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_pml": "ob1",
-                        "OMPI_MCA_rmaps_base_oversubscribe": "1",
-                        # as the site's module: PMIx's hash store (see its modulefile)
-                        "PMIX_MCA_gds": "hash"},
-                "srun_mpi": "pmix"},
+    "openmpi": {
+        "cc": "mpicc.openmpi",
+        "run": "mpirun.openmpi",
+        "env": {
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl": "self,tcp",
+            "OMPI_MCA_btl_tcp_if_include": "lo",
+            "OMPI_MCA_oob_tcp_if_include": "lo",
+            "OMPI_MCA_pml": "ob1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            # as the site's module: PMIx's hash store (see its modulefile)
+            "PMIX_MCA_gds": "hash",
+        },
+        "srun_mpi": "pmix",
+    },
     "mpich": {"cc": "mpicc.mpich", "run": "mpirun.mpich", "env": {}, "srun_mpi": "pmi2"},
 }
 
@@ -40,11 +51,11 @@ MPI = {
 def run(cmd, env=None, timeout=600, check=False, **kw):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                            env=full_env, timeout=timeout, **kw)
+    result = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, env=full_env, timeout=timeout, **kw
+    )
     if check and result.returncode != 0:
-        raise AssertionError(f"{cmd} exited {result.returncode}:\n{result.stdout}\n"
-                             f"{result.stderr}")
+        raise AssertionError(f"{cmd} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result
 
 
@@ -57,11 +68,13 @@ def kernels(tmp_path_factory):
     """The kernel built three ways: Open MPI, Open MPI + ASan/UBSan, MPICH."""
     out = tmp_path_factory.mktemp("kernel-builds")
     builds = {}
-    for name, mpi, target in (("openmpi", "openmpi", "all"), ("asan", "openmpi", "sanitize"),
-                              ("mpich", "mpich", "all")):
+    for name, mpi, target in (
+        ("openmpi", "openmpi", "all"),
+        ("asan", "openmpi", "sanitize"),
+        ("mpich", "mpich", "all"),
+    ):
         build = out / name
-        run(["make", "-C", SRC, f"MPICC={MPI[mpi]['cc']}", f"BUILD={build}", target],
-            check=True)
+        run(["make", "-C", SRC, f"MPICC={MPI[mpi]['cc']}", f"BUILD={build}", target], check=True)
         binary = build / ("scratchbench-kernel-asan" if name == "asan" else "scratchbench-kernel")
         assert binary.is_file(), f"make {target} produced no {binary}"
         builds[name] = (binary, mpi)
@@ -73,7 +86,7 @@ def mpirun(build, np, args, env=None, timeout=300):
     launcher = MPI[mpi]["run"]
     extra = ["--oversubscribe"] if mpi == "openmpi" else []
     full_env = dict(MPI[mpi]["env"])
-    full_env["ASAN_OPTIONS"] = "detect_leaks=0"   # MPI libraries keep allocations at exit
+    full_env["ASAN_OPTIONS"] = "detect_leaks=0"  # MPI libraries keep allocations at exit
     full_env.update(env or {})
     return run([launcher, *extra, "-np", str(np), binary, *args], env=full_env, timeout=timeout)
 
@@ -125,9 +138,11 @@ def slurm_env(cluster, mpi):
 def pytest_terminal_summary(terminalreporter, config):
     stats = terminalreporter.stats
     count = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "error")}
-    config._scratchbench_counts = (f"{count['passed']} passed, "
-                                   f"{count['failed'] + count['error']} failed, "
-                                   f"{count['skipped']} skipped")
+    config._scratchbench_counts = (
+        f"{count['passed']} passed, "
+        f"{count['failed'] + count['error']} failed, "
+        f"{count['skipped']} skipped"
+    )
 
 
 def pytest_unconfigure(config):
@@ -145,24 +160,38 @@ def quick_runs(cluster):
     escaped.  (The second run's subset keeps the CI's time: the whole suite twice took
     11 minutes.)"""
     runs = []
-    second = ["--name", "KernelIOTest", "--name", "KernelMetadata", "--name", "StageInOut",
-              "--name", "PerJobScratchRemoved"]
-    for note, subset in (("first quick run", []),
-                         ("ticket CHG-42 <script>alert('x')</script>", second)):
+    second = [
+        "--name",
+        "KernelIOTest",
+        "--name",
+        "KernelMetadata",
+        "--name",
+        "StageInOut",
+        "--name",
+        "PerJobScratchRemoved",
+    ]
+    for note, subset in (
+        ("first quick run", []),
+        ("ticket CHG-42 <script>alert('x')</script>", second),
+    ):
         result = scratchbench("run", "--tag", "quick", *subset, "--note", note, timeout=1500)
         marker = "run report:   "
-        report = next((ln.split(marker, 1)[1] for ln in result.stdout.splitlines()
-                       if ln.startswith(marker)), None)
-        runs.append({"result": result, "note": note,
-                     "run_dir": Path(report).parent if report else None})
+        report = next(
+            (ln.split(marker, 1)[1] for ln in result.stdout.splitlines() if ln.startswith(marker)),
+            None,
+        )
+        runs.append(
+            {"result": result, "note": note, "run_dir": Path(report).parent if report else None}
+        )
         if result.returncode != 0:
             # Keep the evidence: the session's home is removed at the end.
             artifacts = REPO / "var" / "test-artifacts"
             artifacts.mkdir(parents=True, exist_ok=True)
             (artifacts / f"quick-run-{len(runs)}.out").write_text(result.stdout + result.stderr)
             if report:
-                shutil.copytree(Path(report).parent, artifacts / f"quick-run-{len(runs)}",
-                                dirs_exist_ok=True)
+                shutil.copytree(
+                    Path(report).parent, artifacts / f"quick-run-{len(runs)}", dirs_exist_ok=True
+                )
     # The pages as a site sees them after its first two runs, built now: later tests add
     # runs of their own to this home, and the pages are about the latest run.
     if all(run["run_dir"] for run in runs):
@@ -182,8 +211,15 @@ def launch_chromium(playwright):
     """Debian's Chromium, headless, as the browser tests use it (no sandbox as root)."""
     return playwright.chromium.launch(
         executable_path="/usr/bin/chromium",
-        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--no-first-run"])
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )
 
 
 class NormalUser:
@@ -193,27 +229,48 @@ class NormalUser:
 
     def __init__(self, root, wheelhouse, name="nobody", checkout=None):
         import pwd
+
         account = pwd.getpwnam(name)
         self.name, self.uid, self.gid = name, account.pw_uid, account.pw_gid
         self.root, self.home = root, root / "home"
         self.checkout = checkout or root / "checkout"
-        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "USER": name,
-                    "LOGNAME": name,
-                    "SCRATCHBENCH_HOME": str(self.home / "sb"), "PIP_NO_INDEX": "1",
-                    "PIP_FIND_LINKS": str(wheelhouse), "PIP_NO_CACHE_DIR": "1"}
+        self.env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(self.home),
+            "USER": name,
+            "LOGNAME": name,
+            "SCRATCHBENCH_HOME": str(self.home / "sb"),
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(wheelhouse),
+            "PIP_NO_CACHE_DIR": "1",
+        }
 
     def run(self, cmd, env=None, timeout=1200):
-        return subprocess.run(self.command(cmd, env), cwd=self.checkout, capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            self.command(cmd, env),
+            cwd=self.checkout,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def command(self, cmd, env=None):
         full = dict(self.env, **(env or {}))
-        return ["runuser", "-u", self.name, "--", "env", "-i",
-                *(f"{k}={v}" for k, v in full.items()), *map(str, cmd)]
+        return [
+            "runuser",
+            "-u",
+            self.name,
+            "--",
+            "env",
+            "-i",
+            *(f"{k}={v}" for k, v in full.items()),
+            *map(str, cmd),
+        ]
 
     def scratchbench(self, *args, env=None, timeout=1200):
-        return self.run([self.checkout / ".venv" / "bin" / "scratchbench", *args], env=env,
-                        timeout=timeout)
+        return self.run(
+            [self.checkout / ".venv" / "bin" / "scratchbench", *args], env=env, timeout=timeout
+        )
 
 
 @pytest.fixture(scope="session")
@@ -223,16 +280,31 @@ def nobody_checkout():
     if os.geteuid() != 0:
         pytest.skip("needs root to act as another user (runuser)")
     import tomllib
+
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     house = reachable_tmpdir("sb-wheelhouse-")
-    run([VENV_BIN / "pip", "download", "-q", "--disable-pip-version-check", "-d", house,
-         *project["build-system"]["requires"], "wheel", *project["project"]["dependencies"]],
-        check=True, timeout=900)
+    run(
+        [
+            VENV_BIN / "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "-d",
+            house,
+            *project["build-system"]["requires"],
+            "wheel",
+            *project["project"]["dependencies"],
+        ],
+        check=True,
+        timeout=900,
+    )
     for path in house.iterdir():
         path.chmod(0o644)
     user = NormalUser(reachable_tmpdir("sb-site-user-"), house)
-    files = run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others",
-                 "--exclude-standard"], check=True).stdout.split("\0")
+    files = run(
+        ["git", "-C", REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True,
+    ).stdout.split("\0")
     for name in filter(None, files):
         if (REPO / name).is_file():
             (user.checkout / name).parent.mkdir(parents=True, exist_ok=True)
@@ -242,8 +314,9 @@ def nobody_checkout():
         os.chown(path, user.uid, user.gid)
     tmp_before = set(os.listdir("/tmp"))
     user.setup_result = user.run(["ci/setup.sh", "--harness-only"])
-    user.left_in_tmp = {n for n in set(os.listdir("/tmp")) - tmp_before
-                        if os.lstat(f"/tmp/{n}").st_uid == user.uid}
+    user.left_in_tmp = {
+        n for n in set(os.listdir("/tmp")) - tmp_before if os.lstat(f"/tmp/{n}").st_uid == user.uid
+    }
     yield user
     shutil.rmtree(user.root, ignore_errors=True)
     shutil.rmtree(house, ignore_errors=True)

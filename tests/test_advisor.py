@@ -26,12 +26,16 @@ darshan = pytest.importorskip("darshan")
 DARSHAN_DIR = Path(darshan.__file__).parent
 EXAMPLES = DARSHAN_DIR / "examples" / "example_logs"
 TEST_INPUT = DARSHAN_DIR / "tests" / "input"
-WITH_POSIX = [EXAMPLES / "example.darshan", EXAMPLES / "dxt.darshan",
-              EXAMPLES / "ior_hdf5_example.darshan", EXAMPLES / "sample-badost.darshan",
-              EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158"
-                         ".darshan",
-              TEST_INPUT / "sample-goodost.darshan", TEST_INPUT / "sample-dxt-simple.darshan",
-              TEST_INPUT / "noposixopens.darshan"]
+WITH_POSIX = [
+    EXAMPLES / "example.darshan",
+    EXAMPLES / "dxt.darshan",
+    EXAMPLES / "ior_hdf5_example.darshan",
+    EXAMPLES / "sample-badost.darshan",
+    EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan",
+    TEST_INPUT / "sample-goodost.darshan",
+    TEST_INPUT / "sample-dxt-simple.darshan",
+    TEST_INPUT / "noposixopens.darshan",
+]
 ARTIFACTS = REPO / "var" / "test-artifacts"
 KIB, MIB, GIB = ss.KIB, ss.MIB, ss.GIB
 DAY = 86400
@@ -40,8 +44,13 @@ START = 1_800_000_000
 
 def run_cli(*args, env=None):
     full = dict(os.environ, **(env or {}))
-    return subprocess.run([str(VENV_BIN / "scratchbench"), *map(str, args)],
-                          capture_output=True, text=True, env=full, timeout=300)
+    return subprocess.run(
+        [str(VENV_BIN / "scratchbench"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=300,
+    )
 
 
 # ---- profiles of real logs -------------------------------------------------------------------
@@ -50,21 +59,26 @@ def pydarshan_reports(path):
     numbers of its job summary) of POSIX and of STDIO, and its experimental aggregator
     of request counts."""
     import warnings
+
     warnings.simplefilter("ignore")
     from darshan.backend.cffi_backend import accumulate_records
+
     darshan.enable_experimental()
     # Closed here, not by the garbage collector: a report's __del__ that runs while cffi
     # parses a type for the next one takes cffi's lock twice, and the test hangs.
     with darshan.DarshanReport(str(path), read_all=True) as report:
         nprocs = report.metadata["job"]["nprocs"]
-        metrics = {m: accumulate_records(report.records[m].to_df(), m, nprocs).derived_metrics
-                   for m in ("POSIX", "STDIO")
-                   if m in report.records and len(report.records[m])}
+        metrics = {
+            m: accumulate_records(report.records[m].to_df(), m, nprocs).derived_metrics
+            for m in ("POSIX", "STDIO")
+            if m in report.records and len(report.records[m])
+        }
         return nprocs, metrics, report.agg_ioops(mode="dict")
 
 
-@pytest.mark.parametrize("path", WITH_POSIX + [TEST_INPUT / "noposix.darshan"],
-                         ids=lambda p: p.name[:30])
+@pytest.mark.parametrize(
+    "path", WITH_POSIX + [TEST_INPUT / "noposix.darshan"], ids=lambda p: p.name[:30]
+)
 def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
     """POSIX and STDIO together: each byte, request and open the job made through
     either; the histogram and stats are POSIX's (STDIO records neither)."""
@@ -77,22 +91,28 @@ def test_profile_of_a_shipped_log_matches_pydarshans_own_reports(path):
     assert profile.processes == nprocs
     assert profile.bytes_read == both("total_read_volume_bytes")
     assert profile.bytes_written == both("total_write_volume_bytes")
-    assert profile.bytes_read + profile.bytes_written == sum(m.total_bytes
-                                                             for m in metrics.values())
+    assert profile.bytes_read + profile.bytes_written == sum(
+        m.total_bytes for m in metrics.values()
+    )
     # a file may be in both modules: counted once
-    assert max(m.category_counters[0].count for m in metrics.values()) <= profile.files \
+    assert (
+        max(m.category_counters[0].count for m in metrics.values())
+        <= profile.files
         <= both("count")
+    )
     slowest = [m.agg_time_by_slowest for m in metrics.values()]
     assert max(slowest) * (1 - 1e-9) <= profile.observed_io_s <= sum(slowest) * (1 + 1e-9)
     posix, stdio = ioops.get("POSIX", {}), ioops.get("STDIO", {})
     for field in ("READS", "WRITES", "OPENS"):
-        assert getattr(profile, field.lower()) == posix.get(f"POSIX_{field}", 0) + \
-            stdio.get(f"STDIO_{field}", 0), field
+        assert getattr(profile, field.lower()) == posix.get(f"POSIX_{field}", 0) + stdio.get(
+            f"STDIO_{field}", 0
+        ), field
     assert profile.stats == posix.get("POSIX_STATS", 0)
     for direction in ("read", "write"):
         for name, _, _ in job_profile.DARSHAN_BINS:
-            assert profile.histogram[direction][name] == \
-                posix.get(f"POSIX_SIZE_{direction.upper()}_{name}", 0), (direction, name)
+            assert profile.histogram[direction][name] == posix.get(
+                f"POSIX_SIZE_{direction.upper()}_{name}", 0
+            ), (direction, name)
         classes = profile.size_classes[direction]
         moved = profile.bytes_read if direction == "read" else profile.bytes_written
         assert sum(b for _, b in classes) == pytest.approx(moved, rel=1e-9)
@@ -137,24 +157,37 @@ def test_a_log_of_stdio_traffic_alone_is_predicted_from_it(known_history):
     assert data["parts"]["data"]["seconds"] > 0
 
 
-@pytest.mark.parametrize("log, keep, missing, read", [
-    (TEST_INPUT / "sample-goodost.darshan", 9500, "LUSTRE, STDIO", "POSIX (48 GiB)"),
-    (TEST_INPUT / "sample-goodost.darshan", 10700, "STDIO", "POSIX (48 GiB)"),
-    # cut in its DXT traces, which the advisor does not read: the header says so
-    (EXAMPLES / "ior_hdf5_example.darshan", 3500, "DXT_MPIIO",
-     "POSIX (8.01 MiB), STDIO (2.36 KiB)")])
-def test_a_log_cut_short_after_its_data_says_so_and_what_was_read(tmp_path, log, keep,
-                                                                   missing, read):
+@pytest.mark.parametrize(
+    "log, keep, missing, read",
+    [
+        (TEST_INPUT / "sample-goodost.darshan", 9500, "LUSTRE, STDIO", "POSIX (48 GiB)"),
+        (TEST_INPUT / "sample-goodost.darshan", 10700, "STDIO", "POSIX (48 GiB)"),
+        # cut in its DXT traces, which the advisor does not read: the header says so
+        (
+            EXAMPLES / "ior_hdf5_example.darshan",
+            3500,
+            "DXT_MPIIO",
+            "POSIX (8.01 MiB), STDIO (2.36 KiB)",
+        ),
+    ],
+)
+def test_a_log_cut_short_after_its_data_says_so_and_what_was_read(
+    tmp_path, log, keep, missing, read
+):
     cut = tmp_path / "cut.darshan"
     whole = log.read_bytes()
     cut.write_bytes(whole[:keep])
     profile = job_profile.load_profile(cut)
-    assert profile.notes[0] == (f"the log is cut short or damaged: its header says "
-                                f"{len(whole):,} bytes, the file has {keep:,}: the {missing} "
-                                f"records are missing; the profile is what was still read: "
-                                f"{read}")
-    assert profile.modules["POSIX"]["bytes_written"] == \
-        job_profile.load_profile(log).modules["POSIX"]["bytes_written"]
+    assert profile.notes[0] == (
+        f"the log is cut short or damaged: its header says "
+        f"{len(whole):,} bytes, the file has {keep:,}: the {missing} "
+        f"records are missing; the profile is what was still read: "
+        f"{read}"
+    )
+    assert (
+        profile.modules["POSIX"]["bytes_written"]
+        == job_profile.load_profile(log).modules["POSIX"]["bytes_written"]
+    )
 
 
 def test_no_shipped_log_is_said_to_be_cut_short():
@@ -167,14 +200,19 @@ def test_layered_modules_are_counted_once_and_named():
     POSIX's (and IOR's STDIO output), not three times over."""
     profile = job_profile.load_profile(EXAMPLES / "ior_hdf5_example.darshan")
     modules = profile.modules
-    assert profile.bytes_written == modules["POSIX"]["bytes_written"] + \
-        modules["STDIO"]["bytes_written"]
-    assert {n for n, m in modules.items() if m["counted"] == "in POSIX"} == \
-        {"MPI-IO", "H5F", "H5D"}
-    assert {n for n, m in modules.items() if m["counted"] == "no data traffic"} == \
-        {"LUSTRE", "DXT_POSIX", "DXT_MPIIO"}
-    assert "MPI-IO, H5F, H5D traffic is counted once, in POSIX's counters beneath it" in \
-        profile.notes
+    assert (
+        profile.bytes_written
+        == modules["POSIX"]["bytes_written"] + modules["STDIO"]["bytes_written"]
+    )
+    assert {n for n, m in modules.items() if m["counted"] == "in POSIX"} == {"MPI-IO", "H5F", "H5D"}
+    assert {n for n, m in modules.items() if m["counted"] == "no data traffic"} == {
+        "LUSTRE",
+        "DXT_POSIX",
+        "DXT_MPIIO",
+    }
+    assert (
+        "MPI-IO, H5F, H5D traffic is counted once, in POSIX's counters beneath it" in profile.notes
+    )
     assert all(m["partial"] is False for m in modules.values())
 
 
@@ -182,13 +220,24 @@ def test_traffic_the_suite_does_not_model_is_named_with_its_volume():
     """No shipped log has DFS records; the notes come from a log's module table, so
     this one is the modules PyDarshan read from a real log with a DFS entry added."""
     profile = job_profile.load_profile(EXAMPLES / "ior_hdf5_example.darshan")
-    modules = dict(profile.modules, DFS={"bytes_read": 8 * MIB, "bytes_written": 8 * MIB,
-                                         "counted": "not predicted", "partial": True})
+    modules = dict(
+        profile.modules,
+        DFS={
+            "bytes_read": 8 * MIB,
+            "bytes_written": 8 * MIB,
+            "counted": "not predicted",
+            "partial": True,
+        },
+    )
     notes = job_profile.module_notes(modules)
-    assert "16 MiB read and written through DFS (DAOS) is not predicted (the suite " \
-           "measures no such target)" in notes
-    assert "Darshan's DFS module ran out of record memory in this job: some of its " \
-           "files are not in the log, so its counts are short" in notes
+    assert (
+        "16 MiB read and written through DFS (DAOS) is not predicted (the suite "
+        "measures no such target)" in notes
+    )
+    assert (
+        "Darshan's DFS module ran out of record memory in this job: some of its "
+        "files are not in the log, so its counts are short" in notes
+    )
 
 
 def test_one_request_per_rank_is_not_random():
@@ -199,14 +248,16 @@ def test_one_request_per_rank_is_not_random():
     assert ioops["POSIX"]["POSIX_WRITES"] == 2 and ioops["POSIX"]["POSIX_CONSEC_WRITES"] == 0
     assert profile.consecutive["write"] == 1.0 and profile.sequential["write"] == 1.0
     # and a job that seeks about on one rank stays as random as Darshan says
-    macsio = job_profile.load_profile(EXAMPLES / "shane_macsio_id29959_5-22-32552-"
-                                             "7035573431850780836_1590156158.darshan")
+    macsio = job_profile.load_profile(
+        EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"
+    )
     assert macsio.consecutive["write"] < 0.05
 
 
-@pytest.mark.parametrize("keep, missing", [
-    (100, "its header"), (1000, "the table of file names"),
-    (6000, "the POSIX module's records")])
+@pytest.mark.parametrize(
+    "keep, missing",
+    [(100, "its header"), (1000, "the table of file names"), (6000, "the POSIX module's records")],
+)
 def test_a_truncated_log_is_one_line_naming_what_is_missing(tmp_path, keep, missing):
     log = tmp_path / "cut.darshan"
     log.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes()[:keep])
@@ -221,10 +272,20 @@ def test_a_truncated_log_is_one_line_naming_what_is_missing(tmp_path, keep, miss
 
 
 # ---- descriptions ----------------------------------------------------------------------------
-GOOD = {"processes": 8, "nodes": 2, "bytes": "2 GiB", "read_fraction": 0.25,
-        "request_size": "64k", "sequential_fraction": 0.5, "footprint": "4 GiB",
-        "files": 16, "files_written": 8, "opens": 20, "stats": 30,
-        "stage_in": {"bytes": "1 GiB", "files": 4}}
+GOOD = {
+    "processes": 8,
+    "nodes": 2,
+    "bytes": "2 GiB",
+    "read_fraction": 0.25,
+    "request_size": "64k",
+    "sequential_fraction": 0.5,
+    "footprint": "4 GiB",
+    "files": 16,
+    "files_written": 8,
+    "opens": 20,
+    "stats": 30,
+    "stage_in": {"bytes": "1 GiB", "files": 4},
+}
 
 
 def test_a_description_becomes_the_profile_it_says():
@@ -236,7 +297,9 @@ def test_a_description_becomes_the_profile_it_says():
     assert p.consecutive == {"read": 0.5, "write": 0.5} and p.unique_bytes == 4 * GIB
     assert (p.files, p.files_written, p.opens, p.stats) == (16, 8, 20, 30)
     assert p.staging == {"in": {"bytes": GIB, "files": 4}}
-    defaults = job_profile.description_profile({"processes": 4, "bytes": "1m", "request_size": 4096})
+    defaults = job_profile.description_profile(
+        {"processes": 4, "bytes": "1m", "request_size": 4096}
+    )
     assert (defaults.files, defaults.files_written, defaults.opens, defaults.stats) == (4, 4, 4, 0)
     assert defaults.unique_bytes == MIB and defaults.consecutive["write"] == 1.0
 
@@ -244,21 +307,27 @@ def test_a_description_becomes_the_profile_it_says():
 DROP = object()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"procs": 3}, "unknown key 'procs'"),
-    ({"processes": DROP}, "missing 'processes'"),
-    ({"processes": None}, "processes: expected an integer of at least 1"),
-    ({"processes": 0}, "processes: expected an integer of at least 1"),
-    ({"bytes": "lots"}, "bytes: expected a size such as 4 GiB"),
-    ({"bytes": "3 parsecs"}, "bytes: expected a size"),
-    ({"read_fraction": 1.5}, "read_fraction: expected a fraction from 0 to 1"),
-    ({"sequential_fraction": "most"}, "sequential_fraction: expected a fraction"),
-    ({"files_written": 17}, "files_written: 17 is more than the 16 files opened"),
-    ({"nodes": 9}, "nodes: 9 nodes for 8 processes"),
-    ({"stage_in": "yes"}, "stage_in: expected {bytes: SIZE, files: N}"),
-    ({"stage_out": {"bytes": "1g", "files": 0}}, "stage_out: files: expected an integer of at least 1"),
-    ({"request_size": 0}, "request_size: expected at least 1 byte"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"procs": 3}, "unknown key 'procs'"),
+        ({"processes": DROP}, "missing 'processes'"),
+        ({"processes": None}, "processes: expected an integer of at least 1"),
+        ({"processes": 0}, "processes: expected an integer of at least 1"),
+        ({"bytes": "lots"}, "bytes: expected a size such as 4 GiB"),
+        ({"bytes": "3 parsecs"}, "bytes: expected a size"),
+        ({"read_fraction": 1.5}, "read_fraction: expected a fraction from 0 to 1"),
+        ({"sequential_fraction": "most"}, "sequential_fraction: expected a fraction"),
+        ({"files_written": 17}, "files_written: 17 is more than the 16 files opened"),
+        ({"nodes": 9}, "nodes: 9 nodes for 8 processes"),
+        ({"stage_in": "yes"}, "stage_in: expected {bytes: SIZE, files: N}"),
+        (
+            {"stage_out": {"bytes": "1g", "files": 0}},
+            "stage_out: files: expected an integer of at least 1",
+        ),
+        ({"request_size": 0}, "request_size: expected at least 1 byte"),
+    ],
+)
 def test_a_bad_description_is_one_line_naming_the_key(tmp_path, change, message):
     data = {k: v for k, v in dict(GOOD, **change).items() if v is not DROP}
     path = tmp_path / "job.yaml"
@@ -296,42 +365,62 @@ def known_model(scale=1.0):
         return ss.Curve(p, xs, [1000 * MIB * scale * f for f in factors], regime="cache")
 
     unique = ss.Curve("unique_bytes", [MIB, 64 * MIB, GIB], [1000 * MIB * scale] * 3)
-    curves = {"size_mean": curve("size_mean", [4 * KIB, 64 * KIB, MIB, 16 * MIB],
-                                 [0.1, 0.4, 1.0, 1.2]),
-              "read_frac": curve("read_frac", [0.0, 0.5, 1.0], [0.8, 1.0, 1.25]),
-              "seq_frac": curve("seq_frac", [0.0, 0.5, 1.0], [0.5, 1.0, 2.0]),
-              "process_num": curve("process_num", [1, 2, 4], [1.0, 1.0, 1.0])}
-    return ss.Model(unique_curve=unique, regimes={"cache": ss.Regime(
-        "cache", focal, 1000 * MIB * scale, curves)})
+    curves = {
+        "size_mean": curve("size_mean", [4 * KIB, 64 * KIB, MIB, 16 * MIB], [0.1, 0.4, 1.0, 1.2]),
+        "read_frac": curve("read_frac", [0.0, 0.5, 1.0], [0.8, 1.0, 1.25]),
+        "seq_frac": curve("seq_frac", [0.0, 0.5, 1.0], [0.5, 1.0, 2.0]),
+        "process_num": curve("process_num", [1, 2, 4], [1.0, 1.0, 1.0]),
+    }
+    return ss.Model(
+        unique_curve=unique,
+        regimes={"cache": ss.Regime("cache", focal, 1000 * MIB * scale, curves)},
+    )
 
 
-def selfscale_case(target, model, error_median, error_max, environ="gnu-openmpi",
-                   request_rates=None):
+def selfscale_case(
+    target, model, error_median, error_max, environ="gnu-openmpi", request_rates=None
+):
     """The figures a self-scaling check stores for this model (its two prediction errors
     and, given ``request_rates``, its request rates declare their roles)."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
-    exploration = ss.Exploration(domain=domain, rules=ss.Rules(), model=model, rounds=[],
-                                 settled=True, points_measured=40)
+    exploration = ss.Exploration(
+        domain=domain, rules=ss.Rules(), model=model, rounds=[], settled=True, points_measured=40
+    )
     workloads = ss.draw_workloads(domain, 4, seed=1)
     predicted = [model.predict(w) for w in workloads]
     validation = ss.Validation(workloads, predicted, [p / (1 + error_median) for p in predicted])
-    figures, samples = declared_figures({"exploration": exploration.as_dict(),
-                                         "validation": validation.as_dict(),
-                                         "timing": {"total_s": 300.0},
-                                         "request_rates": request_rates})
+    figures, samples = declared_figures(
+        {
+            "exploration": exploration.as_dict(),
+            "validation": validation.as_dict(),
+            "timing": {"total_s": 300.0},
+            "request_rates": request_rates,
+        }
+    )
     declarations = {n: d.as_dict() for n, (_, d) in figures.items()}
     values = {n: v for n, (v, _) in figures.items()}
     assert declarations["prediction_error_median"]["role"] == "model_error_median"
     assert declarations["prediction_error_max"]["role"] == "model_error_max"
     values["prediction_error_max"] = 100 * error_max
-    return make_case("SelfScaleCheck", {"scratch_target": target}, environ, target,
-                     {n: (values[n], d["unit"], samples.get(n, [])) for n, d in
-                      declarations.items()}, declarations=declarations)
+    return make_case(
+        "SelfScaleCheck",
+        {"scratch_target": target},
+        environ,
+        target,
+        {n: (values[n], d["unit"], samples.get(n, [])) for n, d in declarations.items()},
+        declarations=declarations,
+    )
 
 
 def declared(label, unit, role, headline=""):
-    return {"label": label, "unit": unit, "better": "higher", "headline": headline,
-            "chart": None, "role": role}
+    return {
+        "label": label,
+        "unit": unit,
+        "better": "higher",
+        "headline": headline,
+        "chart": None,
+        "role": role,
+    }
 
 
 def rate_cases(target, factor, burst=True):
@@ -340,35 +429,75 @@ def rate_cases(target, factor, burst=True):
     largest copy timed (512 MiB)."""
     cases = []
     for removers, lead in ((1, True), (4, False)):
-        cases.append(make_case(
-            "MetadataCheck", {"scratch_target": target, "layout": f"r{removers}"},
-            "gnu-openmpi", target,
-            {"c": (1000 * factor, "ops/s", []), "o": (5000 * factor, "ops/s", []),
-             "s": (20000 * factor, "ops/s", []),
-             "d": (400 * factor * removers ** 2 / 4 if removers > 1 else 400 * factor,
-                   "deletions/s", [])},
-            declarations={"c": declared("creations", "ops/s", "creations_per_s",
-                                        "Create empty files" if lead else ""),
-                          "o": declared("opens", "ops/s", "opens_per_s"),
-                          "s": declared("stats", "ops/s", "stats_per_s"),
-                          "d": declared("deletions", "deletions/s", "deletions_per_s")},
-            variant=f"{removers} remover{'s' * (removers > 1)} per rank"))
-    figures = {"bi": (100 * factor, "MiB/s", []), "fi": (50 * factor, "files/s", []),
-               "bo": (80 * factor, "MiB/s", []), "fo": (40 * factor, "files/s", [])}
-    declarations = {"bi": declared("in", "MiB/s", "stage_in_bytes_per_s"),
-                    "fi": declared("files in", "files/s", "stage_in_files_per_s"),
-                    "bo": declared("out", "MiB/s", "stage_out_bytes_per_s"),
-                    "fo": declared("files out", "files/s", "stage_out_files_per_s")}
+        cases.append(
+            make_case(
+                "MetadataCheck",
+                {"scratch_target": target, "layout": f"r{removers}"},
+                "gnu-openmpi",
+                target,
+                {
+                    "c": (1000 * factor, "ops/s", []),
+                    "o": (5000 * factor, "ops/s", []),
+                    "s": (20000 * factor, "ops/s", []),
+                    "d": (
+                        400 * factor * removers**2 / 4 if removers > 1 else 400 * factor,
+                        "deletions/s",
+                        [],
+                    ),
+                },
+                declarations={
+                    "c": declared(
+                        "creations",
+                        "ops/s",
+                        "creations_per_s",
+                        "Create empty files" if lead else "",
+                    ),
+                    "o": declared("opens", "ops/s", "opens_per_s"),
+                    "s": declared("stats", "ops/s", "stats_per_s"),
+                    "d": declared("deletions", "deletions/s", "deletions_per_s"),
+                },
+                variant=f"{removers} remover{'s' * (removers > 1)} per rank",
+            )
+        )
+    figures = {
+        "bi": (100 * factor, "MiB/s", []),
+        "fi": (50 * factor, "files/s", []),
+        "bo": (80 * factor, "MiB/s", []),
+        "fo": (40 * factor, "files/s", []),
+    }
+    declarations = {
+        "bi": declared("in", "MiB/s", "stage_in_bytes_per_s"),
+        "fi": declared("files in", "files/s", "stage_in_files_per_s"),
+        "bo": declared("out", "MiB/s", "stage_out_bytes_per_s"),
+        "fo": declared("files out", "files/s", "stage_out_files_per_s"),
+    }
     if burst:
-        figures.update({"bbi": (400 * factor, "MiB/s", []), "bbo": (320 * factor, "MiB/s", []),
-                        "bb": (256, "MiB", []), "bl": (512, "MiB", [])})
-        declarations.update({"bbi": declared("burst in", "MiB/s", "stage_in_first_bytes_per_s"),
-                             "bbo": declared("burst out", "MiB/s",
-                                             "stage_out_first_bytes_per_s"),
-                             "bb": declared("burst size", "MiB", "stage_first_bytes"),
-                             "bl": declared("largest copy", "MiB", "stage_largest_bytes")})
-    cases.append(make_case("StagingCheck", {"scratch_target": target}, "builtin", target,
-                           figures, declarations=declarations))
+        figures.update(
+            {
+                "bbi": (400 * factor, "MiB/s", []),
+                "bbo": (320 * factor, "MiB/s", []),
+                "bb": (256, "MiB", []),
+                "bl": (512, "MiB", []),
+            }
+        )
+        declarations.update(
+            {
+                "bbi": declared("burst in", "MiB/s", "stage_in_first_bytes_per_s"),
+                "bbo": declared("burst out", "MiB/s", "stage_out_first_bytes_per_s"),
+                "bb": declared("burst size", "MiB", "stage_first_bytes"),
+                "bl": declared("largest copy", "MiB", "stage_largest_bytes"),
+            }
+        )
+    cases.append(
+        make_case(
+            "StagingCheck",
+            {"scratch_target": target},
+            "builtin",
+            target,
+            figures,
+            declarations=declarations,
+        )
+    )
     return cases
 
 
@@ -384,8 +513,9 @@ def known_history(tmp_path_factory):
         cases += rate_cases("fastfs", scale) + rate_cases("slowfs", scale / 2, burst=False)
         run_dir = runs / f"night{night}"
         run_dir.mkdir(parents=True)
-        (run_dir / "report.json").write_text(json.dumps(make_report(
-            f"night{night}", START + night * DAY, cases)))
+        (run_dir / "report.json").write_text(
+            json.dumps(make_report(f"night{night}", START + night * DAY, cases))
+        )
     db = home / "history.sqlite"
     conn = store.connect(db)
     assert store.ingest_all(conn, runs)[0] == 3
@@ -393,10 +523,19 @@ def known_history(tmp_path_factory):
     return home, db
 
 
-KNOWN = {"processes": 2, "bytes": "1 GiB", "read_fraction": 0.5, "request_size": "64 KiB",
-         "sequential_fraction": 1.0, "footprint": "64 MiB", "files": 100,
-         "files_written": 40, "opens": 100, "stats": 50,
-         "stage_in": {"bytes": "1 GiB", "files": 10}}
+KNOWN = {
+    "processes": 2,
+    "bytes": "1 GiB",
+    "read_fraction": 0.5,
+    "request_size": "64 KiB",
+    "sequential_fraction": 1.0,
+    "footprint": "64 MiB",
+    "files": 100,
+    "files_written": 40,
+    "opens": 100,
+    "stats": 50,
+    "stage_in": {"bytes": "1 GiB", "files": 10},
+}
 
 
 def test_prediction_on_known_curves_and_rates(known_history):
@@ -410,8 +549,10 @@ def test_prediction_on_known_curves_and_rates(known_history):
     # were 0.8x and, the latest, 1.25x
     expected = 512 / 1000 + 512 / 640
     assert data["seconds"] == pytest.approx(expected, rel=1e-9)
-    assert (data["low"], data["high"]) == (pytest.approx(expected / 1.25, rel=1e-9),
-                                           pytest.approx(expected / 0.8, rel=1e-9))
+    assert (data["low"], data["high"]) == (
+        pytest.approx(expected / 1.25, rel=1e-9),
+        pytest.approx(expected / 0.8, rel=1e-9),
+    )
     assert data["runs"] == 3
     assert data["extra"]["model_error_median"] == pytest.approx(0.08, abs=1e-6)
     assert data["extra"]["model_error_max"] == pytest.approx(0.2, abs=1e-9)
@@ -430,8 +571,10 @@ def test_prediction_on_known_curves_and_rates(known_history):
     assert staging["seconds"] == pytest.approx(0.64 + 7.68 + 0.2, rel=1e-9)
     assert staging["low"] == pytest.approx((0.64 + 7.68 + 0.2) / 1.25, rel=1e-9)
     assert "256 MiB at 400 MiB/s (a burst)" in staging["rests_on"]
-    assert ("stage-in: 1 GiB is 2.0x the largest copy the staging check timed (512 MiB): "
-            "its sustained bandwidth is carried past what was measured") in staging["notes"]
+    assert (
+        "stage-in: 1 GiB is 2.0x the largest copy the staging check timed (512 MiB): "
+        "its sustained bandwidth is carried past what was measured"
+    ) in staging["notes"]
     total = fast["total"]
     assert total["seconds"] == pytest.approx(expected + 0.0545 + 0.1 + 8.52, rel=1e-9)
     assert total["low"] <= total["seconds"] <= total["high"]
@@ -457,8 +600,10 @@ def test_the_target_is_named_only_when_the_intervals_part(known_history):
     assert advisor.recommend([b, a])["target"] == "a"
     assert advisor.recommend([a, close])["target"] is None
     assert "no clear winner" in advisor.recommend([a, close])["words"]
-    assert advisor.recommend([lone, dict(a, total=dict(a["total"], low=None, high=None))]) \
-        ["target"] is None
+    assert (
+        advisor.recommend([lone, dict(a, total=dict(a["total"], low=None, high=None))])["target"]
+        is None
+    )
 
 
 def test_a_job_beyond_the_measured_range_says_so(known_history):
@@ -476,8 +621,10 @@ def test_a_log_with_several_nodes_divides_the_job_evenly(known_history):
     one = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan")
     four = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan", nodes=4)
     staged = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan", stage=True)
-    assert staged.staging == {"in": {"bytes": 0, "files": 0},
-                              "out": {"bytes": 48 * GIB + 1584, "files": 49}}
+    assert staged.staging == {
+        "in": {"bytes": 0, "files": 0},
+        "out": {"bytes": 48 * GIB + 1584, "files": 49},
+    }
     figures = advisor.load_figures(db_path=db)
     t1 = advisor.predict_target(one, figures["fastfs"])["parts"]["data"]["seconds"]
     t4 = advisor.predict_target(four, figures["fastfs"])["parts"]["data"]["seconds"]
@@ -518,8 +665,9 @@ def test_advise_on_a_description_matches_the_library(known_history, tmp_path):
 def test_advise_errors_are_one_line_with_their_own_exit_codes(tmp_path):
     empty = tmp_path / "empty.sqlite"
     store.connect(empty).close()
-    result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan",
-                     env={"SCRATCHBENCH_HISTORY": str(empty)})
+    result = run_cli(
+        "advise", TEST_INPUT / "sample-goodost.darshan", env={"SCRATCHBENCH_HISTORY": str(empty)}
+    )
     assert result.returncode == advisor.EXIT_NO_FIGURES
     assert result.stderr.count("\n") == 1 and "no figures of any scratch target" in result.stderr
     bad = tmp_path / "cut.darshan"
@@ -556,8 +704,14 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
             page = browser.new_page(viewport={"width": 1300, "height": 900})
-            page.on("console", lambda m: problems.append(f"{m.type}: {m.text}")
-                    if m.type in ("error", "warning") else None)
+            page.on(
+                "console",
+                lambda m: (
+                    problems.append(f"{m.type}: {m.text}")
+                    if m.type in ("error", "warning")
+                    else None
+                ),
+            )
             page.on("pageerror", lambda e: problems.append(str(e)))
             page.on("requestfailed", lambda r: problems.append(f"failed request {r.url}"))
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/advisor.html")
@@ -565,14 +719,24 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
             assert classes.count() == len(advisor_report.load_classes())
             # a user's job: 2 nodes x 4 processes, 6 GiB, a third read, 64 KiB requests
             form = page.locator("#advisor-form")
-            for name, value in (("nodes", "2"), ("bytes", "6"), ("read_fraction", "0.3"),
-                                ("files", "400"), ("files_written", "300"), ("opens", "500"),
-                                ("stats", "1000"), ("stage_out_bytes", "2"),
-                                ("stage_out_files", "300")):
+            for name, value in (
+                ("nodes", "2"),
+                ("bytes", "6"),
+                ("read_fraction", "0.3"),
+                ("files", "400"),
+                ("files_written", "300"),
+                ("opens", "500"),
+                ("stats", "1000"),
+                ("stage_out_bytes", "2"),
+                ("stage_out_files", "300"),
+            ):
                 form.locator(f"[name={name}]").fill(value)
-            for name, value in (("processes_per_node", "4"), ("request_size", str(64 * KIB)),
-                                ("sequential_fraction", "0.5"),
-                                ("footprint_per_node", str(16 * GIB))):
+            for name, value in (
+                ("processes_per_node", "4"),
+                ("request_size", str(64 * KIB)),
+                ("sequential_fraction", "0.5"),
+                ("footprint_per_node", str(16 * GIB)),
+            ):
                 form.locator(f"[name={name}]").select_option(value)
             page.wait_for_timeout(200)
             assert page.locator("#advisor-error").text_content() == ""
@@ -580,10 +744,14 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
             shown = {}
             for row in page.locator("#advisor-result tr[data-part]").all():
                 table = row.locator("xpath=ancestor::table")
-                shown[(table.get_attribute("data-target"), row.get_attribute("data-part"))] = \
-                    tuple(float(v) if v else None for v in (
-                        row.get_attribute("data-seconds"), row.get_attribute("data-low"),
-                        row.get_attribute("data-high")))
+                shown[(table.get_attribute("data-target"), row.get_attribute("data-part"))] = tuple(
+                    float(v) if v else None
+                    for v in (
+                        row.get_attribute("data-seconds"),
+                        row.get_attribute("data-low"),
+                        row.get_attribute("data-high"),
+                    )
+                )
             use = page.locator("#advisor-use").text_content()
             result_words = page.locator("#advisor-result").text_content()
             page.locator("details").first.evaluate("d => d.open = true")
@@ -611,18 +779,21 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
                     assert value == pytest.approx(want, rel=1e-9), (t["target"], name, got)
     assert expected["recommendation"]["words"] in use
     # 2 GiB staged out, 4x the largest copy timed: the page says so as advise does
-    fast_notes = next(t for t in expected["targets"] if t["target"] == "fastfs")[
-        "parts"]["staging"]["notes"]
+    fast_notes = next(t for t in expected["targets"] if t["target"] == "fastfs")["parts"][
+        "staging"
+    ]["notes"]
     beyond = [n for n in fast_notes if "the largest copy" in n]
-    assert beyond == ["stage-out: 2 GiB is 4.0x the largest copy the staging check timed "
-                      "(512 MiB): its sustained bandwidth is carried past what was measured"]
+    assert beyond == [
+        "stage-out: 2 GiB is 4.0x the largest copy the staging check timed "
+        "(512 MiB): its sustained bandwidth is carried past what was measured"
+    ]
     assert beyond[0] in result_words
     # 16 GiB touched per node, 16x the 1 GiB measured: the page states the distance as
     # advise does, and not the in-range error
-    fast_data = next(t for t in expected["targets"] if t["target"] == "fastfs")[
-        "parts"]["data"]
-    assert fast_data["extra"]["error_words"] == ("extrapolated 16.0x beyond what was "
-                                                 "measured; no error known at that distance")
+    fast_data = next(t for t in expected["targets"] if t["target"] == "fastfs")["parts"]["data"]
+    assert fast_data["extra"]["error_words"] == (
+        "extrapolated 16.0x beyond what was measured; no error known at that distance"
+    )
     assert fast_data["extra"]["error_words"] in result_words
     assert "validation error" not in result_words
     print(f"screenshot: {ARTIFACTS / 'advisor-page.png'}")
@@ -631,16 +802,29 @@ def test_the_advisor_page_in_chromium(known_history, tmp_path):
 def test_the_advisor_names_no_check_and_no_metric():
     """It finds figures by their declarations (roles, selfscale chart entries) only."""
     import re
-    code = "".join((REPO / "reports" / name).read_text() for name in (
-        "advisor.py", "advisor_report.py", "job_profile.py", "advisor_workloads.yaml",
-        "templates/advisor.html",
-        "templates/advisor.js"))
+
+    code = "".join(
+        (REPO / "reports" / name).read_text()
+        for name in (
+            "advisor.py",
+            "advisor_report.py",
+            "job_profile.py",
+            "advisor_workloads.yaml",
+            "templates/advisor.html",
+            "templates/advisor.js",
+        )
+    )
     sources = "\n".join(p.read_text() for p in (REPO / "reframe_checks").rglob("*.py"))
     names = set(re.findall(r"^class (\w+)\(", sources, re.M))
     names |= set(re.findall(r"@figure\(.*?\)\n\s+def (\w+)", sources, re.S))
-    names |= set(re.findall(r'add\(f?"(\w+)"', sources))       # selfscale's figures
-    assert {"create_rate", "delete_rate", "stage_in_bw", "prediction_error_median",
-            "KernelMetadata"} <= names
+    names |= set(re.findall(r'add\(\s*f?"(\w+)"', sources))  # selfscale's figures
+    assert {
+        "create_rate",
+        "delete_rate",
+        "stage_in_bw",
+        "prediction_error_median",
+        "KernelMetadata",
+    } <= names
     named = sorted(n for n in names if re.search(rf"\b{n}\b", code))
     assert named == [], f"the advisor names {named}"
 
@@ -648,11 +832,21 @@ def test_the_advisor_names_no_check_and_no_metric():
 def test_counts_are_said_in_the_singular_and_the_plural():
     assert units.count_words(1, "file") == "1 file"
     assert units.count_words(1200, "file") == "1,200 files"
-    assert units.count_words(2, "open of an existing file", "opens of existing files") == \
-        "2 opens of existing files"
-    job = job_profile.description_profile({"processes": 1, "bytes": 0, "files": 1,
-                                       "files_written": 1, "opens": 1,
-                                       "stage_out": {"bytes": "4 MiB", "files": 1}}, "one")
+    assert (
+        units.count_words(2, "open of an existing file", "opens of existing files")
+        == "2 opens of existing files"
+    )
+    job = job_profile.description_profile(
+        {
+            "processes": 1,
+            "bytes": 0,
+            "files": 1,
+            "files_written": 1,
+            "opens": 1,
+            "stage_out": {"bytes": "4 MiB", "files": 1},
+        },
+        "one",
+    )
     assert "stages out 4 MiB in 1 file" in job.words()
 
 
@@ -662,8 +856,10 @@ def test_nodes_below_one_are_refused_before_the_store_is_read(tmp_path, nodes):
     env = {"SCRATCHBENCH_HOME": str(tmp_path / "home")}
     result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan", "--nodes", nodes, env=env)
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == f"scratchbench: error: --nodes: expected an integer of at " \
-                            f"least 1, got {nodes}\n"
+    assert (
+        result.stderr == f"scratchbench: error: --nodes: expected an integer of at "
+        f"least 1, got {nodes}\n"
+    )
     assert not (tmp_path / "home").exists()
 
 
@@ -672,18 +868,23 @@ def test_a_log_without_its_suffix_is_read_as_a_log_by_its_header(tmp_path):
     renamed.write_bytes((TEST_INPUT / "sample-goodost.darshan").read_bytes())
     assert job_profile.load_profile(renamed).modules["POSIX"]["bytes_written"] == 48 * GIB
     noise = tmp_path / "core"
-    noise.write_bytes(bytes([0xf8, 0x00, 0x91, 0xff]) * 64)
+    noise.write_bytes(bytes([0xF8, 0x00, 0x91, 0xFF]) * 64)
     result = run_cli("advise", noise, env={"SCRATCHBENCH_HOME": str(tmp_path / "home")})
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "neither a Darshan log (no Darshan header) nor a workload description" in \
-        result.stderr and "codec" not in result.stderr
+    assert (
+        "neither a Darshan log (no Darshan header) nor a workload description" in result.stderr
+        and "codec" not in result.stderr
+    )
     assert not (tmp_path / "home").exists()
 
 
 def test_a_history_that_does_not_exist_is_not_created(tmp_path):
     store_path = tmp_path / "no" / "such" / "history.sqlite"
-    result = run_cli("advise", TEST_INPUT / "sample-goodost.darshan",
-                     env={"SCRATCHBENCH_HISTORY": str(store_path)})
+    result = run_cli(
+        "advise",
+        TEST_INPUT / "sample-goodost.darshan",
+        env={"SCRATCHBENCH_HISTORY": str(store_path)},
+    )
     assert result.returncode == advisor.EXIT_NO_FIGURES and result.stderr.count("\n") == 1
     assert "no such file" in result.stderr
     assert not (tmp_path / "no").exists()
@@ -693,15 +894,22 @@ def test_numbers_are_words_without_exponents():
     assert units.size_words(1023.9 * MIB) == "1,020 MiB"
     assert units.size_words(1024 * MIB) == "1 GiB"
     assert advisor.seconds_words(0.9996) == "1,000 ms"
-    job = job_profile.description_profile({"processes": 1, "bytes": "1000 KiB",
-                                       "request_size": "1000 KiB"}, "one")
+    job = job_profile.description_profile(
+        {"processes": 1, "bytes": "1000 KiB", "request_size": "1000 KiB"}, "one"
+    )
     assert "1,000 KiB written in 1 request (mean 1,000 KiB" in job.words()
     assert "e+" not in job.words()
 
 
 # ---- a cost per request ------------------------------------------------------------------------
-ONE_BYTE_READS = {"processes": 1, "bytes": 1_000_000, "read_fraction": 1.0,
-                  "request_size": 1, "footprint": "1 MiB", "files": 1}
+ONE_BYTE_READS = {
+    "processes": 1,
+    "bytes": 1_000_000,
+    "read_fraction": 1.0,
+    "request_size": 1,
+    "footprint": "1 MiB",
+    "files": 1,
+}
 
 
 def test_a_million_one_byte_reads_cost_a_request_each(known_history, tmp_path):
@@ -717,26 +925,35 @@ def test_a_million_one_byte_reads_cost_a_request_each(known_history, tmp_path):
     data = fastfs["parts"]["data"]
     assert data["seconds"] == pytest.approx(1e6 / (250 * MIB / (4 * KIB)), rel=1e-6)
     assert data["seconds"] > 1.0
-    assert "read requests of 1 B: timed by their number, 64,000 requests/s (the model's " \
-           "at its smallest requests measured (4 KiB)), not their bytes" in data["notes"]
+    assert (
+        "read requests of 1 B: timed by their number, 64,000 requests/s (the model's "
+        "at its smallest requests measured (4 KiB)), not their bytes" in data["notes"]
+    )
     # requests as large as the smallest measured are timed by their bytes as before
-    kib = job_profile.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
-                                           request_size="4 KiB"), "4k")
+    kib = job_profile.description_profile(
+        dict(ONE_BYTE_READS, bytes=4096 * 1000, request_size="4 KiB"), "4k"
+    )
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert advisor.predict_data(kib, figures).seconds == pytest.approx(
-        4096 * 1000 / (250 * MIB), rel=1e-6)
+        4096 * 1000 / (250 * MIB), rel=1e-6
+    )
 
 
 def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
     runs = tmp_path / "runs"
-    cases = [selfscale_case("fastfs", known_model(), 0.08, 0.2),
-             make_case("RequestCheck", {"scratch_target": "fastfs"}, "builtin", "fastfs",
-                       {"r": (500_000, "ops/s", [])},
-                       declarations={"r": declared("1-byte reads", "ops/s",
-                                                   "read_requests_per_s")})]
+    cases = [
+        selfscale_case("fastfs", known_model(), 0.08, 0.2),
+        make_case(
+            "RequestCheck",
+            {"scratch_target": "fastfs"},
+            "builtin",
+            "fastfs",
+            {"r": (500_000, "ops/s", [])},
+            declarations={"r": declared("1-byte reads", "ops/s", "read_requests_per_s")},
+        ),
+    ]
     (runs / "night0").mkdir(parents=True)
-    (runs / "night0" / "report.json").write_text(json.dumps(make_report("night0", START,
-                                                                        cases)))
+    (runs / "night0" / "report.json").write_text(json.dumps(make_report("night0", START, cases)))
     db = tmp_path / "history.sqlite"
     conn = store.connect(db)
     assert store.ingest_all(conn, runs)[0] == 1
@@ -750,14 +967,22 @@ def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
 def test_a_prediction_on_figures_timed_too_briefly_says_so(tmp_path):
     """Metadata rates timed in 20 ms phases (the quick tag's) still predict, with a note
     that they are too short to trust; the same rates timed over seconds carry no note."""
+
     def case(phase):
-        return make_case("MetadataCheck", {"scratch_target": "fastfs"}, "gnu-openmpi",
-                         "fastfs", {"c": (1000.0, "ops/s", []), "o": (5000.0, "ops/s", []),
-                                    "s": (20000.0, "ops/s", [])},
-                         declarations={"c": declared("creations", "ops/s", "creations_per_s"),
-                                       "o": declared("opens", "ops/s", "opens_per_s"),
-                                       "s": declared("stats", "ops/s", "stats_per_s")},
-                         phase_seconds={"c": phase, "o": phase, "s": phase})
+        return make_case(
+            "MetadataCheck",
+            {"scratch_target": "fastfs"},
+            "gnu-openmpi",
+            "fastfs",
+            {"c": (1000.0, "ops/s", []), "o": (5000.0, "ops/s", []), "s": (20000.0, "ops/s", [])},
+            declarations={
+                "c": declared("creations", "ops/s", "creations_per_s"),
+                "o": declared("opens", "ops/s", "opens_per_s"),
+                "s": declared("stats", "ops/s", "stats_per_s"),
+            },
+            phase_seconds={"c": phase, "o": phase, "s": phase},
+        )
+
     profile = job_profile.description_profile(KNOWN, "known")
     notes = {}
     for phase in (0.02, 3.0):
@@ -765,8 +990,10 @@ def test_a_prediction_on_figures_timed_too_briefly_says_so(tmp_path):
         part = advisor.predict_metadata(profile, advisor.load_figures(db_path=db)["fastfs"])
         assert part.seconds == pytest.approx(40 / 1000 + 60 / 5000 + 50 / 20000)
         notes[phase] = [n for n in part.notes if "too short to trust" in n]
-    assert notes[0.02] == [f"rests on figures {too_short_words(0.02)} (creations; opens; stats): run "
-                           "a nightly or acceptance workload for figures to plan with"]
+    assert notes[0.02] == [
+        f"rests on figures {too_short_words(0.02)} (creations; opens; stats): run "
+        "a nightly or acceptance workload for figures to plan with"
+    ]
     assert notes[3.0] == []
 
 
@@ -775,8 +1002,9 @@ def history_of(tmp_path, nights):
     runs = tmp_path / "runs"
     for night, cases in nights:
         (runs / f"night{night}").mkdir(parents=True)
-        (runs / f"night{night}" / "report.json").write_text(json.dumps(make_report(
-            f"night{night}", START + night * DAY, cases)))
+        (runs / f"night{night}" / "report.json").write_text(
+            json.dumps(make_report(f"night{night}", START + night * DAY, cases))
+        )
     db = tmp_path / "history.sqlite"
     conn = store.connect(db)
     assert store.ingest_all(conn, runs)[0] == len(nights)
@@ -791,8 +1019,9 @@ def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
     model's processNum curve says (flat here: as long); the sum form adds the bytes'
     time."""
     rates = {"read": 400_000.0, "write": 100_000.0, "size": KIB, "unique_bytes": 64 * MIB}
-    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2,
-                                                   request_rates=rates)])])
+    db = history_of(
+        tmp_path, [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, request_rates=rates)])]
+    )
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.rates["read_requests_per_s"][0].value == 400_000.0
     assert figures.rates["write_requests_per_s"][0].value == 100_000.0
@@ -806,12 +1035,14 @@ def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
     assert advisor.predict_data(writes, figures).seconds == pytest.approx(10.0, rel=1e-9)
     # 4 KiB reads (consecutive): 250 MiB/s by their bytes, 64,000/s; 400,000/s by number
     model = figures.models[0][1]
-    kib = job_profile.description_profile(dict(ONE_BYTE_READS, bytes=4096 * 1000,
-                                           request_size="4 KiB"), "4k")
+    kib = job_profile.description_profile(
+        dict(ONE_BYTE_READS, bytes=4096 * 1000, request_size="4 KiB"), "4k"
+    )
     by_bytes, by_requests = 4096 * 1000 / (250 * MIB), 1000 / 400_000
     for form, expected in (("max", by_bytes), ("sum", by_bytes + by_requests)):
-        seconds, bound = advisor.class_seconds(kib, model, "read", 4096, 4096 * 1000,
-                                               figures.rates["read_requests_per_s"][0], form)
+        seconds, bound = advisor.class_seconds(
+            kib, model, "read", 4096, 4096 * 1000, figures.rates["read_requests_per_s"][0], form
+        )
         assert seconds == pytest.approx(expected, rel=1e-9) and not bound
     with pytest.raises(job_profile.AdvisorError, match="expected 'max' or 'sum', got 'min'"):
         advisor.class_seconds(kib, model, "read", 4096, 4096, None, "min")
@@ -828,19 +1059,18 @@ def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_hi
     inside = advisor.predict_all(job_profile.description_profile(KNOWN, "known"), figures)
     data = inside["targets"][0]["parts"]["data"]
     assert data["extra"]["extrapolation"] == 1.0
-    assert data["extra"]["error_words"] == ("inside the measured range: validation error "
-                                            "median 8%, max 20%")
+    assert data["extra"]["error_words"] == (
+        "inside the measured range: validation error median 8%, max 20%"
+    )
     log = job_profile.load_profile(TEST_INPUT / "sample-goodost.darshan")
     far = advisor.predict_all(log, figures)
     data = far["targets"][0]["parts"]["data"]
     assert data["extra"]["extrapolation"] == pytest.approx(4096 / 17, rel=1e-9)
-    assert "48 processes per node, 12.0x the 4 measured (the curve's end is used)" in \
-        data["notes"]
+    assert "48 processes per node, 12.0x the 4 measured (the curve's end is used)" in data["notes"]
     assert "48 GiB touched per node, 48.0x the 1 GiB measured" in data["notes"]
     assert "requests of 17 B, 240.9x below the 4 KiB to 16 MiB measured" in data["notes"]
     text = advisor_report.format_advice(far)
-    assert "extrapolated 240.9x beyond what was measured; no error known at that " \
-           "distance" in text
+    assert "extrapolated 240.9x beyond what was measured; no error known at that distance" in text
     assert "validation error median" not in text
     # one byte is 4,096x below the 4 KiB requests measured
     tiny = advisor.predict_all(job_profile.description_profile(ONE_BYTE_READS, "b"), figures)
@@ -851,23 +1081,43 @@ def two_regime_model(top_resident):
     """The known model with a device regime 10x slower from 1 GiB, the knee at 256 MiB
     and what the page cache held of the largest footprint when it was measured."""
     cache = known_model()
-    device = ss.Regime("device", ss.Workload(GIB, MIB, 0.5, 0.5, 2), 100 * MIB,
-                       {p: ss.Curve(p, c.xs, [y / 10 for y in c.ys], regime="device")
-                        for p, c in cache.regimes["cache"].curves.items()})
-    knee = ss.Knee(unique_bytes=256 * MIB, cache_level=1000 * MIB, device_level=100 * MIB,
-                   throughput=300 * MIB, top_resident=top_resident)
-    return ss.Model(unique_curve=cache.unique_curve,
-                    regimes={"cache": cache.regimes["cache"], "device": device}, knee=knee)
+    device = ss.Regime(
+        "device",
+        ss.Workload(GIB, MIB, 0.5, 0.5, 2),
+        100 * MIB,
+        {
+            p: ss.Curve(p, c.xs, [y / 10 for y in c.ys], regime="device")
+            for p, c in cache.regimes["cache"].curves.items()
+        },
+    )
+    knee = ss.Knee(
+        unique_bytes=256 * MIB,
+        cache_level=1000 * MIB,
+        device_level=100 * MIB,
+        throughput=300 * MIB,
+        top_resident=top_resident,
+    )
+    return ss.Model(
+        unique_curve=cache.unique_curve,
+        regimes={"cache": cache.regimes["cache"], "device": device},
+        knee=knee,
+    )
 
 
-@pytest.mark.parametrize("held, words", [
-    (1.0, "upper regime, which the self-scaling check measured still in the page cache "
-          "(100% of its largest footprint held)"),
-    (0.05, "upper regime, beyond the page cache"),
-    (None, "upper regime (whether the page cache still held it was not recorded)")])
+@pytest.mark.parametrize(
+    "held, words",
+    [
+        (
+            1.0,
+            "upper regime, which the self-scaling check measured still in the page cache "
+            "(100% of its largest footprint held)",
+        ),
+        (0.05, "upper regime, beyond the page cache"),
+        (None, "upper regime (whether the page cache still held it was not recorded)"),
+    ],
+)
 def test_the_regime_is_named_only_as_the_check_measured_it(tmp_path, held, words):
-    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", two_regime_model(held), 0.1,
-                                                   0.3)])])
+    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", two_regime_model(held), 0.1, 0.3)])])
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.models[0][1].knee.top_resident == held
     big = job_profile.description_profile(dict(KNOWN, footprint="1 GiB"), "big")
@@ -879,25 +1129,60 @@ def test_the_regime_is_named_only_as_the_check_measured_it(tmp_path, held, words
 def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
     """Two self-scaling series of one target, one per MPI: the newest environment's
     predicts, the other's prediction is beside it with its name."""
-    db = history_of(tmp_path, [
-        (0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi",
-                            request_rates={"read": 400_000.0, "write": 1e9, "size": KIB,
-                                           "unique_bytes": MIB})]),
-        (1, [selfscale_case("fastfs", known_model(0.5), 0.8, 1.5, environ="gnu-mpich",
-                            request_rates={"read": 100_000.0, "write": 1e9, "size": KIB,
-                                           "unique_bytes": MIB})]),
-        (2, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi")])])
+    db = history_of(
+        tmp_path,
+        [
+            (
+                0,
+                [
+                    selfscale_case(
+                        "fastfs",
+                        known_model(),
+                        0.08,
+                        0.2,
+                        environ="gnu-openmpi",
+                        request_rates={
+                            "read": 400_000.0,
+                            "write": 1e9,
+                            "size": KIB,
+                            "unique_bytes": MIB,
+                        },
+                    )
+                ],
+            ),
+            (
+                1,
+                [
+                    selfscale_case(
+                        "fastfs",
+                        known_model(0.5),
+                        0.8,
+                        1.5,
+                        environ="gnu-mpich",
+                        request_rates={
+                            "read": 100_000.0,
+                            "write": 1e9,
+                            "size": KIB,
+                            "unique_bytes": MIB,
+                        },
+                    )
+                ],
+            ),
+            (2, [selfscale_case("fastfs", known_model(), 0.08, 0.2, environ="gnu-openmpi")]),
+        ],
+    )
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.environ == "gnu-openmpi" and list(figures.other_models) == ["gnu-mpich"]
     data = advisor.predict_data(job_profile.description_profile(KNOWN, "known"), figures)
     expected = 512 / 1000 + 512 / 640
     assert data.seconds == pytest.approx(expected, rel=1e-9)
-    assert data.extra["other_environments"]["gnu-mpich"] == pytest.approx(2 * expected,
-                                                                           rel=1e-9)
+    assert data.extra["other_environments"]["gnu-mpich"] == pytest.approx(2 * expected, rel=1e-9)
     assert "self-scaling model of the gnu-openmpi environment" in data.rests_on
-    assert (f"with the self-scaling model of the gnu-mpich environment (another MPI): "
-            f"{advisor.seconds_words(2 * expected)}; the table uses gnu-openmpi's, the "
-            "newest (the advisor does not know which MPI the job used)") in data.notes
+    assert (
+        f"with the self-scaling model of the gnu-mpich environment (another MPI): "
+        f"{advisor.seconds_words(2 * expected)}; the table uses gnu-openmpi's, the "
+        "newest (the advisor does not know which MPI the job used)"
+    ) in data.notes
     # requests are charged at the rate measured in the environment that predicts,
     # not at the newest rate of any environment
     one = advisor.predict_data(job_profile.description_profile(ONE_BYTE_READS, "b"), figures)
@@ -906,7 +1191,8 @@ def test_the_models_of_each_environment_are_shown_never_one_silently(tmp_path):
 
 
 def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_unsure(
-        known_history, tmp_path):
+    known_history, tmp_path
+):
     """The page build keeps the models' predictions between builds: the page data from
     the kept predictions equals the data computed afresh; the file keeps the models in
     use only; a damaged file or a changed prediction code is computed afresh."""
@@ -918,8 +1204,9 @@ def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_un
         assert advisor_report.page_data(conn, cache_dir=cache) == fresh
         kept_path = cache / "advisor-predictions.json"
         kept = json.loads(kept_path.read_text())
-        assert len(kept["models"]) == 3 and all(kept["models"].values()), \
+        assert len(kept["models"]) == 3 and all(kept["models"].values()), (
             "the three nights' models, each with its predictions"
+        )
         # the second build answers from the file: a changed value there shows through
         fp, memo = next(iter(kept["models"].items()))
         kept["models"] = {fp: {k: v * 2 for k, v in memo.items()}, "gone": {"x": 1.0}}

@@ -50,16 +50,22 @@ def python_files(part):
 def test_imports_point_down(part):
     files = python_files(part)
     assert files, f"{part}/ has no Python files: ARCHITECTURE.md and this test are stale"
-    wrong = [f"{path.relative_to(REPO)}:{line} imports {top}"
-             for path in files for line, top in our_imports(path)
-             if top != part and top not in ALLOWED[part]]
+    wrong = [
+        f"{path.relative_to(REPO)}:{line} imports {top}"
+        for path in files
+        for line, top in our_imports(path)
+        if top != part and top not in ALLOWED[part]
+    ]
     assert not wrong, "imports pointing up or sideways:\n" + "\n".join(wrong)
 
 
 def test_every_python_folder_has_a_layer():
     """A new top-level Python folder must be placed in the layers, not slip past them."""
-    folders = {p.relative_to(REPO).parts[0] for p in REPO.glob("*/**/*.py")
-               if not p.relative_to(REPO).parts[0].startswith(".")}
+    folders = {
+        p.relative_to(REPO).parts[0]
+        for p in REPO.glob("*/**/*.py")
+        if not p.relative_to(REPO).parts[0].startswith(".")
+    }
     # var/ holds what runs wrote (a failed case keeps its stage folder, scripts included)
     unplaced = folders - OURS - {"tests", "ci", "var"}
     assert not unplaced, f"folders with Python code but no layer: {sorted(unplaced)}"
@@ -85,8 +91,11 @@ def documented_imports(doc):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("/`"):
             part = cells[0].strip("`/")
-            rows[part] = set() if cells[2] == "nothing of ours" else \
-                {name.strip("` ") for name in cells[2].split(",")}
+            rows[part] = (
+                set()
+                if cells[2] == "nothing of ours"
+                else {name.strip("` ") for name in cells[2].split(",")}
+            )
     return rows
 
 
@@ -94,18 +103,22 @@ def test_architecture_import_table_is_what_the_code_imports():
     """ARCHITECTURE.md's "imports" column is the rule above and what the files really
     import: a part that stops (or starts) importing another must change the table."""
     table = documented_imports((REPO / "ARCHITECTURE.md").read_text())
-    assert set(table) == set(ALLOWED), \
+    assert set(table) == set(ALLOWED), (
         f"ARCHITECTURE.md's table has rows for {sorted(table)}, the layers are {sorted(ALLOWED)}"
+    )
     for part in ALLOWED:
         imported = {top for path in python_files(part) for _, top in our_imports(path)} - {part}
         assert table[part] == ALLOWED[part] == imported, (
             f"{part}/: ARCHITECTURE.md says it imports {sorted(table[part]) or 'nothing of ours'}, "
-            f"this test allows {sorted(ALLOWED[part])}, its files import {sorted(imported)}")
+            f"this test allows {sorted(ALLOWED[part])}, its files import {sorted(imported)}"
+        )
 
 
 def test_the_import_table_reader_sees_a_drift():
-    doc = ("| part | owns | imports |\n|---|---|---|\n| `scratchbench/` | ground | nothing of ours |\n"
-           "| `cli/` | the command | all of the above |\n")
+    doc = (
+        "| part | owns | imports |\n|---|---|---|\n| `scratchbench/` | ground | nothing of ours |\n"
+        "| `cli/` | the command | all of the above |\n"
+    )
     assert documented_imports(doc) == {"scratchbench": set(), "cli": {"all of the above"}}
 
 
@@ -125,17 +138,21 @@ def store_queries(path):
 
 
 def test_only_the_store_queries_the_history_store():
-    found = [f"{path.relative_to(REPO)}:{number}: {text}"
-             for part in ALLOWED for path in python_files(part)
-             if path != STORE_OWNER for number, text in store_queries(path)]
-    assert not found, "SQL against the history store outside reports/store.py:\n" + \
-        "\n".join(found)
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {text}"
+        for part in ALLOWED
+        for path in python_files(part)
+        if path != STORE_OWNER
+        for number, text in store_queries(path)
+    ]
+    assert not found, "SQL against the history store outside reports/store.py:\n" + "\n".join(found)
 
 
 def test_the_query_detector_sees_a_query(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text('x = 1\nrows = conn.execute(\n    "SELECT value FROM figures")\n'
-                   'mariadb("SELECT 1")\n')
+    bad.write_text(
+        'x = 1\nrows = conn.execute(\n    "SELECT value FROM figures")\nmariadb("SELECT 1")\n'
+    )
     assert [n for n, _ in store_queries(bad)] == [2, 3]
 
 
@@ -157,16 +174,22 @@ def test_the_embedded_scheduler_names_the_private_reframe_members_it_relies_on()
     defined = set(re.findall(r"^\s+def (_\w+)", source, re.M))
     used = set(re.findall(r"(?:self|job|super\(\))\.(_[a-z]\w*)", source)) - defined
     # attributes of its own: set here, never named by ReFrame
-    own = {name for name in used if re.search(rf"self\.{name} = ", source)
-           and not re.search(rf"\.{name}\b", upstream_source)}
+    own = {
+        name
+        for name in used
+        if re.search(rf"self\.{name} = ", source) and not re.search(rf"\.{name}\b", upstream_source)
+    }
     assert used - own, "found no private member of ReFrame's: the pattern is stale"
     doc = slurm_embedded.__doc__
-    assert "ReFrame " + reframe.VERSION in doc, \
-        f"slurm_embedded's docstring does not name the ReFrame version it was written for " \
+    assert "ReFrame " + reframe.VERSION in doc, (
+        f"slurm_embedded's docstring does not name the ReFrame version it was written for "
         f"({reframe.VERSION})"
+    )
     documented = set(re.findall(r"``(_\w+)``", doc))
-    assert used - own <= documented, \
+    assert used - own <= documented, (
         f"slurm_embedded uses {sorted(used - own - documented)} without saying why"
+    )
     for name in sorted(documented):
-        assert re.search(rf"\.{name}\b", upstream_source), \
+        assert re.search(rf"\.{name}\b", upstream_source), (
             f"ReFrame {reframe.VERSION}'s Slurm backend no longer uses {name}"
+        )

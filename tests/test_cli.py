@@ -9,8 +9,16 @@ import pytest
 
 from conftest import REPO, VENV_BIN, run, scratchbench
 
-SUBCOMMANDS = [["cluster"], ["run"], ["check-site"], ["report"], ["ingest"], ["verdict"],
-               ["verdict", "nightly"], ["verdict", "acceptance"]]
+SUBCOMMANDS = [
+    ["cluster"],
+    ["run"],
+    ["check-site"],
+    ["report"],
+    ["ingest"],
+    ["verdict"],
+    ["verdict", "nightly"],
+    ["verdict", "acceptance"],
+]
 
 
 def test_top_level_help():
@@ -34,18 +42,23 @@ def one_line(result):
     return lines[0]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["run", "--site", "nosuchsite", "--no-start"], "site config 'nosuchsite': no file"),
-    (["run", "--tag", "weekly", "--no-start"], "--tag weekly: expected one of quick"),
-    (["run", "--partition", "gpu", "--no-start"],
-     "system 'embedded' has no partition 'gpu' (it has: batch)"),
-    (["run", "--target", "lustre", "--no-start"],
-     "--target lustre: site config"),
-    (["run", "--environ", "gnu-intelmpi", "--no-start"],
-     "--environ gnu-intelmpi: site config"),
-    (["run", "--spack-env", "/no/such/spack.yaml", "--no-start"],
-     "--spack-env /no/such/spack.yaml: no such file (expected a Spack environment file"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "--site", "nosuchsite", "--no-start"], "site config 'nosuchsite': no file"),
+        (["run", "--tag", "weekly", "--no-start"], "--tag weekly: expected one of quick"),
+        (
+            ["run", "--partition", "gpu", "--no-start"],
+            "system 'embedded' has no partition 'gpu' (it has: batch)",
+        ),
+        (["run", "--target", "lustre", "--no-start"], "--target lustre: site config"),
+        (["run", "--environ", "gnu-intelmpi", "--no-start"], "--environ gnu-intelmpi: site config"),
+        (
+            ["run", "--spack-env", "/no/such/spack.yaml", "--no-start"],
+            "--spack-env /no/such/spack.yaml: no such file (expected a Spack environment file",
+        ),
+    ],
+)
 def test_run_bad_input(sb_home, args, message):
     result = scratchbench(*args)
     assert result.returncode == 2
@@ -66,26 +79,36 @@ def test_run_refuses_to_start_when_told(sb_home, tmp_path):
     assert "embedded cluster is not running" in one_line(result)
 
 
-@pytest.mark.parametrize("args,code,message", [
-    (["ingest", "/no/such/run"], 5, "/no/such/run: no such run directory or run report"),
-    (["verdict", "acceptance", "--before", "tag", "--after", "tag:x"], 2,
-     "--before tag: expected key:value items"),
-    (["verdict", "nightly", "--run", "nosuchrun"], 1, "--run nosuchrun: no such run"),
-])
+@pytest.mark.parametrize(
+    "args,code,message",
+    [
+        (["ingest", "/no/such/run"], 5, "/no/such/run: no such run directory or run report"),
+        (
+            ["verdict", "acceptance", "--before", "tag", "--after", "tag:x"],
+            2,
+            "--before tag: expected key:value items",
+        ),
+        (["verdict", "nightly", "--run", "nosuchrun"], 1, "--run nosuchrun: no such run"),
+    ],
+)
 def test_history_commands_bad_input(tmp_path, args, code, message):
-    _history_with_runs(tmp_path)   # a store to read (a missing one is exit 7: test_reports)
+    _history_with_runs(tmp_path)  # a store to read (a missing one is exit 7: test_reports)
     result = scratchbench(*args, env={"SCRATCHBENCH_HOME": str(tmp_path)})
     assert result.returncode == code, result.stderr
     assert message in one_line(result)
 
 
-@pytest.mark.parametrize("script,args,message", [
-    ("ci/nightly", [], "usage: ci/nightly SITE"),
-    ("ci/acceptance", ["sometimes", "CHG-1"], "unknown phase 'sometimes'"),
-    ("ci/acceptance", ["before"], "a change ticket or label is required"),
-])
+@pytest.mark.parametrize(
+    "script,args,message",
+    [
+        ("ci/nightly", [], "usage: ci/nightly SITE"),
+        ("ci/acceptance", ["sometimes", "CHG-1"], "unknown phase 'sometimes'"),
+        ("ci/acceptance", ["before"], "a change ticket or label is required"),
+    ],
+)
 def test_ci_entry_points_explain_their_usage(script, args, message):
     from conftest import REPO, run
+
     result = run(["bash", REPO / script, *args])
     assert result.returncode != 0 and message in result.stderr
 
@@ -97,10 +120,14 @@ def test_installed_as_a_wheel_it_says_it_runs_from_a_checkout(tmp_path):
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
     build = tmp_path / "build-copy"
-    shutil.copytree(REPO, build, ignore=shutil.ignore_patterns(
-        ".venv", "var", ".git", "*.egg-info", "build*", "__pycache__"))
-    install = run([venv / "bin" / "pip", "install", "-q", "--no-deps",
-                   build], timeout=600)
+    shutil.copytree(
+        REPO,
+        build,
+        ignore=shutil.ignore_patterns(
+            ".venv", "var", ".git", "*.egg-info", "build*", "__pycache__"
+        ),
+    )
+    install = run([venv / "bin" / "pip", "install", "-q", "--no-deps", build], timeout=600)
     assert install.returncode == 0, install.stderr[-2000:]
     result = run([venv / "bin" / "scratchbench", "--help"], cwd=tmp_path)
     assert result.returncode == 2
@@ -112,19 +139,33 @@ def test_installed_as_a_wheel_it_says_it_runs_from_a_checkout(tmp_path):
 def test_runs_from_any_directory(tmp_path):
     """Installed editable, the command finds the checkout from anywhere."""
     result = run([VENV_BIN / "scratchbench", "run", "--site", "no-such-site"], cwd=tmp_path)
-    assert result.returncode == 2 and "known sites: example_lsf, example_slurm, local" in \
-        result.stderr
+    assert (
+        result.returncode == 2 and "known sites: example_lsf, example_slurm, local" in result.stderr
+    )
 
 
 def _history_with_runs(home, runs=12):
     from reports import store
     from reports.synthetic import make_report
+
     conn = store.connect(home / "history.sqlite")
     for i in range(runs):
-        store.ingest_report(conn, make_report(
-            f"run{i:03d}", 1_800_000_000 + 3600 * i,
-            [("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"}, "gnu", "fsA",
-              {"write_bw": (1000.0 + i, "MiB/s", [])})]))
+        store.ingest_report(
+            conn,
+            make_report(
+                f"run{i:03d}",
+                1_800_000_000 + 3600 * i,
+                [
+                    (
+                        "KernelIOTest",
+                        {"scratch_target": "fsA", "access": "fpp-posix"},
+                        "gnu",
+                        "fsA",
+                        {"write_bw": (1000.0 + i, "MiB/s", [])},
+                    )
+                ],
+            ),
+        )
     conn.close()
     return home / "history.sqlite"
 
@@ -136,7 +177,7 @@ def test_a_damaged_history_is_one_line(tmp_path, command):
     db = _history_with_runs(tmp_path)
     data = bytearray(db.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 4096] = b"\x5a" * 4096
+    data[middle : middle + 4096] = b"\x5a" * 4096
     db.write_bytes(bytes(data))
     result = scratchbench(*command, env={"SCRATCHBENCH_HOME": str(tmp_path)})
     assert result.returncode == 5, result.stdout + result.stderr
@@ -154,16 +195,16 @@ def test_report_out_that_cannot_be_written(tmp_path, where):
         out = tmp_path / "pages.html"
         out.write_text("not a directory")
         expect = "exists and is not a directory"
-        result = scratchbench("report", "--out", str(out),
-                              env={"SCRATCHBENCH_HOME": str(tmp_path)})
+        result = scratchbench("report", "--out", str(out), env={"SCRATCHBENCH_HOME": str(tmp_path)})
     else:
         parent = tmp_path / "ro"
         parent.mkdir()
         assert run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", parent]).returncode == 0
         try:
             expect = "cannot make the directory (Read-only file system)"
-            result = scratchbench("report", "--out", str(parent / "pages"),
-                                  env={"SCRATCHBENCH_HOME": str(tmp_path)})
+            result = scratchbench(
+                "report", "--out", str(parent / "pages"), env={"SCRATCHBENCH_HOME": str(tmp_path)}
+            )
         finally:
             run(["umount", parent])
     assert result.returncode == 2, result.stderr
@@ -172,15 +213,23 @@ def test_report_out_that_cannot_be_written(tmp_path, where):
 
 def test_a_reader_that_leaves_early_is_not_an_error(tmp_path):
     """`scratchbench cluster status | head -1`: no traceback for a closed pipe."""
-    result = subprocess.run(f"{VENV_BIN / 'scratchbench'} --help | head -1", shell=True,
-                            capture_output=True, text=True,
-                            env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)))
+    result = subprocess.run(
+        f"{VENV_BIN / 'scratchbench'} --help | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)),
+    )
     assert result.stdout.startswith("usage:")
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
-    for _ in range(3):   # status prints many lines; head leaves after one
+    for _ in range(3):  # status prints many lines; head leaves after one
         result = subprocess.run(
-            f"{VENV_BIN / 'scratchbench'} cluster status --json | head -c 10", shell=True,
-            capture_output=True, text=True, env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)))
+            f"{VENV_BIN / 'scratchbench'} cluster status --json | head -c 10",
+            shell=True,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, SCRATCHBENCH_HOME=str(tmp_path)),
+        )
         assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
 
 
@@ -189,24 +238,46 @@ def test_cases_whose_provider_failed_count_as_reframe_counts_them():
     own summary has them, naming the failed provider once, never '(None): None'."""
     from cli.runner import format_summary, summarise_report
 
-    provider = {"unique_name": "IORProvider_1", "system": "s", "partition": "p",
-                "environ": "e", "fixture": True, "check_class": "IORProvider",
-                "result": "fail", "fail_phase": "setup",
-                "fail_reason": "tool unavailable error: IOR: no spack"}
-    dependents = [{"unique_name": f"IOR_{n}", "system": "s", "partition": "p", "environ": "e",
-                   "check_class": "IOR", "scratch_target": "t", "result": "fail_deps",
-                   "fail_phase": None, "fail_reason": None,
-                   "dependencies_actual": [["IORProvider_1", "s:p", "e"]]} for n in range(3)]
+    provider = {
+        "unique_name": "IORProvider_1",
+        "system": "s",
+        "partition": "p",
+        "environ": "e",
+        "fixture": True,
+        "check_class": "IORProvider",
+        "result": "fail",
+        "fail_phase": "setup",
+        "fail_reason": "tool unavailable error: IOR: no spack",
+    }
+    dependents = [
+        {
+            "unique_name": f"IOR_{n}",
+            "system": "s",
+            "partition": "p",
+            "environ": "e",
+            "check_class": "IOR",
+            "scratch_target": "t",
+            "result": "fail_deps",
+            "fail_phase": None,
+            "fail_reason": None,
+            "dependencies_actual": [["IORProvider_1", "s:p", "e"]],
+        }
+        for n in range(3)
+    ]
     summary = summarise_report({"runs": [{"testcases": [provider, *dependents]}]})
     assert (summary["passed"], summary["failed"], summary["skipped"]) == (0, 1, 3)
     summary.update(report="r", output="o", perflogs="p", results_db="d", wall_seconds=1)
     text = format_summary(summary)
     assert "None" not in text
     assert text.count("no spack") == 1, text
-    assert "skipped (3): needs IORProvider [s:p+e], which failed in setup (see its failure): " \
+    assert (
+        "skipped (3): needs IORProvider [s:p+e], which failed in setup (see its failure): "
         "IOR on t [e]" in text.splitlines()
+    )
 
     from reports.runreport import skip_reasons
+
     stored = skip_reasons([provider, *dependents])
-    assert stored[1] == ("needs IORProvider [s:p+e], which failed in setup: tool unavailable "
-                         "error: IOR: no spack"), "the history keeps the cause with them"
+    assert stored[1] == (
+        "needs IORProvider [s:p+e], which failed in setup: tool unavailable error: IOR: no spack"
+    ), "the history keeps the cause with them"

@@ -55,15 +55,25 @@ def test_up_twice_is_a_no_op(cluster):
 
 
 def test_status_shows_nodes_and_daemons(cluster):
-    result = scratchbench("cluster", "status", "--json",
-                          env={"SCRATCHBENCH_HOME": str(cluster.dir.parent)})
+    result = scratchbench(
+        "cluster", "status", "--json", env={"SCRATCHBENCH_HOME": str(cluster.dir.parent)}
+    )
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
     assert status["up"] and status["nodes"] == {"n1": "idle", "n2": "idle"}
     names = [d["name"] for d in status["daemons"]]
-    assert names == ["munged", "mariadbd", "slurmdbd", "slurmctld", "glusterd",
-                     "san-client-login", "slurmd-n1", "san-client-n1", "slurmd-n2",
-                     "san-client-n2"]
+    assert names == [
+        "munged",
+        "mariadbd",
+        "slurmdbd",
+        "slurmctld",
+        "glusterd",
+        "san-client-login",
+        "slurmd-n1",
+        "san-client-n1",
+        "slurmd-n2",
+        "san-client-n2",
+    ]
     assert all(d["alive"] for d in status["daemons"])
     text = scratchbench("cluster", "status", env={"SCRATCHBENCH_HOME": str(cluster.dir.parent)})
     assert "node n1: idle" in text.stdout and "MYSANSCRATCH" in text.stdout
@@ -72,12 +82,15 @@ def test_status_shows_nodes_and_daemons(cluster):
 def test_per_job_scratch_directory_is_made_and_removed(cluster, tmp_path):
     env = {"SLURM_CONF": str(cluster.slurm_conf)}
     script = tmp_path / "job.sh"
-    script.write_text("#!/bin/bash\necho \"dir=$MYSANSCRATCH\"\ntest -d \"$MYSANSCRATCH\" && "
-                      "test -w \"$MYSANSCRATCH\" && echo writable\n"
-                      "touch \"$MYSANSCRATCH/left-behind\"\n")
+    script.write_text(
+        '#!/bin/bash\necho "dir=$MYSANSCRATCH"\ntest -d "$MYSANSCRATCH" && '
+        'test -w "$MYSANSCRATCH" && echo writable\n'
+        'touch "$MYSANSCRATCH/left-behind"\n'
+    )
     out = tmp_path / "job.out"
-    result = run(["sbatch", "--wait", "--exclusive", "-N", "2", "-o", out, script], env=env,
-                 timeout=120)
+    result = run(
+        ["sbatch", "--wait", "--exclusive", "-N", "2", "-o", out, script], env=env, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     text = out.read_text()
     assert "writable" in text
@@ -95,11 +108,15 @@ def test_the_reframe_backend_names_the_nodes_out_of_service(cluster, monkeypatch
     # What the embedded site's ReFrame backend asks before it cancels a job pending as
     # ReqNodeNotAvail: every node in service here (a job then waits), one drained there.
     from scratchbench.slurm_embedded import nodes_out_of_service
+
     env = cluster.client_env()
     monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
     assert nodes_out_of_service() == {}
-    run(["scontrol", "update", "nodename=n2", "state=drain", "reason=backend test"], env=env,
-        check=True)
+    run(
+        ["scontrol", "update", "nodename=n2", "state=drain", "reason=backend test"],
+        env=env,
+        check=True,
+    )
     try:
         assert nodes_out_of_service() == {"n2": "drained: backend test"}
     finally:
@@ -140,15 +157,19 @@ for job in jobs:
 def test_the_reframe_backend_reads_job_states_from_slurmctld(cluster, tmp_path):
     # squeue while a job waits or runs, scontrol for the exit code and end of a job that
     # has just ended (sacct only for one slurmctld forgot): what the checks' poll sees
-    env = dict(cluster.client_env(), LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
-               PYTHONPATH=str(REPO))
+    env = dict(
+        cluster.client_env(), LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod", PYTHONPATH=str(REPO)
+    )
     probe = tmp_path / "probe.py"
     probe.write_text(BACKEND_PROBE)
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     # (ReFrame writes job scripts and outputs where it runs: in jobs/, not the checkout)
-    out = run([sys.executable, str(probe), str(REPO / "site_configs" / "local.py"), str(jobs)],
-              env=env, cwd=jobs)
+    out = run(
+        [sys.executable, str(probe), str(REPO / "site_configs" / "local.py"), str(jobs)],
+        env=env,
+        cwd=jobs,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
     assert set(lines["first"].split()) <= {"PENDING", "CONFIGURING", "RUNNING"}, lines
@@ -178,8 +199,9 @@ def test_down_stops_only_its_own_daemons_by_pid(spare_home, cluster):
         assert "stopped 8 daemons" in down.stderr
         assert not any(process_alive(p) for p in pids)
         assert processes_mentioning(str(spare_home)) == [], "the storage servers stopped too"
-        assert str(spare_home) not in Path("/proc/self/mountinfo").read_text(), \
+        assert str(spare_home) not in Path("/proc/self/mountinfo").read_text(), (
             "the SAN's mounts are gone"
+        )
         assert sleeper.poll() is None, "a process merely named slurmd is left alone"
         assert all(process_alive(p) for p in session_pids), "another cluster is left alone"
         again = scratchbench("cluster", "down", env=env)
@@ -204,8 +226,15 @@ def test_port_in_use(spare_home):
     stored.parent.mkdir(parents=True)
     stored.write_text("earlier results")
     try:
-        result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
-                              env={"SCRATCHBENCH_HOME": str(spare_home)})
+        result = scratchbench(
+            "cluster",
+            "up",
+            "--nodes",
+            "1",
+            "--base-port",
+            "37817",
+            env={"SCRATCHBENCH_HOME": str(spare_home)},
+        )
     finally:
         holder.close()
     assert result.returncode == 3
@@ -220,8 +249,15 @@ def test_daemon_that_dies_is_named_with_its_log(spare_home):
     datadir = spare_home / "cluster" / "mysql" / "data"
     (datadir / "mysql").mkdir(parents=True)
     (datadir / "ibdata1").mkdir()
-    result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
-                          env={"SCRATCHBENCH_HOME": str(spare_home)})
+    result = scratchbench(
+        "cluster",
+        "up",
+        "--nodes",
+        "1",
+        "--base-port",
+        "37817",
+        env={"SCRATCHBENCH_HOME": str(spare_home)},
+    )
     assert result.returncode == 3
     line = one_line_error(result)
     assert "mariadbd exited during start-up" in line and "log: " in line
@@ -243,9 +279,17 @@ def test_bad_scratch_root(spare_home, kind):
         assert run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mount]).returncode == 0
         root, expect = mount / "san", "is not writable"
     try:
-        result = scratchbench("cluster", "up", "--nodes", "1", "--base-port", "37817",
-                              "--scratch-root", str(root),
-                              env={"SCRATCHBENCH_HOME": str(spare_home)})
+        result = scratchbench(
+            "cluster",
+            "up",
+            "--nodes",
+            "1",
+            "--base-port",
+            "37817",
+            "--scratch-root",
+            str(root),
+            env={"SCRATCHBENCH_HOME": str(spare_home)},
+        )
     finally:
         if mount:
             run(["umount", mount])
@@ -267,9 +311,19 @@ def test_a_cluster_under_a_private_directory_runs_jobs(tmp_path):
         c = EmbeddedCluster(home / "cluster")
         assert str(c.munge_dir).startswith("/run/scratchbench/")
         out = home / "job.out"
-        job = run(["sbatch", "--wait", "--exclusive", "-o", out, "--wrap",
-                   'echo "scratch=$MYSANSCRATCH"; test -d "$MYSANSCRATCH" && echo made'],
-                  env=c.client_env(), timeout=120)
+        job = run(
+            [
+                "sbatch",
+                "--wait",
+                "--exclusive",
+                "-o",
+                out,
+                "--wrap",
+                'echo "scratch=$MYSANSCRATCH"; test -d "$MYSANSCRATCH" && echo made',
+            ],
+            env=c.client_env(),
+            timeout=120,
+        )
         assert job.returncode == 0, job.stderr
         assert "made" in out.read_text()
     finally:
@@ -284,8 +338,7 @@ def test_two_clusters_at_once_take_their_own_ports(cluster):
     try:
         specs = []
         for home in homes:
-            up = scratchbench("cluster", "up", "--nodes", "1",
-                              env={"SCRATCHBENCH_HOME": str(home)})
+            up = scratchbench("cluster", "up", "--nodes", "1", env={"SCRATCHBENCH_HOME": str(home)})
             assert up.returncode == 0, up.stderr
             specs.append(EmbeddedCluster(home / "cluster").status())
         ports = [set(ClusterSpec(**s["spec"]).ports().values()) for s in specs]
@@ -293,16 +346,28 @@ def test_two_clusters_at_once_take_their_own_ports(cluster):
         assert not (ports[0] & ports[1] or ports[0] & ports[2] or ports[1] & ports[2])
         assert all(s["ports"] == "auto" for s in specs)
         for home in homes:
-            result = scratchbench("run", "--no-start", "--name", "StageInOut", "--target",
-                                  "sanscratch", env={"SCRATCHBENCH_HOME": str(home)})
+            result = scratchbench(
+                "run",
+                "--no-start",
+                "--name",
+                "StageInOut",
+                "--target",
+                "sanscratch",
+                env={"SCRATCHBENCH_HOME": str(home)},
+            )
             assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
             assert "local scheduler" not in result.stderr
             assert result.stdout.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
             report = next((home / "results" / "runs").glob("*/report.json"))
-            case = next(c for c in json.loads(report.read_text())["runs"][-1]["testcases"]
-                        if c.get("check_class") == "StageInOut")
-            jobs = run(["sacct", "-n", "-X", "-j", str(case["jobid"]), "-o", "JobName%40,State"],
-                       env=EmbeddedCluster(home / "cluster").client_env())
+            case = next(
+                c
+                for c in json.loads(report.read_text())["runs"][-1]["testcases"]
+                if c.get("check_class") == "StageInOut"
+            )
+            jobs = run(
+                ["sacct", "-n", "-X", "-j", str(case["jobid"]), "-o", "JobName%40,State"],
+                env=EmbeddedCluster(home / "cluster").client_env(),
+            )
             # (Under load slurmdbd may miss the job-start record and name the job
             # "allocation"; the completion under this job id is what counts.)
             assert "COMPLETED" in jobs.stdout, "the check ran through this home's own Slurm"
@@ -312,13 +377,16 @@ def test_two_clusters_at_once_take_their_own_ports(cluster):
             shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.mark.parametrize("args,expect", [
-    (["--nodes", "0"], "--nodes 0: expected 1 to 16"),
-    (["--base-port", "80"], "--base-port 80: expected 1024"),
-    (["--san-servers", "17"], "--san-servers 17: expected 1 to 16"),
-    (["--san-stripe-size", "3m"], "--san-stripe-size 3145728: expected a power of two"),
-    (["--san-brick-size", "1x"], "size '1x': expected a number of bytes"),
-])
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (["--nodes", "0"], "--nodes 0: expected 1 to 16"),
+        (["--base-port", "80"], "--base-port 80: expected 1024"),
+        (["--san-servers", "17"], "--san-servers 17: expected 1 to 16"),
+        (["--san-stripe-size", "3m"], "--san-stripe-size 3145728: expected a power of two"),
+        (["--san-brick-size", "1x"], "size '1x': expected a number of bytes"),
+    ],
+)
 def test_bad_options(spare_home, args, expect):
     result = scratchbench("cluster", "up", *args, env={"SCRATCHBENCH_HOME": str(spare_home)})
     assert result.returncode == 3 and expect in one_line_error(result)
@@ -344,11 +412,17 @@ def test_a_san_that_cannot_start_falls_back_to_a_plain_directory_and_says_so(spa
     assert len(said) == 1 and "127.0.0.200:24007" in said[0] and "plain directory" in said[0]
     status = scratchbench("cluster", "status", env=env).stdout
     assert "a plain directory of this machine, not a SAN" in status
-    describe = run([sys.executable, "-c",
-                    "import runpy; c = runpy.run_path('site_configs/local.py')"
-                    "['site_configuration']; t = c['systems'][0]['partitions'][0]['extras']"
-                    "['scratch_targets']['sanscratch']; print(t['kind']); "
-                    "print(t['description'])"],
-                   env=env, cwd=Path(__file__).resolve().parents[1])
+    describe = run(
+        [
+            sys.executable,
+            "-c",
+            "import runpy; c = runpy.run_path('site_configs/local.py')"
+            "['site_configuration']; t = c['systems'][0]['partitions'][0]['extras']"
+            "['scratch_targets']['sanscratch']; print(t['kind']); "
+            "print(t['description'])",
+        ],
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     kind, description = describe.stdout.splitlines()[:2]
     assert kind == "other" and "NOT a network file system" in description, describe.stderr

@@ -13,15 +13,14 @@ from conftest import REPO
 from reports import verdict_methods, verdicts
 
 # The folders whose every module README's layout table names, in that folder's row.
-LISTED = ("reframe_checks", "reframe_checks/lib", "scratchbench", "reports", "cluster",
-          "cli")
+LISTED = ("reframe_checks", "reframe_checks/lib", "scratchbench", "reports", "cluster", "cli")
 
 
 def section(text, heading):
     """The lines under a '## heading' of a Markdown text, up to the next '## '."""
     start = text.index(f"\n## {heading}\n")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end >= 0 else len(text)]
+    return text[start : end if end >= 0 else len(text)]
 
 
 def layout_rows(readme):
@@ -37,22 +36,27 @@ def layout_rows(readme):
 def unlisted_modules(readme):
     """'folder/module.py' for every module of LISTED that its folder's row leaves out."""
     rows = layout_rows(readme)
-    return [f"{folder}/{path.name}" for folder in LISTED
-            for path in sorted((REPO / folder).glob("*.py"))
-            if path.name != "__init__.py" and f"`{path.name}`" not in rows.get(folder, "")]
+    return [
+        f"{folder}/{path.name}"
+        for folder in LISTED
+        for path in sorted((REPO / folder).glob("*.py"))
+        if path.name != "__init__.py" and f"`{path.name}`" not in rows.get(folder, "")
+    ]
 
 
 def test_readme_layout_names_every_check_file_and_module():
     missing = unlisted_modules((REPO / "README.md").read_text())
-    assert not missing, ("README's layout table (## Layout) does not name, in its folder's "
-                         "row: " + ", ".join(missing))
+    assert not missing, (
+        "README's layout table (## Layout) does not name, in its folder's "
+        "row: " + ", ".join(missing)
+    )
 
 
 def test_the_layout_reader_sees_a_module_left_out():
     readme = "# x\n\n## Layout\n\n| folder | what |\n|---|---|\n| `cli/` | `main.py` |\n"
     missing = unlisted_modules(readme)
     assert "cli/runner.py" in missing and "cli/main.py" not in missing
-    assert "reports/store.py" in missing            # a folder without a row at all
+    assert "reports/store.py" in missing  # a folder without a row at all
 
 
 def help_texts(parser, name="scratchbench"):
@@ -68,8 +72,11 @@ def named_unapplied(text):
     return [m for m in verdict_methods.NOT_APPLIED if m.lower() in text.lower()]
 
 
-@pytest.mark.parametrize("command,text", list(help_texts(build_parser())),
-                         ids=lambda v: v if v.startswith("scratchbench") else "")
+@pytest.mark.parametrize(
+    "command,text",
+    list(help_texts(build_parser())),
+    ids=lambda v: v if v.startswith("scratchbench") else "",
+)
 def test_no_help_names_a_method_the_code_does_not_apply(command, text):
     wrong = named_unapplied(" ".join(text.split()))
     assert not wrong, f"`{command} --help` names {wrong}, which the verdicts do not apply"
@@ -87,30 +94,37 @@ def test_verdict_help_names_the_methods_applied():
 
 
 # What in the applying function's code is the method, where its name is not written there.
-EVIDENCE = {verdict_methods.COMPARISON: ("ttest_ind(", "equal_var=False"),   # unequal variances
-            verdict_methods.EFFECT_SIZE: ("Hedges'",)}
+EVIDENCE = {
+    verdict_methods.COMPARISON: ("ttest_ind(", "equal_var=False"),  # unequal variances
+    verdict_methods.EFFECT_SIZE: ("Hedges'",),
+}
 
 
 def test_each_named_method_is_applied_by_its_function():
     """verdict_methods maps each name to the function that applies it; that function
     exists and its code is the method (names it, or makes the call that is the method)."""
     for method, function in verdict_methods.APPLIED_BY.items():
-        assert callable(getattr(verdicts, function, None)), \
+        assert callable(getattr(verdicts, function, None)), (
             f"{method}: reports/verdicts.py has no function {function}"
+        )
         code = inspect.getsource(getattr(verdicts, function))
         evidence = EVIDENCE.get(method, (method,))
-        assert all(e in code for e in evidence), \
+        assert all(e in code for e in evidence), (
             f"{function} shows no {' and '.join(evidence)}: it does not apply {method}"
+        )
 
 
 def test_readme_verdicts_name_the_methods_applied_and_no_other():
-    text = " ".join(section((REPO / "README.md").read_text(),
-                            "History, verdicts and pages").split())
+    text = " ".join(
+        section((REPO / "README.md").read_text(), "History, verdicts and pages").split()
+    )
     assert not named_unapplied(text), f"README's verdicts name {named_unapplied(text)}"
     for method in (verdict_methods.SEGMENTATION, verdict_methods.COMPARISON):
         assert method in text, f"README's verdicts do not name {method}"
 
 
 def test_the_help_check_catches_an_unapplied_method():
-    assert named_unapplied("median change, bootstrap 95% interval, Mann-Whitney U test") == \
-        ["bootstrap", "Mann-Whitney"]
+    assert named_unapplied("median change, bootstrap 95% interval, Mann-Whitney U test") == [
+        "bootstrap",
+        "Mann-Whitney",
+    ]

@@ -28,15 +28,24 @@ import yaml
 from conftest import REPO, VENV_BIN, reachable_tmpdir, run, scratchbench
 from cluster import ClusterSpec, EmbeddedCluster
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root"),
+]
 
 # The check every fault is thrown at: IOTest, file per process, one rank per node,
 # enough repetitions to last about a minute, so a fault lands while it runs.
-LONG_IOTEST = {"nr": 131072, "nc": 4, "niter": 1, "reps": 3000, "nodes": 1,
-               "tasks_per_node": 1, "cache": "none"}
+LONG_IOTEST = {
+    "nr": 131072,
+    "nc": 4,
+    "niter": 1,
+    "reps": 3000,
+    "nodes": 1,
+    "tasks_per_node": 1,
+    "cache": "none",
+}
 FAULT_CHECK = ["--name", "KernelIOTest.*fpp-posix", "--target", "localscratch"]
-BACKGROUND_RUNS = []        # what start_run started, stopped after each test
+BACKGROUND_RUNS = []  # what start_run started, stopped after each test
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +70,7 @@ def healthy(fault_cluster):
     c = fault_cluster
     status = c.status()
     if (status.get("san") or {}).get("problems"):
-        c.up(c.recorded_spec())          # repairs what of the SAN a fault broke
+        c.up(c.recorded_spec())  # repairs what of the SAN a fault broke
         status = c.status()
     if not status["up"] or any(not s.startswith("idle") for s in status["nodes"].values()):
         for node, state in status.get("nodes", {}).items():
@@ -99,9 +108,14 @@ def env_of(home, workloads=None, **more):
 def start_run(env, *args):
     """`scratchbench run` in the background, in its own process group."""
     full = dict(os.environ, **env)
-    proc = subprocess.Popen([str(VENV_BIN / "scratchbench"), "run", "--no-start", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=full, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "scratchbench"), "run", "--no-start", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full,
+        start_new_session=True,
+    )
     BACKGROUND_RUNS.append(proc)
     return proc
 
@@ -154,8 +168,10 @@ def stored_digest(home):
     if not db.exists():
         return 0, ""
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT c.run_id, c.series, f.metric, f.value FROM figures f JOIN cases "
-                        "c USING (case_id) ORDER BY c.run_id, c.series, f.metric").fetchall()
+    rows = conn.execute(
+        "SELECT c.run_id, c.series, f.metric, f.value FROM figures f JOIN cases "
+        "c USING (case_id) ORDER BY c.run_id, c.series, f.metric"
+    ).fetchall()
     conn.close()
     return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
 
@@ -165,11 +181,14 @@ def assert_earlier_figures_kept(home, before):
     if not count:
         return
     conn = sqlite3.connect(home / "history.sqlite")
-    rows = conn.execute("SELECT c.run_id, c.series, f.metric, f.value FROM figures f JOIN cases "
-                        "c USING (case_id) ORDER BY c.run_id, c.series, f.metric").fetchall()
+    rows = conn.execute(
+        "SELECT c.run_id, c.series, f.metric, f.value FROM figures f JOIN cases "
+        "c USING (case_id) ORDER BY c.run_id, c.series, f.metric"
+    ).fetchall()
     conn.close()
-    assert hashlib.sha256(repr(rows[:count]).encode()).hexdigest() == digest or \
-        _kept_in_any_order(rows, count, digest), "figures stored before the fault changed"
+    assert hashlib.sha256(repr(rows[:count]).encode()).hexdigest() == digest or _kept_in_any_order(
+        rows, count, digest
+    ), "figures stored before the fault changed"
 
 
 def _kept_in_any_order(rows, count, digest):
@@ -184,8 +203,10 @@ def _kept_in_any_order(rows, count, digest):
 def no_job_left(cluster):
     """No job of the run is pending or running (a requeued job would be); a job that ended
     may still be COMPLETING while its processes clean up (Slurm's KillWait): wait for it."""
+
     def queue():
         return run(["squeue", "-h", "-o", "%i %T %j"], env=cluster.client_env()).stdout.strip()
+
     jobs = queue()
     alive = [ln for ln in jobs.splitlines() if ln.split()[1] != "COMPLETING"]
     assert not alive, f"jobs left in the queue:\n{jobs}"
@@ -202,8 +223,10 @@ def failed_lines(result):
 
 def stored_failure(home, run_dir_name):
     conn = sqlite3.connect(home / "history.sqlite")
-    rows = conn.execute("SELECT check_name, result, fail_reason FROM cases WHERE run_id = ? "
-                        "AND result = 'fail'", (run_dir_name,)).fetchall()
+    rows = conn.execute(
+        "SELECT check_name, result, fail_reason FROM cases WHERE run_id = ? AND result = 'fail'",
+        (run_dir_name,),
+    ).fetchall()
     conn.close()
     return rows
 
@@ -217,10 +240,12 @@ def the_fault_hit_one_case_and_the_other_carried_on(result, cause_pattern):
     failed = failed_lines(result)
     assert len(failed) == 1, result.stdout[-3000:]
     assert re.search(cause_pattern, failed[0]), failed[0]
-    assert "rfm_job.err" not in failed[0] or os.path.exists(
-        failed[0].split("(")[-1].rstrip(")")), failed[0]
-    assert result.stdout.splitlines()[-1].startswith("3 passed, 1 failed"), \
+    assert "rfm_job.err" not in failed[0] or os.path.exists(failed[0].split("(")[-1].rstrip(")")), (
+        failed[0]
+    )
+    assert result.stdout.splitlines()[-1].startswith("3 passed, 1 failed"), (
         "the two kernel builds and the other environment's case passed"
+    )
 
 
 @pytest.mark.parametrize("fault", ["node set down", "node crashed", "scancel"])
@@ -232,8 +257,11 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
     job, node = wait_for_running_job(cluster)
     time.sleep(2)
     if fault == "node set down":
-        run(["scontrol", "update", f"nodename={node}", "state=down", "reason=fault test"],
-            env=cluster.client_env(), check=True)
+        run(
+            ["scontrol", "update", f"nodename={node}", "state=down", "reason=fault test"],
+            env=cluster.client_env(),
+            check=True,
+        )
         cause = rf"job {job} ended NODE_FAIL: a node of the job failed \(node {node} went down: fault test\)"
     elif fault == "node crashed":
         # The node dies: its slurmd, the job's slurmstepd and everything under them.
@@ -249,8 +277,9 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
         cause = rf"job {job} ended CANCELLED: the job was cancelled"
     result = finish(proc)
     assert result.returncode == 1, result.stderr[-2000:]
-    the_fault_hit_one_case_and_the_other_carried_on(result, cause + ".*during KernelIOTest on "
-                                                    "localscratch")
+    the_fault_hit_one_case_and_the_other_carried_on(
+        result, cause + ".*during KernelIOTest on localscratch"
+    )
     no_job_left(cluster)
     assert_earlier_figures_kept(home, before)
     stored = stored_failure(home, run_dir_of(result).name)
@@ -271,14 +300,20 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
 def test_a_job_that_hits_its_time_limit(home, healthy):
     cluster = healthy
     env = env_of(home, workloads_file(home, nc=64, reps=4000, time_limit="1m"))
-    result = subprocess.run([str(VENV_BIN / "scratchbench"), "run", "--no-start", *FAULT_CHECK],
-                            capture_output=True, text=True, env=dict(os.environ, **env),
-                            timeout=900)
+    result = subprocess.run(
+        [str(VENV_BIN / "scratchbench"), "run", "--no-start", *FAULT_CHECK],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **env),
+        timeout=900,
+    )
     assert result.returncode == 1
     failed = failed_lines(result)
     assert len(failed) == 2, result.stdout[-3000:]
-    assert all(re.search(r"ended TIMEOUT: the job hit its time limit of 1 min, during KernelIOTest", ln)
-               for ln in failed), failed
+    assert all(
+        re.search(r"ended TIMEOUT: the job hit its time limit of 1 min, during KernelIOTest", ln)
+        for ln in failed
+    ), failed
     no_job_left(cluster)
 
 
@@ -288,20 +323,27 @@ def test_a_two_node_check_behind_a_drained_node(home, healthy):
     misses a ping under load is still in service: there the job waits.)"""
     cluster = healthy
     env = env_of(home, workloads_file(home))
-    run(["scontrol", "update", "nodename=n2", "state=drain", "reason=fault test"],
-        env=cluster.client_env(), check=True)
+    run(
+        ["scontrol", "update", "nodename=n2", "state=drain", "reason=fault test"],
+        env=cluster.client_env(),
+        check=True,
+    )
     try:
-        proc = start_run(env, "--name", "KernelNodeSweep.*node_count=2",
-                         "--target", "localscratch")
+        proc = start_run(env, "--name", "KernelNodeSweep.*node_count=2", "--target", "localscratch")
         result = finish(proc, timeout=600)
     finally:
         run(["scontrol", "update", "nodename=n2", "state=resume"], env=cluster.client_env())
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     failed = failed_lines(result)
     assert len(failed) == 2, result.stdout[-3000:]
-    assert all(re.search(r"KernelNodeSweep on localscratch \(2 nodes\).*blocked due to reason: "
-                         r"ReqNodeNotAvail.*\(node n2 is drained: fault test\)", ln)
-               for ln in failed), failed
+    assert all(
+        re.search(
+            r"KernelNodeSweep on localscratch \(2 nodes\).*blocked due to reason: "
+            r"ReqNodeNotAvail.*\(node n2 is drained: fault test\)",
+            ln,
+        )
+        for ln in failed
+    ), failed
     no_job_left(cluster)
 
 
@@ -327,18 +369,35 @@ def test_a_scratch_target_that_fills_up(home, healthy, tmp_path):
     try:
         site = tmp_path / "tiny_site.py"
         text = (REPO / "site_configs" / "local.py").read_text()
-        site.write_text(text.replace(
-            'name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],',
-            f'name="tiny", path="{tiny}", kind="tmpfs", partitions=["batch"],'))
-        result = scratchbench("run", "--no-start", "--site", str(site), "--target", "tiny",
-                              "--name", "KernelIOTest.*fpp-posix", "--name", "KernelMetadata",
-                              "--name", "StageInOut", env=env_of(home), timeout=900)
+        site.write_text(
+            text.replace(
+                'name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],',
+                f'name="tiny", path="{tiny}", kind="tmpfs", partitions=["batch"],',
+            )
+        )
+        result = scratchbench(
+            "run",
+            "--no-start",
+            "--site",
+            str(site),
+            "--target",
+            "tiny",
+            "--name",
+            "KernelIOTest.*fpp-posix",
+            "--name",
+            "KernelMetadata",
+            "--name",
+            "StageInOut",
+            env=env_of(home),
+            timeout=900,
+        )
         failed = failed_lines(result)
         assert failed, result.stdout[-3000:]
         for line in failed:
             assert re.search(r"no space|No space left|full", line, re.I), line
-        assert any(ln.startswith("  KernelMetadata on tiny") for ln in result.stdout.splitlines()), \
-            "the metadata checks, which fit, passed"
+        assert any(
+            ln.startswith("  KernelMetadata on tiny") for ln in result.stdout.splitlines()
+        ), "the metadata checks, which fit, passed"
         left = [p for p in Path(tiny).iterdir()]
         assert left == [], f"left on the full target: {left}"
     finally:
@@ -357,23 +416,41 @@ def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
         db = mount / "history.sqlite"
         env = env_of(home, SCRATCHBENCH_HISTORY=str(db))
         # A first run fills the store with something to protect.
-        first = scratchbench("run", "--no-start", "--name", "StageInOut", "--target",
-                             "sanscratch", env=env, timeout=900)
+        first = scratchbench(
+            "run",
+            "--no-start",
+            "--name",
+            "StageInOut",
+            "--target",
+            "sanscratch",
+            env=env,
+            timeout=900,
+        )
         assert first.returncode == 0, first.stdout[-2000:]
         before = _digest(db)
         if how == "read-only":
             assert run(["mount", "-o", "remount,ro", mount]).returncode == 0
         else:
             filler = mount / "filler"
-            subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k", "count=100000"],
-                           capture_output=True)
-        result = scratchbench("run", "--no-start", "--name", "KernelMetadata", "--target",
-                              "sanscratch", env=env, timeout=900)
+            subprocess.run(
+                ["dd", "if=/dev/zero", f"of={filler}", "bs=4k", "count=100000"], capture_output=True
+            )
+        result = scratchbench(
+            "run",
+            "--no-start",
+            "--name",
+            "KernelMetadata",
+            "--target",
+            "sanscratch",
+            env=env,
+            timeout=900,
+        )
         assert result.returncode == 5, result.stderr[-2000:]
         errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
         assert len(errors) == 1 and str(db) in errors[0], result.stderr[-2000:]
-        assert re.search(r"mounted read-only" if how == "read-only" else
-                         r"its file system is full", errors[0]), errors[0]
+        assert re.search(
+            r"mounted read-only" if how == "read-only" else r"its file system is full", errors[0]
+        ), errors[0]
         assert "NOT STORED" in result.stdout and "create_rate" in result.stdout
         run_dir = run_dir_of(result)
         assert (run_dir / "report.json").is_file()
@@ -385,8 +462,11 @@ def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
         again = scratchbench("ingest", str(run_dir), env=env)
         assert again.returncode == 0, again.stderr
         report = json.loads((run_dir / "report.json").read_text())
-        expected = sum(len(c.get("perfvalues") or {}) for c in report["runs"][-1]["testcases"]
-                       if not c.get("fixture"))
+        expected = sum(
+            len(c.get("perfvalues") or {})
+            for c in report["runs"][-1]["testcases"]
+            if not c.get("fixture")
+        )
         assert f"ingested 1 run(s), {expected} figure(s)" in again.stdout
     finally:
         run(["umount", mount])
@@ -411,12 +491,23 @@ def test_a_nightly_run_killed_half_way_is_picked_up_by_the_next(home, healthy):
     proc.wait()
     queued = run(["squeue", "-h", "-o", "%i %k"], env=cluster.client_env()).stdout
     assert job in queued and "scratchbench-run:" in queued, "the killed run left its job behind"
-    following = scratchbench("run", "--no-start", "--name", "StageInOut", "--target",
-                             "sanscratch", env=env_of(home), timeout=900)
+    following = scratchbench(
+        "run",
+        "--no-start",
+        "--name",
+        "StageInOut",
+        "--target",
+        "sanscratch",
+        env=env_of(home),
+        timeout=900,
+    )
     assert following.returncode == 0, following.stdout[-2000:]
     notes = [ln for ln in following.stdout.splitlines() if ln.startswith("note:")]
-    assert any("was interrupted: ReFrame wrote no run report" in n and
-               f"cancelled its job(s) still in the queue: {job}" in n for n in notes), notes
+    assert any(
+        "was interrupted: ReFrame wrote no run report" in n
+        and f"cancelled its job(s) still in the queue: {job}" in n
+        for n in notes
+    ), notes
     no_job_left(cluster)
 
 
@@ -441,8 +532,11 @@ def test_two_runs_of_one_site_never_overlap(home, healthy):
         second = scratchbench("run", "--no-start", "--name", "StageInOut", env=env_of(home))
         assert second.returncode == 6
         line = second.stderr.strip().splitlines()[-1]
-        assert re.search(r"another run of this site holds .*run-local\.lock: run \d{8}T\d{6}Z "
-                         r"\(pid \d+ on \S+\) since 20\d\d-", line), line
+        assert re.search(
+            r"another run of this site holds .*run-local\.lock: run \d{8}T\d{6}Z "
+            r"\(pid \d+ on \S+\) since 20\d\d-",
+            line,
+        ), line
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         finish(proc)
@@ -454,16 +548,33 @@ def test_a_stale_lock_is_taken_over_and_said(home, healthy):
     lock.parent.mkdir(parents=True, exist_ok=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    lock.write_text(json.dumps({"run_id": "20200101T000000Z", "pid": dead.pid,
-                                "host": os.uname().nodename, "since": "2020-01-01T00:00:00"}))
-    result = scratchbench("run", "--no-start", "--name", "StageInOut", "--target", "sanscratch",
-                          env=env_of(home), timeout=900)
+    lock.write_text(
+        json.dumps(
+            {
+                "run_id": "20200101T000000Z",
+                "pid": dead.pid,
+                "host": os.uname().nodename,
+                "since": "2020-01-01T00:00:00",
+            }
+        )
+    )
+    result = scratchbench(
+        "run",
+        "--no-start",
+        "--name",
+        "StageInOut",
+        "--target",
+        "sanscratch",
+        env=env_of(home),
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-2000:]
     assert "took over the run lock left by run 20200101T000000Z" in result.stdout
 
 
-@pytest.mark.parametrize("fault", ["storage server killed", "node client gone",
-                                   "glusterd restarted"])
+@pytest.mark.parametrize(
+    "fault", ["storage server killed", "node client gone", "glusterd restarted"]
+)
 def test_a_san_fault_during_a_run(home, healthy, fault):
     """The SAN fails under a running check: a storage server (the brick process that holds
     the check's file) dies, or the client of the check's node, or glusterd is restarted
@@ -473,8 +584,9 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     assert cluster.status()["san"].get("kind") == "glusterfs", cluster.status()["san"]
     before = stored_digest(home)
     # (a run glusterd's restart must not fail lasts ~20 s on the SAN, not to a kill)
-    env = env_of(home, workloads_file(home, **({"reps": 200} if fault == "glusterd restarted"
-                                                else {})))
+    env = env_of(
+        home, workloads_file(home, **({"reps": 200} if fault == "glusterd restarted" else {}))
+    )
     checks = ["--name", "KernelIOTest.*fpp-posix", "--target", "sanscratch"]
     proc = start_run(env, *checks)
     job, node = wait_for_running_job(cluster)
@@ -482,8 +594,13 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     deadline = time.monotonic() + 60
     holding = []
     while not holding and time.monotonic() < deadline:
-        holding = sorted({p.relative_to(servers).parts[0]
-                          for p in servers.glob(f"s*/brick/{job}/*/*") if p.is_file()})
+        holding = sorted(
+            {
+                p.relative_to(servers).parts[0]
+                for p in servers.glob(f"s*/brick/{job}/*/*")
+                if p.is_file()
+            }
+        )
         time.sleep(0.2)
     assert holding, f"job {job} wrote no file on the storage servers"
     daemons = {d["name"]: d for d in cluster.status()["daemons"]}
@@ -491,12 +608,16 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
         server = holding[0]
         brick = next(b for b in cluster.status()["san"]["bricks"] if b["server"] == server)
         os.kill(brick["pid"], signal.SIGKILL)
-        cause, repaired = (f"storage server {server[1:]} of sanscratch is down",
-                           f"storage server(s) {server} of the SAN are down")
+        cause, repaired = (
+            f"storage server {server[1:]} of sanscratch is down",
+            f"storage server(s) {server} of the SAN are down",
+        )
     elif fault == "node client gone":
         os.kill(daemons[f"san-client-{node}"]["pid"], signal.SIGKILL)
-        cause, repaired = (f"node {node}'s client of sanscratch is gone",
-                           f"node {node}: its SAN client is gone; mounting a new one")
+        cause, repaired = (
+            f"node {node}'s client of sanscratch is gone",
+            f"node {node}: its SAN client is gone; mounting a new one",
+        )
     else:
         os.kill(daemons["glusterd"]["pid"], signal.SIGKILL)
         time.sleep(1)
@@ -530,12 +651,13 @@ def test_a_dead_storage_server_whose_pid_a_zombie_holds_is_started_again(home, h
     cluster = healthy
     status = cluster.status()["san"]["bricks"]
     brick = next(b for b in status if b["server"] == "s1")
-    pid_file = next((cluster.dir / "san" / "run" / "gluster" / "vols" / "sanscratch")
-                    .glob("*-s1-brick.pid"))
+    pid_file = next(
+        (cluster.dir / "san" / "run" / "gluster" / "vols" / "sanscratch").glob("*-s1-brick.pid")
+    )
     assert int(pid_file.read_text()) == brick["pid"]
     os.kill(brick["pid"], signal.SIGKILL)
     zombie = subprocess.Popen(["true"])
-    time.sleep(0.5)                       # it exits; never waited for until the end
+    time.sleep(0.5)  # it exits; never waited for until the end
     try:
         pid_file.write_text(f"{zombie.pid}\n")
         health = scratchbench("cluster", "health", env=env_of(home))
@@ -569,8 +691,16 @@ def test_the_storage_servers_disks_fill_up(home, healthy):
         health = scratchbench("cluster", "health", env=env_of(home))
         assert health.returncode == 1
         assert "storage server 1 of sanscratch is full" in health.stdout, health.stdout
-        result = scratchbench("run", "--no-start", "--name", "KernelIOTest.*fpp-posix",
-                              "--target", "sanscratch", env=env_of(home), timeout=900)
+        result = scratchbench(
+            "run",
+            "--no-start",
+            "--name",
+            "KernelIOTest.*fpp-posix",
+            "--target",
+            "sanscratch",
+            env=env_of(home),
+            timeout=900,
+        )
         assert result.returncode == 1, result.stdout[-3000:]
         failed = failed_lines(result)
         assert failed, result.stdout[-3000:]

@@ -67,8 +67,13 @@ def test_gluster_volume_info_of_the_embedded_san():
 
 def test_lfs_getstripe_d_from_lumi():
     layout = fsconfig.parse_lfs_getstripe_d(fixture("lfs_getstripe_d_lumi.txt"))
-    assert layout == {"stripe_count": 1, "stripe_size": 1048576, "pattern": "0",
-                      "stripe_offset": -1, "pool": ""}
+    assert layout == {
+        "stripe_count": 1,
+        "stripe_size": 1048576,
+        "pattern": "0",
+        "stripe_offset": -1,
+        "pool": "",
+    }
     assert fsconfig.summary({"lustre_layout": layout})["stripes"] == "1-way, 1 MiB stripes"
 
 
@@ -94,8 +99,10 @@ def test_mmlsfs_of_a_spectrum_scale_file_system():
 
 def test_versions():
     assert fsconfig.parse_slurm_version("slurm 22.05.8\n") == "22.05.8"
-    assert fsconfig.parse_mpi_version("mpirun (Open MPI) 4.1.4\n\nReport bugs to ...") == \
-        "Open MPI 4.1.4"
+    assert (
+        fsconfig.parse_mpi_version("mpirun (Open MPI) 4.1.4\n\nReport bugs to ...")
+        == "Open MPI 4.1.4"
+    )
     # what Open MPI's module names as $MPIRUN (Debian's mpirun.openmpi) says
     assert fsconfig.parse_mpi_version("mpirun.openmpi (OpenRTE) 4.1.4\n") == "Open MPI 4.1.4"
     hydra = "HYDRA build details:\n    Version:                                 4.0.2\n"
@@ -107,19 +114,26 @@ def test_versions():
 def test_collector_on_this_machine_and_a_failing_site_command(tmp_path):
     """The real script: every section, a missing tool is a problem in words, the site's
     own facts verbatim, and it never fails."""
-    done = subprocess.run(["bash", str(COLLECTOR), str(tmp_path),
-                           "echo max_rpcs_in_flight=8; no-such-tool-here"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", str(COLLECTOR), str(tmp_path), "echo max_rpcs_in_flight=8; no-such-tool-here"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0
     facts = fsconfig.parse_collected(done.stdout)
     assert facts["path"] == str(tmp_path.resolve())
     assert facts["statfs"]["block_size"] > 0
     assert facts["mount"]["type"]
-    assert facts["kernel"] == subprocess.run(["uname", "-r"], capture_output=True,
-                                             text=True).stdout.strip()
+    assert (
+        facts["kernel"]
+        == subprocess.run(["uname", "-r"], capture_output=True, text=True).stdout.strip()
+    )
     assert facts["site_facts"].startswith("max_rpcs_in_flight=8")
-    assert any(p.startswith("the site's facts command: not installed") and
-               "no-such-tool-here" in p for p in facts["problems"])
+    assert any(
+        p.startswith("the site's facts command: not installed") and "no-such-tool-here" in p
+        for p in facts["problems"]
+    )
     assert 0 <= facts["collector_seconds"] < 60
 
 
@@ -130,8 +144,9 @@ def test_summary_differences_and_words():
     labels = [k for k, _, _ in changes]
     assert "servers" in labels and "stripes" in labels
     words = fsconfig.change_words("sanscratch", changes)
-    assert words.startswith("sanscratch went from 2 to 3 servers and changed stripes from "
-                            "no stripes to 4 MiB shards")
+    assert words.startswith(
+        "sanscratch went from 2 to 3 servers and changed stripes from no stripes to 4 MiB shards"
+    )
     assert fsconfig.summary_words(before).startswith("2 servers, no stripes")
 
 
@@ -141,26 +156,45 @@ def _store_with_configs(tmp_path, configs):
     conn = store.connect(tmp_path / "h.sqlite")
     for i, (day, facts) in enumerate(configs):
         started = 1795000000 + day * 86400
-        conn.execute("INSERT INTO runs (run_id, started, revision) VALUES (?,?,?)",
-                     (f"r{i}", started, "abc123"))
-        conn.execute("INSERT INTO filesystem_configs (run_id, scratch_target, system, "
-                     "partition, environ, facts, problem) VALUES (?,?,?,?,?,?,?)",
-                     (f"r{i}", "sanscratch", "embedded", "batch", "gnu-openmpi",
-                      json.dumps(facts) if facts else None,
-                      None if facts else "gluster: exit 1: Connection failed"))
+        conn.execute(
+            "INSERT INTO runs (run_id, started, revision) VALUES (?,?,?)",
+            (f"r{i}", started, "abc123"),
+        )
+        conn.execute(
+            "INSERT INTO filesystem_configs (run_id, scratch_target, system, "
+            "partition, environ, facts, problem) VALUES (?,?,?,?,?,?,?)",
+            (
+                f"r{i}",
+                "sanscratch",
+                "embedded",
+                "batch",
+                "gnu-openmpi",
+                json.dumps(facts) if facts else None,
+                None if facts else "gluster: exit 1: Connection failed",
+            ),
+        )
         # another environment's case recorded only its MPI (and sorts first)
-        conn.execute("INSERT INTO filesystem_configs (run_id, scratch_target, system, "
-                     "partition, environ, facts) VALUES (?,?,?,?,?,?)",
-                     (f"r{i}", "sanscratch", "embedded", "batch", "builtin",
-                      json.dumps({"path": "/x", "kernel": "6.1", "mpi": "Open MPI 4.1.4"})))
+        conn.execute(
+            "INSERT INTO filesystem_configs (run_id, scratch_target, system, "
+            "partition, environ, facts) VALUES (?,?,?,?,?,?)",
+            (
+                f"r{i}",
+                "sanscratch",
+                "embedded",
+                "batch",
+                "builtin",
+                json.dumps({"path": "/x", "kernel": "6.1", "mpi": "Open MPI 4.1.4"}),
+            ),
+        )
     return conn
 
 
 def test_diary_lists_only_changes_with_their_dates(tmp_path):
     before = fsconfig.parse_collected(fixture("fsfacts_san_before.txt"))
     after = fsconfig.parse_collected(fixture("fsfacts_san_after.txt"))
-    conn = _store_with_configs(tmp_path, [(0, before), (1, before), (2, None), (3, after),
-                                          (4, after)])
+    conn = _store_with_configs(
+        tmp_path, [(0, before), (1, before), (2, None), (3, after), (4, after)]
+    )
     configs = fs_diary.configurations(conn)["sanscratch"]
     entries = fs_diary.diary(configs)
     assert [e["run_id"] for e in entries] == ["r0", "r3"]
@@ -181,22 +215,35 @@ def test_diary_lists_only_changes_with_their_dates(tmp_path):
 def test_migration_refuses_a_second_config_of_the_same_case(tmp_path):
     conn = _store_with_configs(tmp_path, [(0, {"kernel": "6.1"})])
     assert conn.execute("SELECT COUNT(*) FROM filesystem_configs").fetchone()[0] == 2
-    conn.execute("INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
-                 "partition, environ) VALUES ('r0', 'sanscratch', 'embedded', 'batch', "
-                 "'gnu-openmpi')")
+    conn.execute(
+        "INSERT OR IGNORE INTO filesystem_configs (run_id, scratch_target, system, "
+        "partition, environ) VALUES ('r0', 'sanscratch', 'embedded', 'batch', "
+        "'gnu-openmpi')"
+    )
     assert conn.execute("SELECT COUNT(*) FROM filesystem_configs").fetchone()[0] == 2
     with pytest.raises(sqlite3.IntegrityError):
-        conn.execute("INSERT INTO filesystem_configs (run_id, scratch_target) VALUES "
-                     "('no-such-run', 'x')")
+        conn.execute(
+            "INSERT INTO filesystem_configs (run_id, scratch_target) VALUES ('no-such-run', 'x')"
+        )
 
 
 def test_a_nightly_change_says_when_the_file_system_changed():
     from reports import naming
-    entry = {"verdict": "regression", "name": "write bandwidth", "target": "sanscratch",
-             "environ": "gnu-openmpi", "unit": "MiB/s", "relative_change": -0.4,
-             "median_before": 100.0, "median_after": 60.0, "since": "2026-11-26",
-             "config_change": "sanscratch went from 2 to 4 servers"}
-    assert "since 2026-11-26, when sanscratch went from 2 to 4 servers:" in \
-        naming.change_sentence(entry)
+
+    entry = {
+        "verdict": "regression",
+        "name": "write bandwidth",
+        "target": "sanscratch",
+        "environ": "gnu-openmpi",
+        "unit": "MiB/s",
+        "relative_change": -0.4,
+        "median_before": 100.0,
+        "median_after": 60.0,
+        "since": "2026-11-26",
+        "config_change": "sanscratch went from 2 to 4 servers",
+    }
+    assert "since 2026-11-26, when sanscratch went from 2 to 4 servers:" in naming.change_sentence(
+        entry
+    )
     del entry["config_change"]
     assert "since 2026-11-26:" in naming.change_sentence(entry)

@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 
 from conftest import MPI, mpirun, run, slurm_env
-from reframe_checks.lib.iozone import (cache_marks, figure_name, headline_points,
-                                       matrix_problems, phase_name)
+from reframe_checks.lib.iozone import (
+    cache_marks,
+    figure_name,
+    headline_points,
+    matrix_problems,
+    phase_name,
+)
 from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
 
 KIB, MIB = 1024, 1024 * 1024
-ALL = ("write,rewrite,read,reread,random-read,random-write,backward-read,record-rewrite,"
-       "stride-read")
+ALL = "write,rewrite,read,reread,random-read,random-write,backward-read,record-rewrite,stride-read"
 
 
 def report_of(path):
@@ -59,17 +63,40 @@ def test_every_pattern_issues_iozones_access_order(kernels, tmp_path, build):
     0 once per record, and stride read (17 records apart) wraps to the next start so
     every record is read once."""
     log = tmp_path / "offsets"
-    result, out = iozone(kernels, build, 1, tmp_path, "--file-sizes", "256k",
-                         "--record-sizes", "4k", "--patterns", ALL, "--record-offsets", log)
+    result, out = iozone(
+        kernels,
+        build,
+        1,
+        tmp_path,
+        "--file-sizes",
+        "256k",
+        "--record-sizes",
+        "4k",
+        "--patterns",
+        ALL,
+        "--record-offsets",
+        log,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=1) == []
     n, record = 64, 4 * KIB
     every = [k * record for k in range(n)]
     got = requests(log)
-    assert list(got) == [phase_name(p, 256 * KIB, record) for p in
-                         ("write", "rewrite", "read", "reread", "random_read", "random_write",
-                          "backward_read", "record_rewrite", "stride_read")]
+    assert list(got) == [
+        phase_name(p, 256 * KIB, record)
+        for p in (
+            "write",
+            "rewrite",
+            "read",
+            "reread",
+            "random_read",
+            "random_write",
+            "backward_read",
+            "record_rewrite",
+            "stride_read",
+        )
+    ]
 
     def offsets(pattern, op):
         reqs = got[phase_name(pattern, 256 * KIB, record)]
@@ -110,13 +137,32 @@ def test_stride_and_random_orders_follow_their_options(kernels, tmp_path):
     logs = {}
     for seed in ("1", "2"):
         logs[seed] = tmp_path / f"o{seed}"
-        result, _ = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "64k",
-                           "--record-sizes", "4k", "--patterns", "write,random-read,stride-read",
-                           "--stride", "5", "--seed", seed, "--reps", "2", "--record-offsets",
-                           logs[seed], name=f"r{seed}.json")
+        result, _ = iozone(
+            kernels,
+            "openmpi",
+            1,
+            tmp_path,
+            "--file-sizes",
+            "64k",
+            "--record-sizes",
+            "4k",
+            "--patterns",
+            "write,random-read,stride-read",
+            "--stride",
+            "5",
+            "--seed",
+            seed,
+            "--reps",
+            "2",
+            "--record-offsets",
+            logs[seed],
+            name=f"r{seed}.json",
+        )
         assert result.returncode == 0, result.stderr
-    stride = [o // (4 * KIB) for _, o, _, _ in
-              requests(logs["1"])[phase_name("stride_read", 64 * KIB, 4 * KIB)]]
+    stride = [
+        o // (4 * KIB)
+        for _, o, _, _ in requests(logs["1"])[phase_name("stride_read", 64 * KIB, 4 * KIB)]
+    ]
     assert stride == [0, 5, 10, 15, 1, 6, 11, 2, 7, 12, 3, 8, 13, 4, 9, 14]
     phase = phase_name("random_read", 64 * KIB, 4 * KIB)
     by_rep = defaultdict(list)
@@ -133,9 +179,22 @@ def test_random_mix_splits_ranks_into_readers_and_writers(kernels, tmp_path, bui
     """Throughput mode, 4 ranks, 25% readers: rank 0 reads its file at random, ranks 1-3
     write theirs, each every record once; the stonewall is said in the JSON."""
     log = tmp_path / "offsets"
-    result, out = iozone(kernels, build, 4, tmp_path, "--file-sizes", "128k",
-                         "--record-sizes", "8k", "--patterns", "write,random-mix",
-                         "--mix-read-percent", "25", "--record-offsets", log)
+    result, out = iozone(
+        kernels,
+        build,
+        4,
+        tmp_path,
+        "--file-sizes",
+        "128k",
+        "--record-sizes",
+        "8k",
+        "--patterns",
+        "write,random-mix",
+        "--mix-read-percent",
+        "25",
+        "--record-offsets",
+        log,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=4) == []
@@ -156,18 +215,38 @@ def test_random_mix_splits_ranks_into_readers_and_writers(kernels, tmp_path, bui
 
 
 def test_random_mix_needs_two_ranks(kernels, tmp_path):
-    result, out = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "64k",
-                         "--record-sizes", "4k", "--patterns", "write,random-mix")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        1,
+        tmp_path,
+        "--file-sizes",
+        "64k",
+        "--record-sizes",
+        "4k",
+        "--patterns",
+        "write,random-mix",
+    )
     assert result.returncode == 2
     assert "random-mix needs 2 ranks or more" in one_error_line(result.stderr)
     # Not asked for by name: left out with one rank, and the JSON says why.
-    result, out = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "64k",
-                         "--record-sizes", "4k", name="all.json")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        1,
+        tmp_path,
+        "--file-sizes",
+        "64k",
+        "--record-sizes",
+        "4k",
+        name="all.json",
+    )
     assert result.returncode == 0, result.stderr
     config = report_of(out)["config"]
     assert "random-mix" not in config["patterns"]
     assert config["patterns_not_run"] == [
-        {"pattern": "random-mix", "reason": "needs 2 ranks or more (IOzone's throughput mode)"}]
+        {"pattern": "random-mix", "reason": "needs 2 ranks or more (IOzone's throughput mode)"}
+    ]
     assert config["throughput_mode"] is False and config["stonewall"] == "none"
 
 
@@ -177,8 +256,20 @@ def test_throughput_mode_stonewalls_at_the_first_finisher(kernels, tmp_path):
     the per-rank counts and stonewall_hit_ranks agree phase by phase; with
     --no-stonewall every request is timed."""
     log = tmp_path / "offsets"
-    result, out = iozone(kernels, "openmpi", 2, tmp_path, "--file-sizes", "4m:16m",
-                         "--record-sizes", "4k", "--patterns", ALL, "--record-offsets", log)
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        2,
+        tmp_path,
+        "--file-sizes",
+        "4m:16m",
+        "--record-sizes",
+        "4k",
+        "--patterns",
+        ALL,
+        "--record-offsets",
+        log,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=2) == []
@@ -192,7 +283,7 @@ def test_throughput_mode_stonewalls_at_the_first_finisher(kernels, tmp_path):
             reqs = logs[r][name]
             assert len(reqs) == phase["records_per_rank"], "every rank finishes its pass"
             timed = [x for x in reqs if x[3]]
-            assert reqs[:len(timed)] == timed, "untimed requests come after the stonewall"
+            assert reqs[: len(timed)] == timed, "untimed requests come after the stonewall"
             assert phase["per_rank"]["xfers"][r] == len(timed)
             assert phase["per_rank"]["bytes"][r] == len(timed) * 4 * KIB
             assert phase["per_rank"]["bytes_all"][r] == phase["file_size"]
@@ -201,8 +292,18 @@ def test_throughput_mode_stonewalls_at_the_first_finisher(kernels, tmp_path):
     # 18 phases of 1,024 and 4,096 records on two ranks: they never all end together
     assert stopped_somewhere > 0, "no rank was ever stopped by the first finisher"
 
-    result, out = iozone(kernels, "openmpi", 2, tmp_path, "--file-sizes", "1m",
-                         "--record-sizes", "4k", "--no-stonewall", name="off.json")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        2,
+        tmp_path,
+        "--file-sizes",
+        "1m",
+        "--record-sizes",
+        "4k",
+        "--no-stonewall",
+        name="off.json",
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert report["config"]["stonewall"] == "off"
@@ -214,16 +315,25 @@ def test_throughput_mode_stonewalls_at_the_first_finisher(kernels, tmp_path):
 def test_matrix_skips_small_records_of_large_files_unless_asked(kernels, tmp_path):
     """IOzone -a: records below 64 KiB are skipped for files over 16 MiB; records larger
     than a file are skipped; --all-records keeps the small ones (IOzone -z)."""
-    result, out = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "8k:32m",
-                         "--record-sizes", "16k:64k", "--patterns", "write")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        1,
+        tmp_path,
+        "--file-sizes",
+        "8k:32m",
+        "--record-sizes",
+        "16k:64k",
+        "--patterns",
+        "write",
+    )
     assert result.returncode == 0, result.stderr
     config = report_of(out)["config"]
     assert config["file_sizes"] == [8 * KIB << k for k in range(13)]
     assert config["record_sizes"] == [16 * KIB, 32 * KIB, 64 * KIB]
     assert config["skip_small_records"] is True
     points = [(p["file_size"], p["record_size"]) for p in config["matrix"]["points"]]
-    skipped = {(p["file_size"], p["record_size"]): p["reason"]
-               for p in config["matrix"]["skipped"]}
+    skipped = {(p["file_size"], p["record_size"]): p["reason"] for p in config["matrix"]["skipped"]}
     assert (16 * MIB, 16 * KIB) in points, "16 MiB files keep small records"
     assert (32 * MIB, 16 * KIB) not in points and (32 * MIB, 64 * KIB) in points
     assert skipped[(32 * MIB, 16 * KIB)].startswith("IOzone skips records below 64 KiB")
@@ -235,9 +345,20 @@ def test_matrix_skips_small_records_of_large_files_unless_asked(kernels, tmp_pat
     phases = report_of(out)["repetitions"][0]["phases"]
     assert list(phases) == [phase_name("write", f, r) for f, r in points]
 
-    result, out = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "32m",
-                         "--record-sizes", "16k:64k", "--patterns", "write", "--all-records",
-                         name="z.json")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        1,
+        tmp_path,
+        "--file-sizes",
+        "32m",
+        "--record-sizes",
+        "16k:64k",
+        "--patterns",
+        "write",
+        "--all-records",
+        name="z.json",
+    )
     assert result.returncode == 0, result.stderr
     config = report_of(out)["config"]
     assert config["skip_small_records"] is False and config["matrix"]["skipped"] == []
@@ -265,9 +386,21 @@ def test_file_sizes_past_memory_on_request(kernels, small_fs, tmp_path):
     each rank on the node); a target without room for those files stops before writing
     anything, saying what it needed (exit 5)."""
     out = tmp_path / "m.json"
-    result = mpirun(kernels["openmpi"], 2, ["iozone", "--dir", small_fs, "--file-sizes",
-                                            "1m:memory", "--record-sizes", "1m", "--output",
-                                            out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "iozone",
+            "--dir",
+            small_fs,
+            "--file-sizes",
+            "1m:memory",
+            "--record-sizes",
+            "1m",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 5, result.stderr
     report = report_of(out)
     config = report["config"]
@@ -293,11 +426,31 @@ def test_a_file_damaged_between_write_and_read_fails_verification(kernels, tmp_p
     out = tmp_path / "v.json"
     binary, mpi = kernels["openmpi"]
     env = dict(os.environ, **MPI[mpi]["env"])
-    proc = subprocess.Popen([MPI[mpi]["run"], "-np", "1", str(binary), "iozone", "--dir",
-                             str(target), "--file-sizes", "64k", "--record-sizes", "8k",
-                             "--patterns", "write,read", "--scan-file", str(fifo), "--output",
-                             str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [
+            MPI[mpi]["run"],
+            "-np",
+            "1",
+            str(binary),
+            "iozone",
+            "--dir",
+            str(target),
+            "--file-sizes",
+            "64k",
+            "--record-sizes",
+            "8k",
+            "--patterns",
+            "write,read",
+            "--scan-file",
+            str(fifo),
+            "--output",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # Opening the FIFO for writing blocks until the kernel opens it: after the write.
         opened = {}
@@ -324,28 +477,43 @@ def test_a_file_damaged_between_write_and_read_fails_verification(kernels, tmp_p
     assert report["cache_defeat"]["methods"] == ["scan-file"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--file-sizes", "64k", "--record-sizes", "128k"],
-     "--record-sizes: the smallest record, 128 KiB, is larger than the largest file, 64 KiB: "
-     "no point of the matrix is left"),
-    (["--record-sizes", "48k"],
-     "--record-sizes: 48 KiB is not a power of two: the matrix doubles from the smallest size, "
-     "as IOzone -a does"),
-    (["--file-sizes", "100k:1m"],
-     "--file-sizes: 100 KiB is not a power of two: the matrix doubles from the smallest size, "
-     "as IOzone -a does"),
-    (["--file-sizes", "1m:64k"],
-     "--file-sizes: the largest size 64 KiB is below the smallest 1 MiB"),
-    (["--file-sizes", "64m", "--record-sizes", "4k:32k"],
-     "--record-sizes: every record is below 64 KiB and every file over 16 MiB, which IOzone "
-     "skips: no point of the matrix is left (--all-records keeps them)"),
-    (["--record-sizes", "4k:memory"], "--record-sizes: 'memory' applies to --file-sizes only"),
-    (["--patterns", "read,reread"],
-     "--patterns: write must be among them: it makes the file the other patterns use "
-     "(IOzone's -i 0)"),
-    (["--patterns", "write,backwards"], "--patterns: unknown pattern 'backwards'"),
-    (["--stride", "0"], "--stride: expected an integer from 1 to 1073741824, got '0'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--file-sizes", "64k", "--record-sizes", "128k"],
+            "--record-sizes: the smallest record, 128 KiB, is larger than the largest file, 64 KiB: "
+            "no point of the matrix is left",
+        ),
+        (
+            ["--record-sizes", "48k"],
+            "--record-sizes: 48 KiB is not a power of two: the matrix doubles from the smallest size, "
+            "as IOzone -a does",
+        ),
+        (
+            ["--file-sizes", "100k:1m"],
+            "--file-sizes: 100 KiB is not a power of two: the matrix doubles from the smallest size, "
+            "as IOzone -a does",
+        ),
+        (
+            ["--file-sizes", "1m:64k"],
+            "--file-sizes: the largest size 64 KiB is below the smallest 1 MiB",
+        ),
+        (
+            ["--file-sizes", "64m", "--record-sizes", "4k:32k"],
+            "--record-sizes: every record is below 64 KiB and every file over 16 MiB, which IOzone "
+            "skips: no point of the matrix is left (--all-records keeps them)",
+        ),
+        (["--record-sizes", "4k:memory"], "--record-sizes: 'memory' applies to --file-sizes only"),
+        (
+            ["--patterns", "read,reread"],
+            "--patterns: write must be among them: it makes the file the other patterns use "
+            "(IOzone's -i 0)",
+        ),
+        (["--patterns", "write,backwards"], "--patterns: unknown pattern 'backwards'"),
+        (["--stride", "0"], "--stride: expected an integer from 1 to 1073741824, got '0'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(kernels, tmp_path, args, message):
     result, out = iozone(kernels, "openmpi", 1, tmp_path, *args)
     assert result.returncode == 2, result.stderr
@@ -354,12 +522,32 @@ def test_bad_input_is_one_line_and_exit_2(kernels, tmp_path, args, message):
 
 
 def test_direct_io_needs_aligned_records(kernels, tmp_path):
-    result, out = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "64k",
-                         "--record-sizes", "512:4k", "--direct")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        1,
+        tmp_path,
+        "--file-sizes",
+        "64k",
+        "--record-sizes",
+        "512:4k",
+        "--direct",
+    )
     assert result.returncode == 2
     assert "--direct needs record sizes that are multiples of" in one_error_line(result.stderr)
-    result, out = iozone(kernels, "openmpi", 1, tmp_path, "--file-sizes", "64k",
-                         "--record-sizes", "4k", "--direct", "--fadvise", name="d.json")
+    result, out = iozone(
+        kernels,
+        "openmpi",
+        1,
+        tmp_path,
+        "--file-sizes",
+        "64k",
+        "--record-sizes",
+        "4k",
+        "--direct",
+        "--fadvise",
+        name="d.json",
+    )
     assert result.returncode == 0, result.stderr
     assert report_of(out)["cache_defeat"]["methods"] == ["direct", "fadvise"]
 
@@ -368,8 +556,16 @@ def test_fsync_and_close_in_the_timed_region(kernels, tmp_path):
     """--fsync inside is IOzone -e, --close-inside IOzone -c: the JSON says which; the
     fsync of each write pass is measured either way."""
     for fsync, close in (("inside", True), ("outside", False), ("none", False)):
-        args = ["--file-sizes", "256k", "--record-sizes", "64k", "--patterns", "write,read",
-                "--fsync", fsync] + (["--close-inside"] if close else [])
+        args = [
+            "--file-sizes",
+            "256k",
+            "--record-sizes",
+            "64k",
+            "--patterns",
+            "write,read",
+            "--fsync",
+            fsync,
+        ] + (["--close-inside"] if close else [])
         result, out = iozone(kernels, "openmpi", 1, tmp_path, *args, name=f"{fsync}.json")
         assert result.returncode == 0, result.stderr
         report = report_of(out)
@@ -388,10 +584,32 @@ def test_iozone_under_srun(kernels, cluster, tmp_path, build, nodes, np):
     of the first finisher crossing nodes), with the check's own sanity."""
     binary, mpi = kernels[build]
     out = tmp_path / "s.json"
-    result = run(["srun", "-N", str(nodes), "-n", str(np), "--overcommit", binary, "iozone",
-                  "--dir", tmp_path, "--file-sizes", "64k:1m", "--record-sizes", "4k:64k",
-                  "--fsync", "outside", "--reps", "2", "--output", out],
-                 env=slurm_env(cluster, mpi), timeout=300)
+    result = run(
+        [
+            "srun",
+            "-N",
+            str(nodes),
+            "-n",
+            str(np),
+            "--overcommit",
+            binary,
+            "iozone",
+            "--dir",
+            tmp_path,
+            "--file-sizes",
+            "64k:1m",
+            "--record-sizes",
+            "4k:64k",
+            "--fsync",
+            "outside",
+            "--reps",
+            "2",
+            "--output",
+            out,
+        ],
+        env=slurm_env(cluster, mpi),
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=np, expected_nodes=nodes) == []
@@ -408,14 +626,19 @@ def test_iozone_under_srun(kernels, cluster, tmp_path, build, nodes, np):
 
 # ---- the check's library ---------------------------------------------------------------------
 def test_headline_points_and_names():
-    points = [(f, r) for f in (64 * KIB, 32 * MIB, 64 * MIB) for r in (4 * KIB, 64 * KIB, MIB,
-                                                                        16 * MIB)
-              if r <= f and not (f > 16 * MIB and r < 64 * KIB)]
+    points = [
+        (f, r)
+        for f in (64 * KIB, 32 * MIB, 64 * MIB)
+        for r in (4 * KIB, 64 * KIB, MIB, 16 * MIB)
+        if r <= f and not (f > 16 * MIB and r < 64 * KIB)
+    ]
     chosen = headline_points(points)
     assert chosen[True] == (64 * MIB, MIB), "sequential: the largest file, 1 MiB records"
     assert chosen[False] == (64 * MIB, 64 * KIB), "random: its smallest records"
-    assert headline_points([(64 * KIB, 4 * KIB), (64 * KIB, 64 * KIB)]) == \
-        {True: (64 * KIB, 64 * KIB), False: (64 * KIB, 4 * KIB)}
+    assert headline_points([(64 * KIB, 4 * KIB), (64 * KIB, 64 * KIB)]) == {
+        True: (64 * KIB, 64 * KIB),
+        False: (64 * KIB, 4 * KIB),
+    }
     assert figure_name("random_read", 64 * KIB, 4 * KIB) == "random_read_f64k_r4k"
     assert phase_name("random_read", 64 * KIB, 4 * KIB) == "random_read_f65536_r4096"
 
@@ -424,7 +647,11 @@ def test_cache_marks_share_memory_between_the_files_of_a_node():
     config = {"cpu_cache_bytes": 32 * MIB, "node_memory_bytes": 24 << 30}
     assert cache_marks(config, 1) == [
         {"axis": "x", "value": 32 * MIB, "label": "CPU cache, 32 MiB"},
-        {"axis": "x", "value": 24 << 30, "label": "node memory, 24 GiB"}]
-    assert cache_marks(config, 2)[1] == {"axis": "x", "value": 12 << 30,
-                                         "label": "node memory / 2 files, 12 GiB"}
+        {"axis": "x", "value": 24 << 30, "label": "node memory, 24 GiB"},
+    ]
+    assert cache_marks(config, 2)[1] == {
+        "axis": "x",
+        "value": 12 << 30,
+        "label": "node memory / 2 files, 12 GiB",
+    }
     assert cache_marks({}, 1) == []

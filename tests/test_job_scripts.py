@@ -16,14 +16,31 @@ from conftest import REPO, VENV_BIN, reachable_tmpdir
 
 def dry_run(site, system, prefix, tag="quick", names=()):
     env = dict(os.environ)
-    env.update(SCRATCHBENCH_HOME=str(prefix),
-               LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
-               # the example sites name an 'openmpi/4.1.4' module: ours stands in for it
-               MODULEPATH=str(REPO / "site_configs" / "modulefiles"),
-               RFM_REFERENCE_PREFIX=str(REPO / "site_configs" / "references"))
-    cmd = [str(VENV_BIN / "reframe"), "-C", str(REPO / "site_configs" / f"{site}.py"), "-c",
-           str(REPO / "reframe_checks"), "--system", system, "-t", f"^{tag}$", "--dry-run",
-           "--prefix", str(prefix), "-s", str(prefix / "stage"), "-o", str(prefix / "output")]
+    env.update(
+        SCRATCHBENCH_HOME=str(prefix),
+        LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+        # the example sites name an 'openmpi/4.1.4' module: ours stands in for it
+        MODULEPATH=str(REPO / "site_configs" / "modulefiles"),
+        RFM_REFERENCE_PREFIX=str(REPO / "site_configs" / "references"),
+    )
+    cmd = [
+        str(VENV_BIN / "reframe"),
+        "-C",
+        str(REPO / "site_configs" / f"{site}.py"),
+        "-c",
+        str(REPO / "reframe_checks"),
+        "--system",
+        system,
+        "-t",
+        f"^{tag}$",
+        "--dry-run",
+        "--prefix",
+        str(prefix),
+        "-s",
+        str(prefix / "stage"),
+        "-o",
+        str(prefix / "output"),
+    ]
     for name in names:
         cmd += ["-n", name]
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -62,13 +79,13 @@ def test_multi_node_lsf_job_uses_span_ptile(lsf_scripts):
     lines = multi[0].splitlines()
     assert lines[:9] == [
         "#!/bin/bash",
-        lines[1],                         # -J <unique name>
+        lines[1],  # -J <unique name>
         "#BSUB -o rfm_job.out",
         "#BSUB -e rfm_job.err",
         "#BSUB -n 32",
         '#BSUB -R "span[ptile=8]"',
-        "#BSUB -W 10",                    # quick's time limit, in minutes
-        lines[7],                         # -q hp12 or ehwfd
+        "#BSUB -W 10",  # quick's time limit, in minutes
+        lines[7],  # -q hp12 or ehwfd
         "#BSUB -x",
     ]
     assert re.match(r"#BSUB -J rfm_KernelNodeSweep_[0-9a-f]{8}$", lines[1])
@@ -86,8 +103,11 @@ def test_lsf_node_sweep_follows_partition_sizes(lsf_scripts):
 
 
 def test_lsf_staging_uses_mysanscratch(lsf_scripts):
-    staging = [s for (n, _, _), s in lsf_scripts.items()
-               if n.startswith("StageInOut") and "$MYSANSCRATCH" in s]
+    staging = [
+        s
+        for (n, _, _), s in lsf_scripts.items()
+        if n.startswith("StageInOut") and "$MYSANSCRATCH" in s
+    ]
     assert staging and all('bash stage.sh "$MYSANSCRATCH"' in s for s in staging)
 
 
@@ -110,8 +130,11 @@ def test_every_slurm_job_is_exclusive_with_the_right_layout(slurm_scripts):
 
 
 def test_slurm_two_node_sweep(slurm_scripts):
-    two = [s for (n, _, _), s in slurm_scripts.items()
-           if n.startswith("KernelNodeSweep") and "#SBATCH --ntasks=4" in s]
+    two = [
+        s
+        for (n, _, _), s in slurm_scripts.items()
+        if n.startswith("KernelNodeSweep") and "#SBATCH --ntasks=4" in s
+    ]
     assert two, "a 2-node x 2-task variant exists on the embedded cluster"
     assert "#SBATCH --ntasks-per-node=2" in two[0] and "--shift auto" in two[0]
 
@@ -128,14 +151,36 @@ def ior_dry_run(prefix, extras, *extra_args, env_vars=None, path_dirs=(), expect
     if env_vars:
         new += f'\n            "env_vars": {env_vars!r},'
     site.write_text(text.replace(old, new))
-    env = dict(os.environ, SCRATCHBENCH_HOME=str(prefix),
-               LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
-               PATH=":".join([*map(str, path_dirs), os.environ["PATH"]]),
-               MODULEPATH=str(REPO / "site_configs" / "modulefiles"))
-    cmd = [str(VENV_BIN / "reframe"), "-C", str(site), "-c", str(REPO / "reframe_checks"),
-           "--system", "embedded", "-t", "^quick$", "-n", "IOR", "-p", "gnu-openmpi",
-           "--dry-run", *extra_args,
-           "-s", str(prefix / "stage"), "-o", str(prefix / "output"), "--prefix", str(prefix)]
+    env = dict(
+        os.environ,
+        SCRATCHBENCH_HOME=str(prefix),
+        LMOD_CMD="/usr/share/lmod/lmod/libexec/lmod",
+        PATH=":".join([*map(str, path_dirs), os.environ["PATH"]]),
+        MODULEPATH=str(REPO / "site_configs" / "modulefiles"),
+    )
+    cmd = [
+        str(VENV_BIN / "reframe"),
+        "-C",
+        str(site),
+        "-c",
+        str(REPO / "reframe_checks"),
+        "--system",
+        "embedded",
+        "-t",
+        "^quick$",
+        "-n",
+        "IOR",
+        "-p",
+        "gnu-openmpi",
+        "--dry-run",
+        *extra_args,
+        "-s",
+        str(prefix / "stage"),
+        "-o",
+        str(prefix / "output"),
+        "--prefix",
+        str(prefix),
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if expect_failure:
         assert result.returncode != 0, result.stdout[-3000:]
@@ -153,8 +198,10 @@ def ior_dry_run(prefix, extras, *extra_args, env_vars=None, path_dirs=(), expect
     return providers[0], jobs
 
 
-IOR_PHASES = ("-a POSIX -k -i 1 -O summaryFormat=JSON {mode} -O summaryFile=ior-{op}-{rep}.json "
-              '-F -t 2m -b 16m -o "$SB_WORKDIR/data/ior_file_easy"')
+IOR_PHASES = (
+    "-a POSIX -k -i 1 -O summaryFormat=JSON {mode} -O summaryFile=ior-{op}-{rep}.json "
+    '-F -t 2m -b 16m -o "$SB_WORKDIR/data/ior_file_easy"'
+)
 
 
 def test_ior_module_job_script(tmp_path):
@@ -170,11 +217,13 @@ def test_ior_module_job_script(tmp_path):
         (bindir / tool).write_text("#!/bin/sh\nexit 1\n")
         (bindir / tool).chmod(0o755)
     (moddir / "4.1.0.lua").write_text(f'prepend_path("PATH", "{bindir}")\n')
-    _, jobs = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "module:ior/4.1.0",
-                                   "ior_mpi": "openmpi"},
-                          env_vars=[["MODULEPATH", f"$MODULEPATH:{prefix / 'modulefiles'}"]])
+    _, jobs = ior_dry_run(
+        prefix,
+        {"mpi": "openmpi", "ior": "module:ior/4.1.0", "ior_mpi": "openmpi"},
+        env_vars=[["MODULEPATH", f"$MODULEPATH:{prefix / 'modulefiles'}"]],
+    )
     lines = jobs["easy"].splitlines()
-    body = lines[lines.index("module load openmpi/4.1.4"):]
+    body = lines[lines.index("module load openmpi/4.1.4") :]
     drop = next(ln for ln in body if ln.startswith("sb_drop_cache()"))
     status = next(ln for ln in body if ln.startswith("sb_status()"))
     assert body == [
@@ -190,13 +239,16 @@ def test_ior_module_job_script(tmp_path):
         "srun ior " + IOR_PHASES.format(mode="-w -e", op="write", rep=1),
         "sb_status write-1",
         'if sb_ok; then sb_drop_cache read-1 "$SB_WORKDIR/data"; fi',
-        "if sb_ok; then srun ior " + IOR_PHASES.format(mode="-r", op="read", rep=1) +
-        "; sb_status read-1; fi",
-        "if sb_ok; then srun ior " + IOR_PHASES.format(mode="-w -e", op="write", rep=2) +
-        "; sb_status write-2; fi",
+        "if sb_ok; then srun ior "
+        + IOR_PHASES.format(mode="-r", op="read", rep=1)
+        + "; sb_status read-1; fi",
+        "if sb_ok; then srun ior "
+        + IOR_PHASES.format(mode="-w -e", op="write", rep=2)
+        + "; sb_status write-2; fi",
         'if sb_ok; then sb_drop_cache read-2 "$SB_WORKDIR/data"; fi',
-        "if sb_ok; then srun ior " + IOR_PHASES.format(mode="-r", op="read", rep=2) +
-        "; sb_status read-2; fi",
+        "if sb_ok; then srun ior "
+        + IOR_PHASES.format(mode="-r", op="read", rep=2)
+        + "; sb_status read-2; fi",
         'rm -rf -- "$SB_WORKDIR"',
         'exit "${SB_FAILED:-0}"',
     ]
@@ -231,8 +283,13 @@ def test_ior_spack_stage_carries_the_site_includes(tmp_path):
     (envdir / "spack-externals.yaml").write_text(SITE_EXTERNALS)
     (bindir / "spack").write_text("#!/bin/sh\necho 'not a real spack' >&2; exit 1\n")
     (bindir / "spack").chmod(0o755)
-    provider, jobs = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "spack"}, "-S",
-                                 f"spack_env_file={envdir / 'spack.yaml'}", path_dirs=[bindir])
+    provider, jobs = ior_dry_run(
+        prefix,
+        {"mpi": "openmpi", "ior": "spack"},
+        "-S",
+        f"spack_env_file={envdir / 'spack.yaml'}",
+        path_dirs=[bindir],
+    )
     staged = provider / "spack_env"
     assert sorted(p.name for p in staged.iterdir()) == ["spack-externals.yaml", "spack.yaml"]
     assert (staged / "spack.yaml").read_text() == (REPO / "spack.yaml").read_text()
@@ -240,8 +297,7 @@ def test_ior_spack_stage_carries_the_site_includes(tmp_path):
     build = (provider / "rfm_build.sh").read_text().splitlines()
     assert build[-1] == "spack -e spack_env install"
     assert f'eval "$(spack -e {staged} load --sh ior)"' in jobs["easy"].splitlines()
-    assert re.search(r"^srun ior -a POSIX -k -i 1 -O summaryFormat=JSON -w -e ", jobs["easy"],
-                     re.M)
+    assert re.search(r"^srun ior -a POSIX -k -i 1 -O summaryFormat=JSON -w -e ", jobs["easy"], re.M)
     shutil.rmtree(prefix)
 
 
@@ -255,11 +311,17 @@ def test_spack_include_missing_is_a_clear_error(tmp_path):
     shutil.copy(REPO / "spack.yaml", envdir / "spack.yaml")
     (bindir / "spack").write_text("#!/bin/sh\nexit 1\n")
     (bindir / "spack").chmod(0o755)
-    result = ior_dry_run(prefix, {"mpi": "openmpi", "ior": "spack"}, "-S",
-                         f"spack_env_file={envdir / 'spack.yaml'}", path_dirs=[bindir],
-                         expect_failure=True)
-    assert f"{envdir / 'spack.yaml'} includes spack-externals.yaml, which is not at " \
-        f"{envdir / 'spack-externals.yaml'}: put the site's file there" in result.stdout, \
-        result.stdout[-3000:]
+    result = ior_dry_run(
+        prefix,
+        {"mpi": "openmpi", "ior": "spack"},
+        "-S",
+        f"spack_env_file={envdir / 'spack.yaml'}",
+        path_dirs=[bindir],
+        expect_failure=True,
+    )
+    assert (
+        f"{envdir / 'spack.yaml'} includes spack-externals.yaml, which is not at "
+        f"{envdir / 'spack-externals.yaml'}: put the site's file there" in result.stdout
+    ), result.stdout[-3000:]
     assert re.search(r"FAIL.*IORProvider ~embedded:batch\+gnu-openmpi", result.stdout)
     shutil.rmtree(prefix)

@@ -20,8 +20,11 @@ from conftest import MPI, SRC, mpirun, run, slurm_env
 from reframe_checks.lib.parsers import ParseError, kernel_problems, parse_kernel_json
 
 IOTEST_ACCESS = [
-    ("fpp", "posix", []), ("shared", "posix", []), ("fpp", "mpiio", []),
-    ("shared", "mpiio", []), ("shared", "mpiio", ["--collective"]),
+    ("fpp", "posix", []),
+    ("shared", "posix", []),
+    ("fpp", "mpiio", []),
+    ("shared", "mpiio", []),
+    ("shared", "mpiio", ["--collective"]),
 ]
 
 
@@ -59,14 +62,35 @@ def test_schema_lists_the_kernels_back_ends(kernels):
 
 @pytest.mark.parametrize("build", ["openmpi", "asan", "mpich"])
 @pytest.mark.parametrize("np", [1, 2, 4])
-@pytest.mark.parametrize("layout,api,extra", IOTEST_ACCESS,
-                         ids=["fpp-posix", "shared-posix", "fpp-mpiio", "shared-mpiio",
-                              "shared-mpiio-coll"])
+@pytest.mark.parametrize(
+    "layout,api,extra",
+    IOTEST_ACCESS,
+    ids=["fpp-posix", "shared-posix", "fpp-mpiio", "shared-mpiio", "shared-mpiio-coll"],
+)
 def test_iotest_runs(kernels, tmp_path, build, np, layout, api, extra):
     out = tmp_path / "r.json"
-    result = mpirun(kernels[build], np, ["iotest", "--dir", tmp_path, "--nr", "4096", "--nc",
-                                         "4", "--reps", "2", "--layout", layout, "--api", api,
-                                         *extra, "--output", out])
+    result = mpirun(
+        kernels[build],
+        np,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "4096",
+            "--nc",
+            "4",
+            "--reps",
+            "2",
+            "--layout",
+            layout,
+            "--api",
+            api,
+            *extra,
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=np, expected_nodes=1) == []
@@ -84,9 +108,24 @@ def test_iotest_runs(kernels, tmp_path, build, np, layout, api, extra):
 @pytest.mark.parametrize("layout", [[], ["--dir-per-rank"]], ids=["shared-dir", "dir-per-rank"])
 def test_metadata_runs(kernels, tmp_path, build, np, layout):
     out = tmp_path / "m.json"
-    result = mpirun(kernels[build], np, ["metadata", "--dir", tmp_path, "--files", "50",
-                                         "--removers", "3", "--reps", "2", *layout,
-                                         "--output", out])
+    result = mpirun(
+        kernels[build],
+        np,
+        [
+            "metadata",
+            "--dir",
+            tmp_path,
+            "--files",
+            "50",
+            "--removers",
+            "3",
+            "--reps",
+            "2",
+            *layout,
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=np) == []
@@ -101,24 +140,46 @@ def test_metadata_runs(kernels, tmp_path, build, np, layout):
 
 def test_table_output(kernels, tmp_path):
     """The core's --table: one row per summarised figure, over repetitions, no JSON."""
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "1024",
-                                            "--nc", "2", "--reps", "3", "--table"])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        ["iotest", "--dir", tmp_path, "--nr", "1024", "--nc", "2", "--reps", "3", "--table"],
+    )
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith("scratchbench-kernel iotest: 2 ranks on 1 node(s), file per")
     assert lines[1].split()[:4] == ["phase", "figure", "unit", "reps"]
     rows = {(r[0], r[1]): r for r in (ln.split() for ln in lines[2:])}
-    assert set(rows) == {(p, f) for p in ("write", "read") for f in (
-        "bandwidth_min_Bps", "bandwidth_max_Bps", "open_close_fraction_max")}
+    assert set(rows) == {
+        (p, f)
+        for p in ("write", "read")
+        for f in ("bandwidth_min_Bps", "bandwidth_max_Bps", "open_close_fraction_max")
+    }
     assert rows[("write", "bandwidth_min_Bps")][2:4] == ["MiB/s", "3"]
     assert not result.stdout.lstrip().startswith("{")
 
 
 def test_stonewall_and_its_validity_rule(kernels, tmp_path):
     out = tmp_path / "s.json"
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "512", "--nc",
-                                            "100000000", "--stonewall", "0.3", "--fsync", "none",
-                                            "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "512",
+            "--nc",
+            "100000000",
+            "--stonewall",
+            "0.3",
+            "--fsync",
+            "none",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     write = report["repetitions"][0]["phases"]["write"]
@@ -127,8 +188,23 @@ def test_stonewall_and_its_validity_rule(kernels, tmp_path):
     assert read["per_rank"]["xfers"] == write["per_rank"]["xfers"], "reads follow the writes"
     assert kernel_problems(report, expected_ranks=2) == []
     # Too little work for the stonewall: the phase ends early, the run is invalid.
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "512", "--nc",
-                                            "4", "--stonewall", "30", "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "512",
+            "--nc",
+            "4",
+            "--stonewall",
+            "30",
+            "--output",
+            out,
+        ],
+    )
     problems = kernel_problems(report_of(out), expected_ranks=2)
     assert any("before its 30" in p for p in problems)
 
@@ -136,16 +212,47 @@ def test_stonewall_and_its_validity_rule(kernels, tmp_path):
 def test_corruption_between_write_and_read_is_caught(kernels, tmp_path):
     """Write and keep, corrupt one word, read back with --existing: exit 6, counted."""
     w = tmp_path / "w.json"
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "1024", "--nc",
-                                            "4", "--iread", "0", "--keep", "--output", w])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "1024",
+            "--nc",
+            "4",
+            "--iread",
+            "0",
+            "--keep",
+            "--output",
+            w,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     rundir = report_of(w)["filesystem"]["run_dir"]
     with open(os.path.join(rundir, "iotest.1"), "r+b") as f:
         f.seek(3 * 8192 + 80)
         f.write(b"\xde\xad\xbe\xef\xde\xad\xbe\xef")
     r = tmp_path / "r.json"
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--nr", "1024", "--nc", "4", "--iread",
-                                            "1", "--existing", rundir, "--output", r])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "iotest",
+            "--nr",
+            "1024",
+            "--nc",
+            "4",
+            "--iread",
+            "1",
+            "--existing",
+            rundir,
+            "--output",
+            r,
+        ],
+    )
     assert result.returncode == 6
     assert "data verification failed: 1 of the 64-bit words" in result.stderr
     report = report_of(r)
@@ -158,18 +265,67 @@ def test_corruption_between_write_and_read_is_caught(kernels, tmp_path):
 def test_stale_data_is_classified(kernels, tmp_path):
     """A file from generation 1 read as generation 2 is stale, not random damage."""
     w = tmp_path / "w.json"
-    mpirun(kernels["openmpi"], 1, ["iotest", "--dir", tmp_path, "--nr", "1024", "--nc", "2",
-                                   "--iread", "0", "--reps", "2", "--keep", "--output", w])
+    mpirun(
+        kernels["openmpi"],
+        1,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "1024",
+            "--nc",
+            "2",
+            "--iread",
+            "0",
+            "--reps",
+            "2",
+            "--keep",
+            "--output",
+            w,
+        ],
+    )
     rundir = report_of(w)["filesystem"]["run_dir"]
     first = tmp_path / "gen1"
     first.mkdir()
-    mpirun(kernels["openmpi"], 1, ["iotest", "--dir", first, "--nr", "1024", "--nc", "2",
-                                   "--iread", "0", "--keep", "--output", tmp_path / "g1.json"])
+    mpirun(
+        kernels["openmpi"],
+        1,
+        [
+            "iotest",
+            "--dir",
+            first,
+            "--nr",
+            "1024",
+            "--nc",
+            "2",
+            "--iread",
+            "0",
+            "--keep",
+            "--output",
+            tmp_path / "g1.json",
+        ],
+    )
     old = report_of(tmp_path / "g1.json")["filesystem"]["run_dir"]
     os.replace(os.path.join(old, "iotest.0"), os.path.join(rundir, "iotest.0"))
     r = tmp_path / "r.json"
-    result = mpirun(kernels["openmpi"], 1, ["iotest", "--nr", "1024", "--nc", "2", "--iread",
-                                            "1", "--existing", rundir, "--output", r])
+    result = mpirun(
+        kernels["openmpi"],
+        1,
+        [
+            "iotest",
+            "--nr",
+            "1024",
+            "--nc",
+            "2",
+            "--iread",
+            "1",
+            "--existing",
+            rundir,
+            "--output",
+            r,
+        ],
+    )
     assert result.returncode == 6
     verify = report_of(r)["repetitions"][0]["phases"]["read"]["verify"]
     assert verify["bad_words"] == 2 * 1024 // 64 and verify["stale_words"] == verify["bad_words"]
@@ -182,8 +338,11 @@ def test_full_file_system(kernels, tmp_path):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         out = tmp_path / "full.json"
-        result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", mnt, "--nr", "131072",
-                                                "--nc", "16", "--output", out])
+        result = mpirun(
+            kernels["openmpi"],
+            2,
+            ["iotest", "--dir", mnt, "--nr", "131072", "--nc", "16", "--output", out],
+        )
         assert result.returncode == 5
         report = report_of(out)
         assert report["complete"] is False and report["exit_reason"] == "no-space"
@@ -191,34 +350,62 @@ def test_full_file_system(kernels, tmp_path):
         assert "No space left on device" in result.stderr
         assert "bytes written by all ranks before the failure" in result.stderr
         assert os.listdir(mnt) == [], "partial files are removed"
-        result = mpirun(kernels["openmpi"], 1, ["metadata", "--dir", mnt, "--files", "5000",
-                                                "--file-size", "4096", "--output", out])
+        result = mpirun(
+            kernels["openmpi"],
+            1,
+            ["metadata", "--dir", mnt, "--files", "5000", "--file-size", "4096", "--output", out],
+        )
         assert result.returncode == 5 and report_of(out)["exit_reason"] == "no-space"
         assert os.listdir(mnt) == []
         # MPI-IO on one shared file: the implementation says only "I/O error"; the kernel
         # still tells a full file system (exit 5), for independent and collective writes.
         for extra in ([], ["--collective"]):
-            result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", mnt, "--layout", "shared",
-                                                    "--api", "mpiio", *extra, "--nr", "131072",
-                                                    "--nc", "16", "--output", out])
+            result = mpirun(
+                kernels["openmpi"],
+                2,
+                [
+                    "iotest",
+                    "--dir",
+                    mnt,
+                    "--layout",
+                    "shared",
+                    "--api",
+                    "mpiio",
+                    *extra,
+                    "--nr",
+                    "131072",
+                    "--nc",
+                    "16",
+                    "--output",
+                    out,
+                ],
+            )
             assert result.returncode == 5, result.stderr[-1000:]
             assert report_of(out)["exit_reason"] == "no-space"
             assert os.listdir(mnt) == []
         # The table marks the failure instead of showing figures as if all went well.
-        result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", mnt, "--nr", "131072",
-                                                "--nc", "16", "--table"])
+        result = mpirun(
+            kernels["openmpi"],
+            2,
+            ["iotest", "--dir", mnt, "--nr", "131072", "--nc", "16", "--table"],
+        )
         assert result.returncode == 5
         assert "FAILED (exit 5, no-space)" in result.stdout
     finally:
         subprocess.run(["umount", str(mnt)])
 
 
-@pytest.mark.parametrize("mode,args", [
-    ("iotest", ["--nr", "131072", "--nc", "64", "--reps", "4000"]),
-    ("metadata", ["--files", "200000", "--reps", "50"]),
-    ("diskperf", ["--block-sizes", "4k", "--queue-depths", "4", "--file-size", "512m",
-                  "--reps", "50"]),
-])
+@pytest.mark.parametrize(
+    "mode,args",
+    [
+        ("iotest", ["--nr", "131072", "--nc", "64", "--reps", "4000"]),
+        ("metadata", ["--files", "200000", "--reps", "50"]),
+        (
+            "diskperf",
+            ["--block-sizes", "4k", "--queue-depths", "4", "--file-size", "512m", "--reps", "50"],
+        ),
+    ],
+)
 def test_sigterm_stops_and_cleans_up(kernels, tmp_path, mode, args):
     """scancel and a time limit send SIGTERM, then SIGKILL seconds later: every rank
     stops at its next request, removes what it made and reports why."""
@@ -227,16 +414,33 @@ def test_sigterm_stops_and_cleans_up(kernels, tmp_path, mode, args):
     target.mkdir()
     out = tmp_path / "r.json"
     env = dict(os.environ, **MPI[mpi]["env"])
-    proc = subprocess.Popen([MPI[mpi]["run"], "--oversubscribe", "-np", "2", str(binary), mode,
-                             "--dir", str(target), "--output", str(out), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            MPI[mpi]["run"],
+            "--oversubscribe",
+            "-np",
+            "2",
+            str(binary),
+            mode,
+            "--dir",
+            str(target),
+            "--output",
+            str(out),
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while not list(target.glob("sbk.*/*")) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1)
     assert proc.poll() is None, "the run ended before the signal: make it longer"
-    ranks = subprocess.run(["pgrep", "-f", f"{binary} {mode} --dir {target}"],
-                           capture_output=True, text=True).stdout.split()
+    ranks = subprocess.run(
+        ["pgrep", "-f", f"{binary} {mode} --dir {target}"], capture_output=True, text=True
+    ).stdout.split()
     for pid in ranks:
         os.kill(int(pid), signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
@@ -259,9 +463,25 @@ def test_permission_denied_as_unprivileged_user(kernels):
         os.mkdir(target, 0o755)
         home = os.path.join(shared, "home")
         os.mkdir(home, 0o777)
-        result = run(["runuser", "-u", "nobody", "--", "env", f"HOME={home}",
-                      "OMPI_MCA_btl=self", binary, "iotest", "--dir", target, "--nr", "1024",
-                      "--nc", "1"])
+        result = run(
+            [
+                "runuser",
+                "-u",
+                "nobody",
+                "--",
+                "env",
+                f"HOME={home}",
+                "OMPI_MCA_btl=self",
+                binary,
+                "iotest",
+                "--dir",
+                target,
+                "--nr",
+                "1024",
+                "--nc",
+                "1",
+            ]
+        )
         assert os.listdir(target) == []
     finally:
         shutil.rmtree(shared)
@@ -271,11 +491,17 @@ def test_permission_denied_as_unprivileged_user(kernels):
     assert report["exit_reason"] == "permission-denied" and report["complete"] is False
 
 
-@pytest.mark.parametrize("args,message", [
-    (["iotest", "--dir", "/nonexistent/dir"], "target directory /nonexistent/dir: No such file"),
-    (["iotest", "--dir", "/etc/hostname"], "is not a directory"),
-    (["iotest", "--dir", "/"], "refusing to write in the root directory"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["iotest", "--dir", "/nonexistent/dir"],
+            "target directory /nonexistent/dir: No such file",
+        ),
+        (["iotest", "--dir", "/etc/hostname"], "is not a directory"),
+        (["iotest", "--dir", "/"], "refusing to write in the root directory"),
+    ],
+)
 def test_bad_directories(kernels, args, message):
     result = mpirun(kernels["openmpi"], 1, args)
     assert result.returncode in (2, 3)
@@ -283,26 +509,32 @@ def test_bad_directories(kernels, args, message):
     assert len([ln for ln in result.stderr.splitlines() if "scratchbench-kernel:" in ln]) == 1
 
 
-@pytest.mark.parametrize("args,message", [
-    ([], "missing MODE"),
-    (["bogus"], "unknown mode 'bogus'"),
-    (["iotest"], "--dir is required"),
-    (["iotest", "--dir", ".", "--nr", "abc"], "--nr: expected an integer from 1 to"),
-    (["iotest", "--dir", ".", "--nr", "0"], "--nr: expected an integer"),
-    (["iotest", "--dir", ".", "--iread", "3"], "--iread: expected an integer from 0 to 2"),
-    (["iotest", "--dir", ".", "--layout", "striped"], "--layout: expected fpp or shared"),
-    (["iotest", "--dir", ".", "--collective"], "--collective needs --api mpiio"),
-    (["iotest", "--dir", ".", "--api", "mpiio", "--direct"], "--direct works with --api posix"),
-    (["iotest", "--dir", ".", "--files", "3"], "--files is an option of mode metadata"),
-    (["metadata", "--dir", ".", "--nr", "3"], "--nr is an option of mode iotest"),
-    (["metadata", "--dir", ".", "--phases", "stat"], "'create' is required"),
-    (["metadata", "--dir", ".", "--phases", "create,delete"], "unknown phase 'delete'"),
-    (["iotest", "--dir", ".", "--scan-file", "/no/such/file"], "--scan-file /no/such/file"),
-    (["iotest", "--dir", ".", "--existing", "/tmp"], "--existing needs --iread 1"),
-    (["iotest", "--dir", ".", "--stonewall", "-1"], "--stonewall: expected seconds"),
-    (["iotest", "--dir", ".", "--frobnicate"], "unknown option"),
-    (["iotest", "--dir", ".", "--output", "/no/such/dir/x.json"], "--output /no/such/dir/x.json"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ([], "missing MODE"),
+        (["bogus"], "unknown mode 'bogus'"),
+        (["iotest"], "--dir is required"),
+        (["iotest", "--dir", ".", "--nr", "abc"], "--nr: expected an integer from 1 to"),
+        (["iotest", "--dir", ".", "--nr", "0"], "--nr: expected an integer"),
+        (["iotest", "--dir", ".", "--iread", "3"], "--iread: expected an integer from 0 to 2"),
+        (["iotest", "--dir", ".", "--layout", "striped"], "--layout: expected fpp or shared"),
+        (["iotest", "--dir", ".", "--collective"], "--collective needs --api mpiio"),
+        (["iotest", "--dir", ".", "--api", "mpiio", "--direct"], "--direct works with --api posix"),
+        (["iotest", "--dir", ".", "--files", "3"], "--files is an option of mode metadata"),
+        (["metadata", "--dir", ".", "--nr", "3"], "--nr is an option of mode iotest"),
+        (["metadata", "--dir", ".", "--phases", "stat"], "'create' is required"),
+        (["metadata", "--dir", ".", "--phases", "create,delete"], "unknown phase 'delete'"),
+        (["iotest", "--dir", ".", "--scan-file", "/no/such/file"], "--scan-file /no/such/file"),
+        (["iotest", "--dir", ".", "--existing", "/tmp"], "--existing needs --iread 1"),
+        (["iotest", "--dir", ".", "--stonewall", "-1"], "--stonewall: expected seconds"),
+        (["iotest", "--dir", ".", "--frobnicate"], "unknown option"),
+        (
+            ["iotest", "--dir", ".", "--output", "/no/such/dir/x.json"],
+            "--output /no/such/dir/x.json",
+        ),
+    ],
+)
 def test_invalid_arguments(kernels, args, message):
     binary, _ = kernels["openmpi"]
     result = run([binary, *args])
@@ -312,13 +544,15 @@ def test_invalid_arguments(kernels, args, message):
 
 
 def test_direct_io_alignment_is_checked(kernels, tmp_path):
-    result = mpirun(kernels["openmpi"], 1, ["iotest", "--dir", tmp_path, "--nr", "100",
-                                            "--direct"])
+    result = mpirun(kernels["openmpi"], 1, ["iotest", "--dir", tmp_path, "--nr", "100", "--direct"])
     assert result.returncode == 2
     assert "multiple of 4096 bytes" in result.stderr
     out = tmp_path / "d.json"
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "512", "--nc",
-                                            "4", "--direct", "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        ["iotest", "--dir", tmp_path, "--nr", "512", "--nc", "4", "--direct", "--output", out],
+    )
     assert result.returncode == 0, result.stderr
     assert report_of(out)["cache_defeat"]["methods"] == ["direct"]
 
@@ -327,9 +561,28 @@ def test_cache_defeat_is_recorded(kernels, tmp_path):
     scan = tmp_path / "scanme"
     scan.write_bytes(b"x" * 4 * 2**20)
     out = tmp_path / "c.json"
-    result = mpirun(kernels["openmpi"], 2, ["iotest", "--dir", tmp_path, "--nr", "8192", "--nc",
-                                            "4", "--fadvise", "--scan-file", scan, "--shift", "1",
-                                            "--fsync", "outside", "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "8192",
+            "--nc",
+            "4",
+            "--fadvise",
+            "--scan-file",
+            scan,
+            "--shift",
+            "1",
+            "--fsync",
+            "outside",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert report["cache_defeat"]["methods"] == ["fadvise", "scan-file", "shift"]
@@ -345,14 +598,45 @@ def test_never_follows_a_symlink_out(kernels, tmp_path):
     victim = outside / "precious"
     victim.write_text("keep me")
     w = tmp_path / "w.json"
-    mpirun(kernels["openmpi"], 1, ["iotest", "--dir", tmp_path, "--nr", "1024", "--nc", "1",
-                                   "--iread", "0", "--keep", "--output", w])
+    mpirun(
+        kernels["openmpi"],
+        1,
+        [
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "1024",
+            "--nc",
+            "1",
+            "--iread",
+            "0",
+            "--keep",
+            "--output",
+            w,
+        ],
+    )
     rundir = report_of(w)["filesystem"]["run_dir"]
     os.remove(os.path.join(rundir, "iotest.0"))
     os.symlink(victim, os.path.join(rundir, "iotest.0"))
     # The manifest says one transfer was written; the read meets a symlink: refused.
-    result = mpirun(kernels["openmpi"], 1, ["iotest", "--nr", "1024", "--nc", "1", "--iread",
-                                            "1", "--existing", rundir, "--output", w])
+    result = mpirun(
+        kernels["openmpi"],
+        1,
+        [
+            "iotest",
+            "--nr",
+            "1024",
+            "--nc",
+            "1",
+            "--iread",
+            "1",
+            "--existing",
+            rundir,
+            "--output",
+            w,
+        ],
+    )
     assert result.returncode == 7 and "Too many levels of symbolic links" in result.stderr
     assert victim.read_text() == "keep me"
     assert os.path.islink(os.path.join(rundir, "iotest.0"))
@@ -360,18 +644,45 @@ def test_never_follows_a_symlink_out(kernels, tmp_path):
 
 @pytest.mark.parametrize("build", ["openmpi", "mpich"])
 @pytest.mark.parametrize("np", [1, 2, 4])
-@pytest.mark.parametrize("layout,api,extra", [IOTEST_ACCESS[0], IOTEST_ACCESS[3],
-                                              IOTEST_ACCESS[4]],
-                         ids=["fpp-posix", "shared-mpiio", "shared-mpiio-coll"])
+@pytest.mark.parametrize(
+    "layout,api,extra",
+    [IOTEST_ACCESS[0], IOTEST_ACCESS[3], IOTEST_ACCESS[4]],
+    ids=["fpp-posix", "shared-mpiio", "shared-mpiio-coll"],
+)
 def test_iotest_under_srun(kernels, cluster, tmp_path, build, np, layout, api, extra):
     """Under srun across the two Slurm nodes; node names come from Slurm."""
     binary, mpi = kernels[build]
     out = tmp_path / "r.json"
     nodes = "1" if np == 1 else "2"
-    result = run(["srun", "-N", nodes, "-n", str(np), "--overcommit", binary, "iotest", "--dir",
-                  tmp_path, "--nr", "4096", "--nc", "4", "--layout", layout, "--api", api,
-                  *extra, "--shift", "auto", "--output", out],
-                 env=slurm_env(cluster, mpi), timeout=120)
+    result = run(
+        [
+            "srun",
+            "-N",
+            nodes,
+            "-n",
+            str(np),
+            "--overcommit",
+            binary,
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "4096",
+            "--nc",
+            "4",
+            "--layout",
+            layout,
+            "--api",
+            api,
+            *extra,
+            "--shift",
+            "auto",
+            "--output",
+            out,
+        ],
+        env=slurm_env(cluster, mpi),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=np, expected_nodes=int(nodes)) == []
@@ -386,9 +697,28 @@ def test_iotest_under_srun(kernels, cluster, tmp_path, build, np, layout, api, e
 def test_metadata_under_srun(kernels, cluster, tmp_path, build, np):
     binary, mpi = kernels[build]
     out = tmp_path / "m.json"
-    result = run(["srun", "-N", "1" if np == 1 else "2", "-n", str(np), "--overcommit", binary,
-                  "metadata", "--dir", tmp_path, "--files", "100", "--removers", "2",
-                  "--output", out], env=slurm_env(cluster, mpi), timeout=120)
+    result = run(
+        [
+            "srun",
+            "-N",
+            "1" if np == 1 else "2",
+            "-n",
+            str(np),
+            "--overcommit",
+            binary,
+            "metadata",
+            "--dir",
+            tmp_path,
+            "--files",
+            "100",
+            "--removers",
+            "2",
+            "--output",
+            out,
+        ],
+        env=slurm_env(cluster, mpi),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert kernel_problems(report_of(out), expected_ranks=np) == []
 
@@ -399,16 +729,38 @@ def test_wrong_pmi_is_caught_by_the_rank_check(kernels, cluster, tmp_path):
     out = tmp_path / "wrong.json"
     env = slurm_env(cluster, "mpich")
     env["SLURM_MPI_TYPE"] = "none"
-    run(["srun", "-N", "1", "-n", "2", "--overcommit", binary, "iotest", "--dir", tmp_path,
-         "--nr", "1024", "--nc", "1", "--output", out], env=env, timeout=120)
+    run(
+        [
+            "srun",
+            "-N",
+            "1",
+            "-n",
+            "2",
+            "--overcommit",
+            binary,
+            "iotest",
+            "--dir",
+            tmp_path,
+            "--nr",
+            "1024",
+            "--nc",
+            "1",
+            "--output",
+            out,
+        ],
+        env=env,
+        timeout=120,
+    )
     # Both single-rank copies write the report: either one report of 1 rank is left
     # (the other's overwritten) or both follow each other; either way it is named.
     try:
         problems = kernel_problems(report_of(out), expected_ranks=2)
     except ParseError as exc:
         problems = [str(exc)]
-    assert any("1 MPI ranks ran, 2 were launched" in p or
-               "2 separate copies of the kernel ran" in p for p in problems), problems
+    assert any(
+        "1 MPI ranks ran, 2 were launched" in p or "2 separate copies of the kernel ran" in p
+        for p in problems
+    ), problems
 
 
 def test_file_system_that_refuses_direct_io(kernels, tmp_path):
@@ -419,8 +771,11 @@ def test_file_system_that_refuses_direct_io(kernels, tmp_path):
         pytest.skip("cannot mount a ramfs here (needs root)")
     try:
         out = tmp_path / "r.json"
-        result = mpirun(kernels["openmpi"], 1, ["iotest", "--dir", mnt, "--nr", "512", "--nc",
-                                                "2", "--direct", "--output", out])
+        result = mpirun(
+            kernels["openmpi"],
+            1,
+            ["iotest", "--dir", mnt, "--nr", "512", "--nc", "2", "--direct", "--output", out],
+        )
         assert result.returncode == 8
         assert "refuses O_DIRECT" in result.stderr and "--fadvise" in result.stderr
         assert report_of(out)["exit_reason"] == "direct-io-refused"

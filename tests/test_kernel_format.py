@@ -17,10 +17,13 @@ def test_kernel_sources_are_clang_formatted():
     if tool is None:
         pytest.skip("clang-format is not installed (ci/setup.sh installs Debian's clang-format)")
     sources = sorted(str(p) for p in Path(SRC).glob("*.[ch]")) + sorted(
-        str(p) for p in Path(SRC).glob("tests/*.c"))
+        str(p) for p in Path(SRC).glob("tests/*.c")
+    )
     assert len(sources) > 10, f"no kernel sources found under {SRC}"
-    result = subprocess.run([tool, "--dry-run", "--Werror", *sources], capture_output=True,
-                            text=True, cwd=SRC)
+    result = subprocess.run(
+        [tool, "--dry-run", "--Werror", *sources], capture_output=True, text=True, cwd=SRC
+    )
     assert result.returncode == 0, (
         "src/ is not formatted as src/.clang-format says (clang-format -i src/*.[ch] "
-        "src/tests/*.c):\n" + result.stderr[:3000])
+        "src/tests/*.c):\n" + result.stderr[:3000]
+    )

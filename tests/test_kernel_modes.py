@@ -50,9 +50,14 @@ AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 def refuse_io_uring():
     """preexec_fn: install a seccomp filter that fails io_uring_setup with EPERM."""
+
     class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                    ("k", ctypes.c_uint32)]
+        _fields_ = [
+            ("code", ctypes.c_ushort),
+            ("jt", ctypes.c_ubyte),
+            ("jf", ctypes.c_ubyte),
+            ("k", ctypes.c_uint32),
+        ]
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
@@ -60,29 +65,37 @@ def refuse_io_uring():
     machine = platform.machine()
     ld_abs, jeq, ret = 0x20, 0x15, 0x06
     allow, eperm = 0x7FFF0000, 0x00050000 | 1
-    program = [SockFilter(ld_abs, 0, 0, 4),                            # arch
-               SockFilter(jeq, 0, 3, AUDIT_ARCH[machine]),
-               SockFilter(ld_abs, 0, 0, 0),                            # syscall number
-               SockFilter(jeq, 0, 1, IO_URING_SETUP[machine]),
-               SockFilter(ret, 0, 0, eperm),
-               SockFilter(ret, 0, 0, allow)]
+    program = [
+        SockFilter(ld_abs, 0, 0, 4),  # arch
+        SockFilter(jeq, 0, 3, AUDIT_ARCH[machine]),
+        SockFilter(ld_abs, 0, 0, 0),  # syscall number
+        SockFilter(jeq, 0, 1, IO_URING_SETUP[machine]),
+        SockFilter(ret, 0, 0, eperm),
+        SockFilter(ret, 0, 0, allow),
+    ]
     filters = (SockFilter * len(program))(*program)
     prog = SockFprog(len(program), filters)
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(38, 1, 0, 0, 0) != 0:                                # PR_SET_NO_NEW_PRIVS
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         os._exit(97)
-    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:               # PR_SET_SECCOMP, FILTER
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
         os._exit(98)
 
 
 def mpirun_refused(build, np, args):
     binary, mpi = build
     from conftest import MPI
+
     env = dict(os.environ, **MPI[mpi]["env"])
     extra = ["--oversubscribe"] if mpi == "openmpi" else []
-    return subprocess.run([MPI[mpi]["run"], *extra, "-np", str(np), str(binary),
-                           *[str(a) for a in args]], capture_output=True, text=True, env=env,
-                          timeout=300, preexec_fn=refuse_io_uring)
+    return subprocess.run(
+        [MPI[mpi]["run"], *extra, "-np", str(np), str(binary), *[str(a) for a in args]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        preexec_fn=refuse_io_uring,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +114,27 @@ def seccomp_works():
 def test_diskperf_writes_and_reads_every_directory(kernels, tmp_path, build, np, engine):
     targets = dirs(tmp_path, 3)
     out = tmp_path / "d.json"
-    result = mpirun(kernels[build], np, ["diskperf", *dir_args(targets), "--file-size", "1m",
-                                         "--block-sizes", "4k,256k", "--queue-depths", "1,4",
-                                         "--engine", engine, "--reps", "2", "--keep",
-                                         "--output", out])
+    result = mpirun(
+        kernels[build],
+        np,
+        [
+            "diskperf",
+            *dir_args(targets),
+            "--file-size",
+            "1m",
+            "--block-sizes",
+            "4k,256k",
+            "--queue-depths",
+            "1,4",
+            "--engine",
+            engine,
+            "--reps",
+            "2",
+            "--keep",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=np) == []
@@ -112,8 +142,9 @@ def test_diskperf_writes_and_reads_every_directory(kernels, tmp_path, build, np,
     assert report["config"]["dirs"] == [str(t) for t in targets]
     assert report["config"]["file_size"] == MIB
     phases = report["repetitions"][1]["phases"]
-    assert list(phases) == [f"{rw}_bs{bs}_qd{qd}" for bs in (4096, 262144) for qd in (1, 4)
-                            for rw in ("write", "read")]
+    assert list(phases) == [
+        f"{rw}_bs{bs}_qd{qd}" for bs in (4096, 262144) for qd in (1, 4) for rw in ("write", "read")
+    ]
     for name, phase in phases.items():
         assert [d["dir"] for d in phase["per_dir"]] == [str(t) for t in targets]
         assert [d["bytes"] for d in phase["per_dir"]] == [np * MIB] * 3, name
@@ -132,10 +163,24 @@ def test_diskperf_writes_and_reads_every_directory(kernels, tmp_path, build, np,
 @pytest.mark.parametrize("engine", ["io_uring", "aio"])
 def test_diskperf_reaches_the_requested_depth_in_flight(kernels, tmp_path, engine):
     out = tmp_path / "q.json"
-    result = mpirun(kernels["openmpi"], 1, ["diskperf", *dir_args(dirs(tmp_path, 2)),
-                                            "--file-size", "2m", "--block-sizes", "4k",
-                                            "--queue-depths", "1,3,16,32", "--engine", engine,
-                                            "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        1,
+        [
+            "diskperf",
+            *dir_args(dirs(tmp_path, 2)),
+            "--file-size",
+            "2m",
+            "--block-sizes",
+            "4k",
+            "--queue-depths",
+            "1,3,16,32",
+            "--engine",
+            engine,
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     phases = report_of(out)["repetitions"][0]["phases"]
     for name, phase in phases.items():
@@ -155,9 +200,23 @@ def test_diskperf_direct_io_and_memory_sized_files_fail_cleanly_when_full(kernel
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         out = tmp_path / "m.json"
-        result = mpirun(kernels["openmpi"], 2, ["diskperf", "--dir", mnt, "--file-size",
-                                                "memory", "--block-sizes", "1m",
-                                                "--queue-depths", "4", "--output", out])
+        result = mpirun(
+            kernels["openmpi"],
+            2,
+            [
+                "diskperf",
+                "--dir",
+                mnt,
+                "--file-size",
+                "memory",
+                "--block-sizes",
+                "1m",
+                "--queue-depths",
+                "4",
+                "--output",
+                out,
+            ],
+        )
         assert result.returncode == 5, result.stderr
         report = report_of(out)
         config = report["config"]
@@ -176,8 +235,11 @@ def test_diskperf_a_missing_directory_among_several(kernels, tmp_path):
     good = dirs(tmp_path, 2)
     missing = tmp_path / "not-there"
     out = tmp_path / "e.json"
-    result = mpirun(kernels["openmpi"], 2, ["diskperf", "--dir", good[0], "--dir", missing,
-                                            "--dir", good[1], "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        ["diskperf", "--dir", good[0], "--dir", missing, "--dir", good[1], "--output", out],
+    )
     assert result.returncode == 3
     line = one_error_line(result.stderr)
     assert f"target directory {missing}: No such file or directory" in line
@@ -185,21 +247,30 @@ def test_diskperf_a_missing_directory_among_several(kernels, tmp_path):
     assert os.listdir(good[0]) == [] and os.listdir(good[1]) == [], "run directories undone"
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--queue-depths", "0"], "--queue-depths: expected a comma list of integers from 1 to 4096, "
-                              "got '0'"),
-    (["--queue-depths", "4,,8"], "--queue-depths: expected a comma list of integers"),
-    (["--block-sizes", "256"], "--block-sizes: expected a comma list of sizes from 512 B"),
-    (["--block-sizes", "4k,1000"], "--block-sizes: 1000 B is not a multiple of 512 bytes"),
-    (["--block-sizes", "1536", "--file-size", "1m"], "--file-size 1 MiB is not a multiple of "
-                                                     "the block size 1536 B"),
-    (["--file-size", "64k", "--block-sizes", "64k", "--queue-depths", "4"],
-     "holds 2 blocks of 64 KiB over 2 directories, fewer than the queue depth 4"),
-    (["--file-size", "lots"], "--file-size: expected a size (such as 64m, 2g) or 'memory'"),
-    (["--engine", "libaio"], "--engine: expected io_uring or aio, got 'libaio'"),
-    (["--shift", "1"], "--shift is an option of modes iotest, metadata, not diskperf"),
-    (["--nr", "4"], "--nr is an option of mode iotest, not diskperf"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--queue-depths", "0"],
+            "--queue-depths: expected a comma list of integers from 1 to 4096, got '0'",
+        ),
+        (["--queue-depths", "4,,8"], "--queue-depths: expected a comma list of integers"),
+        (["--block-sizes", "256"], "--block-sizes: expected a comma list of sizes from 512 B"),
+        (["--block-sizes", "4k,1000"], "--block-sizes: 1000 B is not a multiple of 512 bytes"),
+        (
+            ["--block-sizes", "1536", "--file-size", "1m"],
+            "--file-size 1 MiB is not a multiple of the block size 1536 B",
+        ),
+        (
+            ["--file-size", "64k", "--block-sizes", "64k", "--queue-depths", "4"],
+            "holds 2 blocks of 64 KiB over 2 directories, fewer than the queue depth 4",
+        ),
+        (["--file-size", "lots"], "--file-size: expected a size (such as 64m, 2g) or 'memory'"),
+        (["--engine", "libaio"], "--engine: expected io_uring or aio, got 'libaio'"),
+        (["--shift", "1"], "--shift is an option of modes iotest, metadata, not diskperf"),
+        (["--nr", "4"], "--nr is an option of mode iotest, not diskperf"),
+    ],
+)
 def test_diskperf_bad_arguments(kernels, tmp_path, args, message):
     binary, _ = kernels["openmpi"]
     result = run([binary, "diskperf", "--dir", tmp_path, "--dir", tmp_path / "b", *args])
@@ -209,8 +280,9 @@ def test_diskperf_bad_arguments(kernels, tmp_path, args, message):
 
 
 def test_a_directory_given_twice(kernels, tmp_path):
-    result = mpirun(kernels["openmpi"], 1, ["diskperf", "--dir", tmp_path, "--dir",
-                                            str(tmp_path) + "/."])
+    result = mpirun(
+        kernels["openmpi"], 1, ["diskperf", "--dir", tmp_path, "--dir", str(tmp_path) + "/."]
+    )
     assert result.returncode == 2
     assert "is given twice" in one_error_line(result.stderr)
 
@@ -218,10 +290,14 @@ def test_a_directory_given_twice(kernels, tmp_path):
 @pytest.mark.parametrize("mode", ["diskperf", "jovian"])
 def test_io_uring_refused_by_seccomp(kernels, tmp_path, seccomp_works, mode):
     out = tmp_path / "r.json"
-    sizes = (["--file-size", "256k", "--block-sizes", "64k", "--queue-depths", "2"]
-             if mode == "diskperf" else ["--data-per-client", "256k", "--placement", "local"])
-    result = mpirun_refused(kernels["openmpi"], 2, [mode, "--dir", tmp_path, *sizes,
-                                                    "--output", out])
+    sizes = (
+        ["--file-size", "256k", "--block-sizes", "64k", "--queue-depths", "2"]
+        if mode == "diskperf"
+        else ["--data-per-client", "256k", "--placement", "local"]
+    )
+    result = mpirun_refused(
+        kernels["openmpi"], 2, [mode, "--dir", tmp_path, *sizes, "--output", out]
+    )
     assert result.returncode == 9, result.stderr
     line = one_error_line(result.stderr)
     assert "io_uring is refused here (io_uring_setup: Operation not permitted" in line
@@ -230,8 +306,9 @@ def test_io_uring_refused_by_seccomp(kernels, tmp_path, seccomp_works, mode):
     assert report["exit_reason"] == "io-uring-refused" and report["complete"] is False
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
     # The fallback the message names works under the same filter.
-    result = mpirun_refused(kernels["openmpi"], 2, [mode, "--dir", tmp_path, *sizes,
-                                                    "--engine", "aio", "--output", out])
+    result = mpirun_refused(
+        kernels["openmpi"], 2, [mode, "--dir", tmp_path, *sizes, "--engine", "aio", "--output", out]
+    )
     assert result.returncode == 0, result.stderr
     assert report_of(out)["config"]["engine"] == "aio"
 
@@ -240,10 +317,29 @@ def test_diskperf_under_srun_on_two_nodes(kernels, cluster, tmp_path):
     binary, mpi = kernels["openmpi"]
     out = tmp_path / "s.json"
     targets = dirs(tmp_path, 2)
-    result = run(["srun", "-N", "2", "-n", "2", "--overcommit", binary, "diskperf",
-                  *dir_args(targets), "--file-size", "512k", "--block-sizes", "64k",
-                  "--queue-depths", "8", "--output", out], env=slurm_env(cluster, mpi),
-                 timeout=120)
+    result = run(
+        [
+            "srun",
+            "-N",
+            "2",
+            "-n",
+            "2",
+            "--overcommit",
+            binary,
+            "diskperf",
+            *dir_args(targets),
+            "--file-size",
+            "512k",
+            "--block-sizes",
+            "64k",
+            "--queue-depths",
+            "8",
+            "--output",
+            out,
+        ],
+        env=slurm_env(cluster, mpi),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=2, expected_nodes=2) == []
@@ -257,8 +353,14 @@ def check_placements(report, np):
     nodes = {r["rank"]: r["node"] for r in report["ranks"]}
     per_client = report["config"]["bytes_per_client"]
     phases = report["repetitions"][0]["phases"]
-    assert list(phases) == ["write_local", "read_local", "write_one_to_many", "read_one_to_many",
-                            "write_many_to_many", "read_many_to_many"]
+    assert list(phases) == [
+        "write_local",
+        "read_local",
+        "write_one_to_many",
+        "read_one_to_many",
+        "write_many_to_many",
+        "read_many_to_many",
+    ]
     for name, phase in phases.items():
         assert phase["verify"]["bad_words"] == 0, name
     local = phases["read_local"]["sources"]
@@ -266,8 +368,15 @@ def check_placements(report, np):
     servers = sorted(r for r in range(np) if nodes[r] != nodes[0])
     one = phases["read_one_to_many"]
     assert one["readers"] == 1 and one["bytes"] == per_client
-    assert one["sources"] == [{"rank": 0, "node": nodes[0], "owners": servers,
-                               "owner_nodes": [nodes[s] for s in servers], "bytes": per_client}]
+    assert one["sources"] == [
+        {
+            "rank": 0,
+            "node": nodes[0],
+            "owners": servers,
+            "owner_nodes": [nodes[s] for s in servers],
+            "bytes": per_client,
+        }
+    ]
     assert phases["write_one_to_many"]["writers"] == len(servers)
     assert phases["write_one_to_many"]["bytes"] == per_client
     many = phases["read_many_to_many"]["sources"]
@@ -287,10 +396,31 @@ def test_jovian_under_srun_reads_the_right_ranks_data(kernels, cluster, tmp_path
     out = tmp_path / "j.json"
     scan = tmp_path / "scan"
     scan.write_bytes(b"s" * MIB)
-    result = run(["srun", "-N", "2", "-n", str(np), "--overcommit", binary, "jovian",
-                  *dir_args(dirs(tmp_path, 2)), "--stripe-size", "16k",
-                  "--data-per-client", "1m", "--inflight", "2", "--scan-file", scan,
-                  "--output", out], env=slurm_env(cluster, mpi), timeout=180)
+    result = run(
+        [
+            "srun",
+            "-N",
+            "2",
+            "-n",
+            str(np),
+            "--overcommit",
+            binary,
+            "jovian",
+            *dir_args(dirs(tmp_path, 2)),
+            "--stripe-size",
+            "16k",
+            "--data-per-client",
+            "1m",
+            "--inflight",
+            "2",
+            "--scan-file",
+            scan,
+            "--output",
+            out,
+        ],
+        env=slurm_env(cluster, mpi),
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert kernel_problems(report, expected_ranks=np, expected_nodes=2) == []
@@ -304,13 +434,27 @@ def test_jovian_under_mpirun_with_node_names_from_slurm_variables(kernels, tmp_p
     """mpirun on one host, node names set per rank: placement follows the names."""
     binary, mpi = kernels["mpich"]
     wrapper = tmp_path / "node.sh"
-    wrapper.write_text('#!/bin/sh\nexport SLURMD_NODENAME=node$(( ${PMI_RANK} % 2 ))\n'
-                       'exec "$@"\n')
+    wrapper.write_text('#!/bin/sh\nexport SLURMD_NODENAME=node$(( ${PMI_RANK} % 2 ))\nexec "$@"\n')
     wrapper.chmod(0o755)
     out = tmp_path / "j.json"
-    result = run(["mpirun.mpich", "-np", "4", wrapper, binary, "jovian",
-                  *dir_args(dirs(tmp_path, 3)), "--stripe-size", "4k", "--data-per-client",
-                  "96k", "--output", out], timeout=120)
+    result = run(
+        [
+            "mpirun.mpich",
+            "-np",
+            "4",
+            wrapper,
+            binary,
+            "jovian",
+            *dir_args(dirs(tmp_path, 3)),
+            "--stripe-size",
+            "4k",
+            "--data-per-client",
+            "96k",
+            "--output",
+            out,
+        ],
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert report["mpi"]["nnodes"] == 2
@@ -320,26 +464,46 @@ def test_jovian_under_mpirun_with_node_names_from_slurm_variables(kernels, tmp_p
 
 
 def test_jovian_needs_two_nodes_for_remote_placements(kernels, tmp_path):
-    result = mpirun(kernels["openmpi"], 2, ["jovian", "--dir", tmp_path, "--data-per-client",
-                                            "256k"])
+    result = mpirun(
+        kernels["openmpi"], 2, ["jovian", "--dir", tmp_path, "--data-per-client", "256k"]
+    )
     assert result.returncode == 2
     assert "--placement one-to-many needs ranks on at least 2 nodes" in one_error_line(
-        result.stderr)
+        result.stderr
+    )
     out = tmp_path / "l.json"
-    result = mpirun(kernels["openmpi"], 2, ["jovian", "--dir", tmp_path, "--data-per-client",
-                                            "256k", "--placement", "local", "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "jovian",
+            "--dir",
+            tmp_path,
+            "--data-per-client",
+            "256k",
+            "--placement",
+            "local",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     assert list(report_of(out)["repetitions"][0]["phases"]) == ["write_local", "read_local"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--placement", "far"], "--placement: unknown placement 'far'"),
-    (["--stripe-size", "100"], "--stripe-size: expected a size from 512 B"),
-    (["--stripe-size", "1200"], "--stripe-size 1200 B is not a multiple of 512 bytes"),
-    (["--data-per-client", "64k", "--stripe-size", "64k"],
-     "--data-per-client is smaller than one request (stripe 64 KiB x 2 directories = 128 KiB)"),
-    (["--inflight", "0"], "--inflight: expected an integer from 1 to 1024, got '0'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--placement", "far"], "--placement: unknown placement 'far'"),
+        (["--stripe-size", "100"], "--stripe-size: expected a size from 512 B"),
+        (["--stripe-size", "1200"], "--stripe-size 1200 B is not a multiple of 512 bytes"),
+        (
+            ["--data-per-client", "64k", "--stripe-size", "64k"],
+            "--data-per-client is smaller than one request (stripe 64 KiB x 2 directories = 128 KiB)",
+        ),
+        (["--inflight", "0"], "--inflight: expected an integer from 1 to 1024, got '0'"),
+    ],
+)
 def test_jovian_bad_arguments(kernels, tmp_path, args, message):
     binary, _ = kernels["openmpi"]
     result = run([binary, "jovian", "--dir", tmp_path, "--dir", tmp_path / "b", *args])
@@ -368,28 +532,72 @@ exec "$@"
     if run(["unshare", "-m", "true"]).returncode != 0:
         pytest.skip("cannot make a mount namespace here (needs root)")
     out = tmp_path / "n.json"
-    result = mpirun((wrapper, mpi), 2, [binary, "diskperf", "--dir", local, "--file-size",
-                                        "256k", "--block-sizes", "64k", "--queue-depths", "2",
-                                        "--output", out])
+    result = mpirun(
+        (wrapper, mpi),
+        2,
+        [
+            binary,
+            "diskperf",
+            "--dir",
+            local,
+            "--file-size",
+            "256k",
+            "--block-sizes",
+            "64k",
+            "--queue-depths",
+            "2",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert report["targets"][0]["shared"] is False
     assert report["repetitions"][0]["phases"]["read_bs65536_qd2"]["verify"]["bad_words"] == 0
     assert os.listdir(local) == []
-    result = mpirun((wrapper, mpi), 2, [binary, "jovian", "--dir", local, "--data-per-client",
-                                        "256k", "--placement", "many-to-many"])
+    result = mpirun(
+        (wrapper, mpi),
+        2,
+        [
+            binary,
+            "jovian",
+            "--dir",
+            local,
+            "--data-per-client",
+            "256k",
+            "--placement",
+            "many-to-many",
+        ],
+    )
     assert result.returncode == 2
     assert "is not shared between nodes" in one_error_line(result.stderr)
 
 
 # ---- metadata: path lookup ----
-@pytest.mark.parametrize("lookup,depth,layout", [("path", 2, []), ("path", 5, ["--dir-per-rank"]),
-                                                 ("handle", 2, []), ("path", 0, [])])
+@pytest.mark.parametrize(
+    "lookup,depth,layout",
+    [("path", 2, []), ("path", 5, ["--dir-per-rank"]), ("handle", 2, []), ("path", 0, [])],
+)
 def test_metadata_lookups_and_depths(kernels, tmp_path, lookup, depth, layout):
     out = tmp_path / "m.json"
-    result = mpirun(kernels["openmpi"], 2, ["metadata", "--dir", tmp_path, "--files", "30",
-                                            "--lookup", lookup, "--path-depth", str(depth),
-                                            *layout, "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "metadata",
+            "--dir",
+            tmp_path,
+            "--files",
+            "30",
+            "--lookup",
+            lookup,
+            "--path-depth",
+            str(depth),
+            *layout,
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     config = report["config"]
@@ -397,7 +605,7 @@ def test_metadata_lookups_and_depths(kernels, tmp_path, lookup, depth, layout):
     example = config["example_path"]
     run_dir = report["filesystem"]["run_dir"]
     assert example.startswith(run_dir + "/") and example.endswith("/f.0.0")
-    assert example[len(run_dir) + 1:].count("/") == depth
+    assert example[len(run_dir) + 1 :].count("/") == depth
     assert config["path_components"] == example.count("/")
     for phase in report["repetitions"][0]["phases"].values():
         assert phase["items"] == 60
@@ -409,9 +617,28 @@ def test_metadata_makes_fresh_directories_for_each_repetition(kernels, tmp_path)
     it run faster than in a job's new directory: each repetition gets its own, seen
     in the system calls (strace), and nothing is left after."""
     trace, out = tmp_path / "trace", tmp_path / "m.json"
-    result = run(["strace", "-f", "-qq", "-e", "trace=mkdirat", "-o", trace,
-                  kernels["openmpi"][0], "metadata", "--dir", tmp_path, "--files", "20",
-                  "--reps", "3", "--dir-per-rank", "--output", out])
+    result = run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=mkdirat",
+            "-o",
+            trace,
+            kernels["openmpi"][0],
+            "metadata",
+            "--dir",
+            tmp_path,
+            "--files",
+            "20",
+            "--reps",
+            "3",
+            "--dir-per-rank",
+            "--output",
+            out,
+        ]
+    )
     assert result.returncode == 0, result.stderr
     made = re.findall(r'mkdirat\(\d+, "([^"]+)", 0755\)\s+= 0', trace.read_text())
     assert made == ["p1", "p1/d.0"] * 3, trace.read_text()[-3000:]
@@ -421,8 +648,9 @@ def test_metadata_makes_fresh_directories_for_each_repetition(kernels, tmp_path)
 
 def test_metadata_default_is_full_paths(kernels, tmp_path):
     out = tmp_path / "m.json"
-    result = mpirun(kernels["openmpi"], 1, ["metadata", "--dir", tmp_path, "--files", "5",
-                                            "--output", out])
+    result = mpirun(
+        kernels["openmpi"], 1, ["metadata", "--dir", tmp_path, "--files", "5", "--output", out]
+    )
     assert result.returncode == 0, result.stderr
     config = report_of(out)["config"]
     assert (config["lookup"], config["path_depth"]) == ("path", 2)
@@ -431,8 +659,22 @@ def test_metadata_default_is_full_paths(kernels, tmp_path):
 def test_metadata_shift_visits_the_neighbours_files(kernels, tmp_path):
     """--shift 1: open and stat go to rank r+1's files, as mdtest -N 1 does."""
     out = tmp_path / "m.json"
-    result = mpirun(kernels["openmpi"], 2, ["metadata", "--dir", tmp_path, "--files", "40",
-                                            "--dir-per-rank", "--shift", "1", "--output", out])
+    result = mpirun(
+        kernels["openmpi"],
+        2,
+        [
+            "metadata",
+            "--dir",
+            tmp_path,
+            "--files",
+            "40",
+            "--dir-per-rank",
+            "--shift",
+            "1",
+            "--output",
+            out,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     report = report_of(out)
     assert report["cache_defeat"]["shift"] == 1
@@ -440,8 +682,17 @@ def test_metadata_shift_visits_the_neighbours_files(kernels, tmp_path):
 
 
 def test_metadata_path_errors_name_the_full_path(kernels, tmp_path):
-    result = run([kernels["openmpi"][0], "metadata", "--dir", tmp_path, "--dir-per-rank",
-                  "--path-depth", "0"])
+    result = run(
+        [
+            kernels["openmpi"][0],
+            "metadata",
+            "--dir",
+            tmp_path,
+            "--dir-per-rank",
+            "--path-depth",
+            "0",
+        ]
+    )
     assert result.returncode == 2
     assert "--path-depth 0 leaves no room for --dir-per-rank" in one_error_line(result.stderr)
 
@@ -453,9 +704,25 @@ def test_counts_are_exact_integers(kernels):
     shm = "/dev/shm"
     out = os.path.join(shm, "sbk-exact.json")
     try:
-        result = mpirun(kernels["openmpi"], 1, ["iotest", "--dir", shm, "--nr", "131072",
-                                                "--nc", "1025", "--iread", "0", "--fsync",
-                                                "none", "--output", out])
+        result = mpirun(
+            kernels["openmpi"],
+            1,
+            [
+                "iotest",
+                "--dir",
+                shm,
+                "--nr",
+                "131072",
+                "--nc",
+                "1025",
+                "--iread",
+                "0",
+                "--fsync",
+                "none",
+                "--output",
+                out,
+            ],
+        )
         assert result.returncode == 0, result.stderr
         text = open(out).read()
         assert '"bytes": 1074790400,' in text

@@ -1,14 +1,20 @@
 """The tree passes ruff's lint ([tool.ruff] in pyproject.toml: pycodestyle errors and
-warnings, pyflakes), and no `# noqa` is left that no longer silences anything."""
+warnings, pyflakes), no `# noqa` is left that no longer silences anything, the tree is
+formatted as `ruff format` leaves it, and the typed folders pass mypy."""
 
 import subprocess
 
 from conftest import REPO, VENV_BIN
 
 
-def ruff(*args, cwd=REPO):
-    return subprocess.run([VENV_BIN / "ruff", "check", "--no-cache", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+def ruff(*args, cwd=REPO, command="check"):
+    return subprocess.run(
+        [VENV_BIN / "ruff", command, "--no-cache", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_ruff_check_passes_with_no_stale_noqa():
@@ -20,9 +26,29 @@ def test_the_lint_fails_on_an_unused_import(tmp_path):
     """The check itself can fail: the project's rules, on a file with an unused import."""
     bad = tmp_path / "bad.py"
     bad.write_text("import os\n")
-    result = ruff("--config", REPO / "pyproject.toml", "--output-format", "concise", bad,
-                  cwd=tmp_path)
+    result = ruff(
+        "--config", REPO / "pyproject.toml", "--output-format", "concise", bad, cwd=tmp_path
+    )
     assert result.returncode == 1 and "F401" in result.stdout
+
+
+# ---- formatting ----------------------------------------------------------------------------
+def test_the_tree_is_ruff_formatted():
+    result = ruff("--check", ".", command="format")
+    assert result.returncode == 0, (
+        "not formatted as `ruff format` leaves it (fix: .venv/bin/ruff format .):\n"
+        f"{result.stdout}{result.stderr}"
+    )
+
+
+def test_the_format_check_sees_an_unformatted_file(tmp_path):
+    """The check itself can fail: a file in the project's style it would change."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = {'a':1}\n")
+    result = ruff(
+        "--config", REPO / "pyproject.toml", "--check", bad, cwd=tmp_path, command="format"
+    )
+    assert result.returncode == 1 and "bad.py" in result.stdout
 
 
 # ---- type hints ----------------------------------------------------------------------------
@@ -37,36 +63,54 @@ def unannotated(path):
 
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-                node.name.startswith("_") and node.name != "__init__":
+        if (
+            not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or node.name.startswith("_")
+            and node.name != "__init__"
+        ):
             continue
         args = node.args
-        params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
-                  *[a for a in (args.vararg, args.kwarg) if a]]
+        params = [
+            *args.posonlyargs,
+            *args.args,
+            *args.kwonlyargs,
+            *[a for a in (args.vararg, args.kwarg) if a],
+        ]
         missing = [a.arg for a in params if a.annotation is None and a.arg not in ("self", "cls")]
         if missing or (node.returns is None and node.name != "__init__"):
-            yield f"{node.name} ({node.lineno}): " + \
-                (f"{', '.join(missing)} unannotated" if missing else "no return type")
+            yield f"{node.name} ({node.lineno}): " + (
+                f"{', '.join(missing)} unannotated" if missing else "no return type"
+            )
 
 
 def test_public_functions_carry_type_hints():
-    found = [f"{path.relative_to(REPO)}: {what}" for folder in TYPED
-             for path in sorted((REPO / folder).glob("*.py")) for what in unannotated(path)]
-    assert not found, f"{len(found)} public functions without type hints:\n" + \
-        "\n".join(found)
+    found = [
+        f"{path.relative_to(REPO)}: {what}"
+        for folder in TYPED
+        for path in sorted((REPO / folder).glob("*.py"))
+        for what in unannotated(path)
+    ]
+    assert not found, f"{len(found)} public functions without type hints:\n" + "\n".join(found)
 
 
 def test_the_hint_check_sees_a_missing_hint(tmp_path):
     code = tmp_path / "code.py"
-    code.write_text("def good(a: int, *rest: str) -> None: ...\n"
-                    "def bad(a, b: int) -> int: ...\n"
-                    "def _private(a): ...\n"
-                    "class C:\n    def method(self, x: int): ...\n")
+    code.write_text(
+        "def good(a: int, *rest: str) -> None: ...\n"
+        "def bad(a, b: int) -> int: ...\n"
+        "def _private(a): ...\n"
+        "class C:\n    def method(self, x: int): ...\n"
+    )
     assert list(unannotated(code)) == ["bad (2): a unannotated", "method (5): no return type"]
 
 
 def test_mypy_passes():
     """mypy ([tool.mypy] in pyproject.toml) finds no type error in the typed folders."""
-    result = subprocess.run([VENV_BIN / "mypy", "--no-incremental"], cwd=REPO,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [VENV_BIN / "mypy", "--no-incremental"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, f"mypy found:\n{result.stdout}{result.stderr}"

@@ -11,17 +11,25 @@ import json
 import pytest
 
 from conftest import FIXTURES, REPO
-from reframe_checks.lib.parsers import (ParseError, ior_problems, kernel_problems,
-                                         mdtest_problems, parse_ior_json, parse_kernel_json,
-                                         parse_mdtest, parse_mdtest_rank_details,
-                                         parse_mdtest_scan)
+from reframe_checks.lib.parsers import (
+    ParseError,
+    ior_problems,
+    kernel_problems,
+    mdtest_problems,
+    parse_ior_json,
+    parse_kernel_json,
+    parse_mdtest,
+    parse_mdtest_rank_details,
+    parse_mdtest_scan,
+)
 
 OWN = REPO / "tests" / "fixtures" / "ior-4.1.0"
 OWN_400 = REPO / "tests" / "fixtures" / "ior-4.0.0"
 DIRS = [d for d in (FIXTURES, OWN, OWN_400) if d.is_dir()]
 # The seed's IOR/mdtest outputs live beside the checkout (../shared, as CI has it).
 needs_seed_fixtures = pytest.mark.skipif(
-    not FIXTURES.is_dir(), reason=f"the seed's IOR outputs are not beside the checkout ({FIXTURES})")
+    not FIXTURES.is_dir(), reason=f"the seed's IOR outputs are not beside the checkout ({FIXTURES})"
+)
 
 
 def cases(prefix):
@@ -104,8 +112,9 @@ def test_ior_phase_shorter_than_stonewall_is_invalid():
 def test_ior_stonewall_that_did_not_reach_ior_is_invalid():
     parsed = parse_ior_json((OWN / "ior_easy_write_D2_wearout_tmp" / "summary.json").read_text())
     problems = ior_problems(parsed, stonewall_s=30)
-    assert problems == ["IOR ran with a 2 s stonewall, 30 s was asked: the options did not "
-                        "reach IOR"]
+    assert problems == [
+        "IOR ran with a 2 s stonewall, 30 s was asked: the options did not reach IOR"
+    ]
 
 
 def test_ior_read_after_a_stonewalled_write_moves_what_was_written():
@@ -135,8 +144,9 @@ def test_ior_verbose_removals_are_kept_apart():
     parsed = parse_ior_json(text)
     assert [r["access"] for r in parsed["results"]] == ["write", "read"] * 2
     assert [r["totalTime"] for r in parsed["removals"]] == [0.0055, 0.0054]
-    assert sum(r["bwMiB"] for r in parsed["results"] if r["access"] == "write") == \
-        pytest.approx(2247.1868 + 2242.6435)
+    assert sum(r["bwMiB"] for r in parsed["results"] if r["access"] == "write") == pytest.approx(
+        2247.1868 + 2242.6435
+    )
 
 
 # ---- mdtest ------------------------------------------------------------------------------
@@ -181,31 +191,49 @@ def test_mdtest_rank_details(case):
     if result["iterations"] == 1:
         for op, figures in result["rate"].items():
             if not op.startswith("tree_"):
-                assert details["phases"][op]["rate"] == pytest.approx(figures["mean"],
-                                                                      rel=1e-6, abs=1e-3)
+                assert details["phases"][op]["rate"] == pytest.approx(
+                    figures["mean"], rel=1e-6, abs=1e-3
+                )
 
 
 @needs_seed_fixtures
 def test_mdtest_rate_row_values():
     parsed = parse_mdtest((FIXTURES / "mdtest_F_n1000_i2_tmp" / "stdout.txt").read_text())
-    assert parsed["rate"]["file_creation"] == {"max": 13762.917, "min": 12414.178,
-                                               "mean": 13088.548, "std": 953.702}
+    assert parsed["rate"]["file_creation"] == {
+        "max": 13762.917,
+        "min": 12414.178,
+        "mean": 13088.548,
+        "std": 953.702,
+    }
     assert parsed["iterations"] == 2 and parsed["items"] == 2000
 
 
 def test_mdtest_rank_statistics_read_by_header():
     """--showRankStatistics: per-rank columns come first; the aggregate ones are read."""
-    parsed = parse_mdtest((OWN / "mdtest_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt")
-                          .read_text())
-    assert parsed["rate"]["file_creation"] == {"max": 78979.852, "min": 73316.739,
-                                               "mean": 76148.295, "std": 4004.425}
-    assert parsed["rank_rate"]["file_creation"] == {"max": 41106.925, "min": 36710.668,
-                                                    "mean": 39455.003}
-    both = parse_mdtest((OWN / "mdtest_P_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt")
-                        .read_text())
+    parsed = parse_mdtest(
+        (OWN / "mdtest_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt").read_text()
+    )
+    assert parsed["rate"]["file_creation"] == {
+        "max": 78979.852,
+        "min": 73316.739,
+        "mean": 76148.295,
+        "std": 4004.425,
+    }
+    assert parsed["rank_rate"]["file_creation"] == {
+        "max": 41106.925,
+        "min": 36710.668,
+        "mean": 39455.003,
+    }
+    both = parse_mdtest(
+        (OWN / "mdtest_P_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt").read_text()
+    )
     assert both["rate"]["file_creation"]["mean"] == 1239.011
-    assert both["time"]["file_creation"] == {"max": 1.742, "min": 1.504, "mean": 1.623,
-                                             "std": 0.169}
+    assert both["time"]["file_creation"] == {
+        "max": 1.742,
+        "min": 1.504,
+        "mean": 1.623,
+        "std": 0.169,
+    }
     assert both["rank_time"]["file_read"] == {"max": 0.013, "min": 0.003, "mean": 0.007}
 
 
@@ -229,17 +257,23 @@ def test_mdtest_task_scan_gives_one_result_per_task_count():
 
 def test_mdtest_4_0_0_tables_without_units():
     """4.0.0 prints 'SUMMARY rate: (of N iterations)', with no unit."""
-    parsed = parse_mdtest((OWN_400 / "mdtest_P_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt")
-                          .read_text())
+    parsed = parse_mdtest(
+        (OWN_400 / "mdtest_P_showRankStatistics_F_n1000_i2_tmp" / "stdout.txt").read_text()
+    )
     assert parsed["units"] == {"rate": None, "time": None}
-    assert parsed["rate"]["file_creation"] == {"max": 31763.72, "min": 2518.349,
-                                               "mean": 17141.035, "std": 20679.6}
+    assert parsed["rate"]["file_creation"] == {
+        "max": 31763.72,
+        "min": 2518.349,
+        "mean": 17141.035,
+        "std": 20679.6,
+    }
     assert parsed["rank_rate"]["file_creation"]["mean"] == 11237.222
     assert parsed["time"]["tree_creation"]["mean"] == 0.0, "ran: a measured 0.000"
     own = parse_mdtest((OWN / "mdtest_P_rate_and_time_F_n1000_i2_tmp" / "stdout.txt").read_text())
     assert own["units"] == {"rate": "ops/sec", "time": "ms/op"}
-    scan = parse_mdtest_scan((OWN_400 / "mdtest_scan_f1_l2_s1_F_n500_tmp" / "stdout.txt")
-                             .read_text())
+    scan = parse_mdtest_scan(
+        (OWN_400 / "mdtest_scan_f1_l2_s1_F_n500_tmp" / "stdout.txt").read_text()
+    )
     assert [r["tasks"] for r in scan] == [1, 2]
 
 
@@ -249,17 +283,31 @@ def test_mdtest_4_0_0_stonewall_chain():
     details = parse_mdtest_rank_details((create / "summary.csv").read_text())
     items = result["stonewall"]["max"]
     assert details["items_per_rank"] == items
-    assert mdtest_problems(result, details, expected_tasks=2, phases=["file_creation"],
-                           stonewall_s=2, expected_items=items) == []
+    assert (
+        mdtest_problems(
+            result,
+            details,
+            expected_tasks=2,
+            phases=["file_creation"],
+            stonewall_s=2,
+            expected_items=items,
+        )
+        == []
+    )
     result = parse_mdtest((read / "stdout.txt").read_text())
     details = parse_mdtest_rank_details((read / "summary.csv").read_text())
-    assert mdtest_problems(result, details, expected_tasks=2, phases=["file_read"],
-                           expected_items=items) == []
+    assert (
+        mdtest_problems(
+            result, details, expected_tasks=2, phases=["file_read"], expected_items=items
+        )
+        == []
+    )
 
 
 def test_mdtest_zero_ms_per_op_is_a_measured_time_under_P():
-    parsed = parse_mdtest((OWN / "mdtest_P_rate_and_time_F_n1000_i2_tmp" / "stdout.txt")
-                          .read_text())
+    parsed = parse_mdtest(
+        (OWN / "mdtest_P_rate_and_time_F_n1000_i2_tmp" / "stdout.txt").read_text()
+    )
     assert parsed["rate"]["tree_creation"]["mean"] == 2123.412
     assert parsed["time"]["tree_creation"] == {"max": 0.0, "min": 0.0, "mean": 0.0, "std": 0.0}
     assert set(parsed["time"]) == set(parsed["rate"]) and parsed["skipped"] == []
@@ -290,67 +338,111 @@ def test_mdtest_stonewall_and_items():
     phases = {}
     for phase in ("create_W2", "stat_x", "read_x", "remove_x"):
         case = OWN / f"mdtest_hard_{phase}_tmp"
-        phases[phase] = (parse_mdtest((case / "stdout.txt").read_text()),
-                         parse_mdtest_rank_details((case / "summary.csv").read_text()))
+        phases[phase] = (
+            parse_mdtest((case / "stdout.txt").read_text()),
+            parse_mdtest_rank_details((case / "summary.csv").read_text()),
+        )
     create, details = phases["create_W2"]
     assert create["stonewall"] == {"min": 1975, "max": 2261, "avg": 2118.0}
     assert details["items_per_rank"] == 2261 and details["phases"]["file_creation"]["time"] > 2
-    assert mdtest_problems(create, details, expected_tasks=2, phases=["file_creation"],
-                           stonewall_s=2, expected_items=2261) == []
-    for phase, op in (("stat_x", "file_stat"), ("read_x", "file_read"),
-                      ("remove_x", "file_removal")):
+    assert (
+        mdtest_problems(
+            create,
+            details,
+            expected_tasks=2,
+            phases=["file_creation"],
+            stonewall_s=2,
+            expected_items=2261,
+        )
+        == []
+    )
+    for phase, op in (
+        ("stat_x", "file_stat"),
+        ("read_x", "file_read"),
+        ("remove_x", "file_removal"),
+    ):
         result, details = phases[phase]
-        assert mdtest_problems(result, details, expected_tasks=2, phases=[op],
-                               expected_items=2261) == []
+        assert (
+            mdtest_problems(result, details, expected_tasks=2, phases=[op], expected_items=2261)
+            == []
+        )
     result, details = phases["read_x"]
     assert mdtest_problems(result, details, phases=["file_read"], expected_items=2000) == [
-        "mdtest processed 2261 items per rank, 2000 expected: phases did not see the same files"]
+        "mdtest processed 2261 items per rank, 2000 expected: phases did not see the same files"
+    ]
     assert mdtest_problems(result, details, phases=["file_stat"]) == [
-        "mdtest measured no file stat rate"]
+        "mdtest measured no file stat rate"
+    ]
 
 
 def test_mdtest_create_shorter_than_its_stonewall_is_invalid():
     case = OWN / "mdtest_hard_create_W5_too_short_tmp"
     result = parse_mdtest((case / "stdout.txt").read_text())
     details = parse_mdtest_rank_details((case / "summary.csv").read_text())
-    assert mdtest_problems(result, details, expected_tasks=2, phases=["file_creation"],
-                           stonewall_s=5, expected_items=100) == [
+    assert mdtest_problems(
+        result,
+        details,
+        expected_tasks=2,
+        phases=["file_creation"],
+        stonewall_s=5,
+        expected_items=100,
+    ) == [
         "the create phase took 0.197 s, shorter than its 5 s stonewall: too little work for "
-        "a valid figure"]
+        "a valid figure"
+    ]
     assert "stonewall 5, 30 s was asked" in mdtest_problems(result, details, stonewall_s=30)[0]
     assert mdtest_problems(result, None, stonewall_s=5)[-1].startswith(
-        "mdtest wrote no rank details")
+        "mdtest wrote no rank details"
+    )
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("", "empty"),
-    ("rank,items\nall", "no complete 'all' row"),
-    ("a,b\n", "expected 'rank,items"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty"),
+        ("rank,items\nall", "no complete 'all' row"),
+        ("a,b\n", "expected 'rank,items"),
+    ],
+)
 def test_mdtest_rank_details_broken(text, reason):
     with pytest.raises(ParseError, match=reason):
         parse_mdtest_rank_details(text)
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("", "empty"),
-    ('{"schema_version": "1.0", "mode": "iotest"', "not valid JSON"),
-    ('{"schema_version": "2.0", "mode": "iotest"}', "schema_version"),
-    ('{"schema_version": "1.0", "mode": "iotest"}', "no 'config' field"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty"),
+        ('{"schema_version": "1.0", "mode": "iotest"', "not valid JSON"),
+        ('{"schema_version": "2.0", "mode": "iotest"}', "schema_version"),
+        ('{"schema_version": "1.0", "mode": "iotest"}', "no 'config' field"),
+    ],
+)
 def test_kernel_report_broken(text, reason):
     with pytest.raises(ParseError, match=reason):
         parse_kernel_json(text)
 
 
 def test_kernel_problems_name_each_cause():
-    report = {"schema_version": "1.0", "mode": "iotest", "config": {"stonewall_s": 5},
-              "mpi": {"nranks": 1, "nnodes": 1}, "complete": False, "exit_code": 5,
-              "exit_reason": "no-space", "errors": [{"message": "write x: No space left"}],
-              "summary": {"verify_bad_words": 3},
-              "repetitions": [{"rep": 0, "phases": {"write": {"stonewall_hit_ranks": 0}}}]}
+    report = {
+        "schema_version": "1.0",
+        "mode": "iotest",
+        "config": {"stonewall_s": 5},
+        "mpi": {"nranks": 1, "nnodes": 1},
+        "complete": False,
+        "exit_code": 5,
+        "exit_reason": "no-space",
+        "errors": [{"message": "write x: No space left"}],
+        "summary": {"verify_bad_words": 3},
+        "repetitions": [{"rep": 0, "phases": {"write": {"stonewall_hit_ranks": 0}}}],
+    }
     problems = " | ".join(kernel_problems(report, expected_ranks=4, expected_nodes=2))
-    for text in ("kernel exit 5 (no-space): write x: No space left", "did not complete",
-                 "1 MPI ranks ran, 4 were launched", "ran on 1 nodes, 2 were requested",
-                 "verification failed: 3 words", "finished before its 5 s stonewall"):
+    for text in (
+        "kernel exit 5 (no-space): write x: No space left",
+        "did not complete",
+        "1 MPI ranks ran, 4 were launched",
+        "ran on 1 nodes, 2 were requested",
+        "verification failed: 3 words",
+        "finished before its 5 s stonewall",
+    ):
         assert text in problems

@@ -22,10 +22,20 @@ from scratchbench.figures import SHORTEST_TRUSTED_PHASE_S, too_short, too_short_
 
 # ---- store ----------------------------------------------------------------------------------
 def synthetic_run(i, value=100.0, target="fsA", samples=None):
-    figures = {"write_bw": (value, "MiB/s", samples or []),
-               "open_close_share": (5.0, "%", [])}
-    return make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i,
-                       [("KernelIOTest", {"scratch_target": target, "access": "fpp-posix"}, "gnu", target, figures)])
+    figures = {"write_bw": (value, "MiB/s", samples or []), "open_close_share": (5.0, "%", [])}
+    return make_report(
+        f"run{i:03d}",
+        1_800_000_000 + 3600 * i,
+        [
+            (
+                "KernelIOTest",
+                {"scratch_target": target, "access": "fpp-posix"},
+                "gnu",
+                target,
+                figures,
+            )
+        ],
+    )
 
 
 def count(db, table):
@@ -43,7 +53,7 @@ def test_migrations_and_idempotent_ingest(tmp_path):
     assert store.ingest_report(conn, report) == 0
     assert [count(db, t) for t in ("runs", "cases", "figures", "samples")] == before
     conn.close()
-    store.connect(db).close()   # reopening migrates nothing and loses nothing
+    store.connect(db).close()  # reopening migrates nothing and loses nothing
     assert [count(db, t) for t in ("runs", "cases", "figures", "samples")] == before
 
 
@@ -76,8 +86,10 @@ def test_concurrent_ingests_lose_nothing(tmp_path):
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(3)
     # Two writers with different runs, a third repeating the first writer's runs.
-    jobs = [ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
-            for part in (reports[:20], reports[20:], reports[:20])]
+    jobs = [
+        ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
+        for part in (reports[:20], reports[20:], reports[:20])
+    ]
     for job in jobs:
         job.start()
     for job in jobs:
@@ -90,14 +102,17 @@ def _read_snapshots(db, barrier, seen, out_dir):
     """A reader during ingests: every snapshot holds whole runs only, and page builds
     (one read transaction each) never fail on a busy store."""
     from reports import pages
+
     barrier.wait()
     conn = store.connect(db)
     partial = 0
     for i in range(30):
         with store.snapshot(conn):
-            per_run = conn.execute("SELECT r.run_id, COUNT(f.figure_id) FROM runs r LEFT JOIN "
-                                   "cases c USING (run_id) LEFT JOIN figures f USING (case_id) "
-                                   "GROUP BY r.run_id").fetchall()
+            per_run = conn.execute(
+                "SELECT r.run_id, COUNT(f.figure_id) FROM runs r LEFT JOIN "
+                "cases c USING (run_id) LEFT JOIN figures f USING (case_id) "
+                "GROUP BY r.run_id"
+            ).fetchall()
         partial += sum(1 for _, n in per_run if n != 2)
         if i % 10 == 0 and per_run:
             pages.build(out_dir / str(i), db_path=db)
@@ -112,8 +127,10 @@ def test_two_ingests_and_a_report_build_at_once(tmp_path):
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(3)
     seen = ctx.Value("i", -1)
-    jobs = [ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
-            for part in (reports[:30], reports[30:])]
+    jobs = [
+        ctx.Process(target=_ingest_in_process, args=(db, part, barrier))
+        for part in (reports[:30], reports[30:])
+    ]
     jobs.append(ctx.Process(target=_read_snapshots, args=(db, barrier, seen, tmp_path)))
     for job in jobs:
         job.start()
@@ -123,8 +140,13 @@ def test_two_ingests_and_a_report_build_at_once(tmp_path):
     assert seen.value == 0, "a reader saw half a run"
     assert count(db, "runs") == 60 and count(db, "figures") == 120
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT COUNT(*) FROM (SELECT series, run_id FROM cases GROUP BY "
-                        "series, run_id HAVING COUNT(*) > 1)").fetchone()[0] == 0, "duplicates"
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM (SELECT series, run_id FROM cases GROUP BY "
+            "series, run_id HAVING COUNT(*) > 1)"
+        ).fetchone()[0]
+        == 0
+    ), "duplicates"
 
 
 # ---- verdict commands on a synthetic history --------------------------------------------
@@ -147,9 +169,12 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     """The drop at run020 is news on run021 (two nights show it) and is notified then;
     on run023 it is an ongoing regression: still exit 1, no new notification."""
     flag = tmp_path / "notified"
-    code, result, path = commands.nightly(run_id="run021", db=synthetic_store,
-                                          out=tmp_path / "v.json",
-                                          notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
+    code, result, path = commands.nightly(
+        run_id="run021",
+        db=synthetic_store,
+        out=tmp_path / "v.json",
+        notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'],
+    )
     assert code == 1 and result["regressions"] == 1
     # The suite layer decides the notification: one alert for the check on fsA.
     assert result["alerts"] == 1 and result["ongoing_alerts"] == 0
@@ -160,13 +185,17 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["metric"] == "write_bw" and bad["change_run"] == "run020"
     text = commands.format_nightly(result, path)
-    assert re.search(r"Regression \(new\): write bw \(.*?\) on fsA \[gnu\], since "
-                     r"\d{4}-\d\d-\d\d: -\d\d\.\d% \(95% interval -\d\d\.\d% to -\d\d\.\d%\); "
-                     r"median 1,0\d\d MiB/s before, [67]\d\d MiB/s since\n +chart: "
-                     r"fs-fsA\.html#f-[0-9a-f]{12}", text), text
+    assert re.search(
+        r"Regression \(new\): write bw \(.*?\) on fsA \[gnu\], since "
+        r"\d{4}-\d\d-\d\d: -\d\d\.\d% \(95% interval -\d\d\.\d% to -\d\d\.\d%\); "
+        r"median 1,0\d\d MiB/s before, [67]\d\d MiB/s since\n +chart: "
+        r"fs-fsA\.html#f-[0-9a-f]{12}",
+        text,
+    ), text
     flag.unlink()
-    code, later, _ = commands.nightly(db=synthetic_store, out=tmp_path / "v2.json",
-                                      notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
+    code, later, _ = commands.nightly(
+        db=synthetic_store, out=tmp_path / "v2.json", notify=[f'cp "$SCRATCHBENCH_VERDICT" {flag}']
+    )
     assert later["run_id"] == "run023" and code == 1
     assert later["regressions"] == 0 and later["ongoing_regressions"] == 1
     assert later["alerts"] == 0 and later["ongoing_alerts"] == 1
@@ -174,8 +203,9 @@ def test_nightly_command_flags_and_notifies(synthetic_store, tmp_path):
 
 
 def test_acceptance_command_counts_runs_not_repetitions(synthetic_store, tmp_path):
-    code, result, _ = commands.acceptance("note:before,since:2027-01-01", "note:after",
-                                          db=synthetic_store, out=tmp_path / "a.json")
+    code, result, _ = commands.acceptance(
+        "note:before,since:2027-01-01", "note:after", db=synthetic_store, out=tmp_path / "a.json"
+    )
     assert code == 1
     write = [f for f in result["figures"] if f["metric"] == "write_bw"][0]
     assert write["verdict"] == "worse"
@@ -197,19 +227,32 @@ def test_a_figure_whose_phase_was_too_short_is_marked_and_never_judged(tmp_path)
     short = SHORTEST_TRUSTED_PHASE_S / 10
     for i in range(24):
         level = 1000 if i < 20 else 500
-        figures = {"write_bw": (float(rng.normal(level, 10)), "MiB/s", []),
-                   "read_bw": (float(rng.normal(level, 10)), "MiB/s", []),
-                   "open_close_share": (5.0, "%", [])}
-        case = make_case("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"},
-                         "gnu", "fsA", figures, phase_seconds={"write_bw": 2.0,
-                                                                "read_bw": short})
-        store.ingest_report(conn, make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i, [case]),
-                            {"note": "before" if i < 20 else "after"})
-    stored = {row[0]: tuple(row[1:]) for row in conn.execute(
-        "SELECT metric, phase_seconds, too_short FROM figures WHERE case_id = 1")}
+        figures = {
+            "write_bw": (float(rng.normal(level, 10)), "MiB/s", []),
+            "read_bw": (float(rng.normal(level, 10)), "MiB/s", []),
+            "open_close_share": (5.0, "%", []),
+        }
+        case = make_case(
+            "KernelIOTest",
+            {"scratch_target": "fsA", "access": "fpp-posix"},
+            "gnu",
+            "fsA",
+            figures,
+            phase_seconds={"write_bw": 2.0, "read_bw": short},
+        )
+        store.ingest_report(
+            conn,
+            make_report(f"run{i:03d}", 1_800_000_000 + 3600 * i, [case]),
+            {"note": "before" if i < 20 else "after"},
+        )
+    stored = {
+        row[0]: tuple(row[1:])
+        for row in conn.execute(
+            "SELECT metric, phase_seconds, too_short FROM figures WHERE case_id = 1"
+        )
+    }
     conn.close()
-    assert stored == {"write_bw": (2.0, 0), "read_bw": (short, 1),
-                      "open_close_share": (None, None)}
+    assert stored == {"write_bw": (2.0, 0), "read_bw": (short, 1), "open_close_share": (None, None)}
     code, result, path = commands.nightly(run_id="run021", db=db, out=tmp_path / "v.json")
     by_metric = {f["metric"]: f for f in result["figures"]}
     assert code == 1 and by_metric["write_bw"]["verdict"] == "regression"
@@ -217,10 +260,13 @@ def test_a_figure_whose_phase_was_too_short_is_marked_and_never_judged(tmp_path)
     assert read["verdict"] == "too-short" and not read["notify"]
     assert read["detail"] == f"not judged: {too_short_words(short)}"
     assert result["too_short"] == 1
-    assert "1 figure(s) not judged, their timed phase too short to trust" in \
-        commands.format_nightly(result, path)
-    code, result, path = commands.acceptance("note:before", "note:after", db=db,
-                                             out=tmp_path / "a.json")
+    assert (
+        "1 figure(s) not judged, their timed phase too short to trust"
+        in commands.format_nightly(result, path)
+    )
+    code, result, path = commands.acceptance(
+        "note:before", "note:after", db=db, out=tmp_path / "a.json"
+    )
     by_metric = {f["metric"]: f for f in result["figures"]}
     assert code == 1 and by_metric["write_bw"]["verdict"] == "worse"
     assert by_metric["read_bw"]["verdict"] == "too short to trust"
@@ -230,8 +276,10 @@ def test_a_figure_whose_phase_was_too_short_is_marked_and_never_judged(tmp_path)
 
 
 def test_the_rule_in_words():
-    assert too_short_words(0.041) == ("too short to trust: its timed phase lasted 41 ms, "
-                                      f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs")
+    assert too_short_words(0.041) == (
+        "too short to trust: its timed phase lasted 41 ms, "
+        f"under the {SHORTEST_TRUSTED_PHASE_S:g} s a figure needs"
+    )
     assert not too_short(None) and too_short(SHORTEST_TRUSTED_PHASE_S * 0.99)
     assert not too_short(SHORTEST_TRUSTED_PHASE_S)
 
@@ -251,12 +299,16 @@ def test_verdict_commands_on_the_quick_runs(quick_runs):
     assert nightly.returncode == 0, nightly.stderr
     assert "insufficient-history" in nightly.stdout and "verdict file:" in nightly.stdout
     assert re.search(r"\(\d{2,} figures;", nightly.stdout)
-    accept = scratchbench("verdict", "acceptance", "--before", f"run:{first}", "--after",
-                          f"run:{second}")
+    accept = scratchbench(
+        "verdict", "acceptance", "--before", f"run:{first}", "--after", f"run:{second}"
+    )
     assert accept.returncode == 3
     line = accept.stderr.strip().splitlines()[-1]
-    assert re.search(r"too few runs to decide any figure: \d+ more run\(s\) before and "
-                     r"\d+ more run\(s\) after are needed", line)
+    assert re.search(
+        r"too few runs to decide any figure: \d+ more run\(s\) before and "
+        r"\d+ more run\(s\) after are needed",
+        line,
+    )
 
 
 def test_nightly_refuses_a_run_without_figures(tmp_path):
@@ -292,7 +344,7 @@ def test_a_version_1_history_migrates_and_new_runs_join_its_series(tmp_path):
     before.close()
     assert all("%workload_tag=quick" in s for s in old_series)
 
-    conn = store.connect(db)   # migrates
+    conn = store.connect(db)  # migrates
     assert conn.execute("PRAGMA user_version").fetchone()[0] == store.migrations()[-1][0]
     migrated = {row[0] for row in conn.execute("SELECT series FROM cases")}
     assert len(migrated) == len(old_series), "one series per old series"
@@ -302,11 +354,13 @@ def test_a_version_1_history_migrates_and_new_runs_join_its_series(tmp_path):
     assert all(s.endswith("|quick") for s in migrated)
     assert sorted(r[0] for r in conn.execute("SELECT value FROM figures")) == old_values
     # "Better" of the old figures is what version 1 derived from the unit.
-    assert {r[0]: r[1] for r in conn.execute(
-        "SELECT DISTINCT unit, better FROM figures")} == {"MiB/s": "higher", "%": "lower",
-                                                           "ops/s": "higher",
-                                                           "deletions/s": "higher",
-                                                           "files/s": "higher"}
+    assert {r[0]: r[1] for r in conn.execute("SELECT DISTINCT unit, better FROM figures")} == {
+        "MiB/s": "higher",
+        "%": "lower",
+        "ops/s": "higher",
+        "deletions/s": "higher",
+        "files/s": "higher",
+    }
 
     # A run of today's checks: every one of its cases continues an old series.
     report = json.loads((FIXTURES_HERE / "report-v2-quick.json").read_text())
@@ -314,16 +368,25 @@ def test_a_version_1_history_migrates_and_new_runs_join_its_series(tmp_path):
     assert added == len(old_values)
     after = {row[0] for row in conn.execute(with_figures)}
     assert after == migrated_figures, sorted(after ^ migrated_figures)[:4]
-    lengths = {row[0] for row in conn.execute(
-        "SELECT COUNT(*) FROM figures f JOIN cases c USING (case_id) GROUP BY series, metric")}
+    lengths = {
+        row[0]
+        for row in conn.execute(
+            "SELECT COUNT(*) FROM figures f JOIN cases c USING (case_id) GROUP BY series, metric"
+        )
+    }
     assert lengths == {2}, "each figure's history now has the old run and the new one"
     # Declarations travel with the new figures; skipped cases keep their reason.
-    label = conn.execute("SELECT label, better, headline FROM figures f JOIN cases c "
-                         "USING (case_id) WHERE c.run_id = ? AND f.metric = 'write_bw' AND "
-                         "c.params LIKE '%fpp-posix%'", (report["session_info"]["scratchbench_run"],)
-                         ).fetchone()
-    assert tuple(label) == ("Write bandwidth at the slowest rank", "higher",
-                            "Large sequential write")
+    label = conn.execute(
+        "SELECT label, better, headline FROM figures f JOIN cases c "
+        "USING (case_id) WHERE c.run_id = ? AND f.metric = 'write_bw' AND "
+        "c.params LIKE '%fpp-posix%'",
+        (report["session_info"]["scratchbench_run"],),
+    ).fetchone()
+    assert tuple(label) == (
+        "Write bandwidth at the slowest rank",
+        "higher",
+        "Large sequential write",
+    )
     reasons = {r[0] for r in conn.execute("SELECT skip_reason FROM cases WHERE result='skip'")}
     assert any((r or "").startswith("IOR/mdtest not available") for r in reasons), reasons
     conn.close()
@@ -357,23 +420,29 @@ def webhook():
 def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path, webhook):
     url, received = webhook
     flag = tmp_path / "notified"
-    code, result, path = commands.nightly(run_id="run021", db=synthetic_store,
-                                          out=tmp_path / "v.json",
-                                          notify=[f"{url}/hook",
-                                                  f'cp "$SCRATCHBENCH_VERDICT" {flag}'])
+    code, result, path = commands.nightly(
+        run_id="run021",
+        db=synthetic_store,
+        out=tmp_path / "v.json",
+        notify=[f"{url}/hook", f'cp "$SCRATCHBENCH_VERDICT" {flag}'],
+    )
     assert code == 1
     assert len(received) == 1
     where, kind, payload = received[0]
     assert where == "/hook" and kind == "application/json"
     assert payload["run_id"] == "run021" and payload["regressions"] == 1
     assert len(payload["alerts"]) == 1 and " on fsA [gnu]" in payload["alerts"][0]["group"]
-    assert re.search(r"Regression alert \(new\): .* on fsA \[gnu\] .*, since \d{4}-\d\d-\d\d: "
-                     r"median -\d\d\.\d% over 1 figure", payload["text"]), payload["text"]
+    assert re.search(
+        r"Regression alert \(new\): .* on fsA \[gnu\] .*, since \d{4}-\d\d-\d\d: "
+        r"median -\d\d\.\d% over 1 figure",
+        payload["text"],
+    ), payload["text"]
     assert payload["figures"][0]["verdict"] == "regression"
     assert "write bw" in payload["figures"][0]["name"]
     assert payload["figures"][0]["words"].startswith("Regression (new): write bw")
-    assert payload["text"].splitlines()[1] == payload["figures"][0]["words"], \
+    assert payload["text"].splitlines()[1] == payload["figures"][0]["words"], (
         "the chat message names the change in words"
+    )
     assert json.loads(flag.read_text())["run_id"] == "run021"
     assert [n["ok"] for n in result["notified"]] == [True, True]
 
@@ -381,8 +450,11 @@ def test_a_regression_reaches_a_webhook_and_a_command(synthetic_store, tmp_path,
 def test_a_failing_notifier_never_hides_the_verdict(synthetic_store, tmp_path, webhook):
     url, _ = webhook
     code, result, path = commands.nightly(
-        run_id="run021", db=synthetic_store, out=tmp_path / "v.json",
-        notify=[f"{url}/fail", "exit 3", "http://127.0.0.1:9/nobody-listens"])
+        run_id="run021",
+        db=synthetic_store,
+        out=tmp_path / "v.json",
+        notify=[f"{url}/fail", "exit 3", "http://127.0.0.1:9/nobody-listens"],
+    )
     assert code == 1 and result["regressions"] == 1, "the verdict stands"
     assert [n["ok"] for n in result["notified"]] == [False, False, False]
     assert "HTTP Error 500" in result["notified"][0]["error"]
@@ -400,9 +472,16 @@ def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
     conn = store.connect(db)
     for i in range(10):
         store.ingest_report(conn, synthetic_run(i))
-    broken = make_case("KernelIOTest", {"scratch_target": "fsA", "access": "fpp-posix"}, "gnu",
-                       "fsA", {}, result="fail", fail_phase="sanity",
-                       fail_reason="job 77 ended NODE_FAIL: a node of the job failed")
+    broken = make_case(
+        "KernelIOTest",
+        {"scratch_target": "fsA", "access": "fpp-posix"},
+        "gnu",
+        "fsA",
+        {},
+        result="fail",
+        fail_phase="sanity",
+        fail_reason="job 77 ended NODE_FAIL: a node of the job failed",
+    )
     store.ingest_report(conn, make_report("run010", 1_800_000_000 + 3600 * 10, [broken]))
     conn.close()
     code, result, path = commands.nightly(db=db, out=tmp_path / "v.json", notify=[url])
@@ -410,11 +489,14 @@ def test_a_failed_check_is_a_verdict_and_never_exits_zero(tmp_path, webhook):
     assert result["run_id"] == "run010" and result["failed"] == 1
     failed = [f for f in result["figures"] if f["verdict"] == "failed"]
     assert len(failed) == 1 and "NODE_FAIL" in failed[0]["detail"]
-    assert not any(f["verdict"] != "failed" for f in result["figures"]), \
+    assert not any(f["verdict"] != "failed" for f in result["figures"]), (
         "no figure of an earlier night is judged as the latest"
+    )
     assert received and received[0][2]["failed"] == 1
-    assert re.search(r"Failed check \(in this run, \d{4}-\d\d-\d\d\): .* NODE_FAIL",
-                     commands.format_nightly(result, path))
+    assert re.search(
+        r"Failed check \(in this run, \d{4}-\d\d-\d\d\): .* NODE_FAIL",
+        commands.format_nightly(result, path),
+    )
 
 
 # ---- bad input: reading creates nothing, an empty history is its own exit code ----------
@@ -423,14 +505,19 @@ def test_reading_a_missing_history_creates_nothing(tmp_path):
     env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(missing)}
     workload = tmp_path / "job.yaml"
     workload.write_text("processes: 4\nbytes: 1GiB\nrequest_size: 1MiB\n")
-    for args in (["verdict", "nightly"], ["report", "--out", str(tmp_path / "pages")],
-                 ["verdict", "acceptance", "--before", "tag:a", "--after", "tag:b"],
-                 ["advise", str(workload)]):
+    for args in (
+        ["verdict", "nightly"],
+        ["report", "--out", str(tmp_path / "pages")],
+        ["verdict", "acceptance", "--before", "tag:a", "--after", "tag:b"],
+        ["advise", str(workload)],
+    ):
         result = scratchbench(*args, env=env)
         assert result.returncode == store.NoHistory.exit_code, (args, result.stderr)
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and f"history store {missing}: no such file" in lines[0], \
-            (args, result.stderr)
+        assert len(lines) == 1 and f"history store {missing}: no such file" in lines[0], (
+            args,
+            result.stderr,
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"], "reading made files"
 
 
@@ -440,8 +527,10 @@ def test_an_empty_history_is_not_a_regression(tmp_path):
     env = {"SCRATCHBENCH_HOME": str(tmp_path / "home"), "SCRATCHBENCH_HISTORY": str(db)}
     nightly = scratchbench("verdict", "nightly", env=env)
     assert nightly.returncode == 7 != 1, nightly.stderr
-    assert nightly.stderr.strip() == (f"scratchbench: error: the history store {db} holds "
-                                      "no run: run the suite, then `scratchbench ingest`")
+    assert nightly.stderr.strip() == (
+        f"scratchbench: error: the history store {db} holds "
+        "no run: run the suite, then `scratchbench ingest`"
+    )
     report = scratchbench("report", "--out", str(tmp_path / "pages"), env=env)
     assert report.returncode == 7 and "holds no figures yet" in report.stderr
     assert not (tmp_path / "pages").exists()
@@ -463,10 +552,11 @@ def test_ingest_reads_every_source_and_names_each_bad_one(tmp_path):
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 2, result.stderr
     assert errors[0].startswith(f"scratchbench: error: {broken}: not a JSON run report")
-    assert errors[1] == (f"scratchbench: error: {missing}: no such run directory or run "
-                         "report")
-    assert {r[0] for r in sqlite3.connect(db).execute("SELECT run_id FROM runs")} == \
-        {"run001", "run002"}
+    assert errors[1] == (f"scratchbench: error: {missing}: no such run directory or run report")
+    assert {r[0] for r in sqlite3.connect(db).execute("SELECT run_id FROM runs")} == {
+        "run001",
+        "run002",
+    }
     again = scratchbench("ingest", good_a, good_b, env=env)
     assert again.returncode == 0 and "ingested 0 run(s)" in again.stdout
 
@@ -474,20 +564,20 @@ def test_ingest_reads_every_source_and_names_each_bad_one(tmp_path):
 # ---- numbers in words ------------------------------------------------------------------------
 def test_numbers_read_as_a_reader_expects():
     from scratchbench import units
+
     assert units.number(18364.2) == "18,400" and units.number(902.4) == "902"
     assert units.number(999.6) == "1,000" and units.number(0.012345) == "0.0123"
     assert units.number(1.5) == "1.5" and units.number(float("inf")) == "n/a"
-    assert units.quantity(18364.2, "ops/s") == "18,400 ops/s"      # was 1.836e+04 ops/s
+    assert units.quantity(18364.2, "ops/s") == "18,400 ops/s"  # was 1.836e+04 ops/s
     assert units.quantity(902, "us") == "902 µs"
     assert units.quantity(1536, "MiB/s") == "1.5 GiB/s"
-    assert units.quantity(1020, "MiB") == "1,020 MiB"              # was 1.02e+03 MiB
+    assert units.quantity(1020, "MiB") == "1,020 MiB"  # was 1.02e+03 MiB
     assert units.quantity(5400, "s") == "1.5 h" and units.quantity(0.0042, "s") == "4.2 ms"
     assert units.percent(-0.1612) == "-16.1%" and units.percent(0.004) == "+0.4%"
 
 
 def test_verdict_details_name_dates_not_run_ids(synthetic_store, tmp_path):
-    _, result, _ = commands.nightly(run_id="run021", db=synthetic_store,
-                                    out=tmp_path / "v.json")
+    _, result, _ = commands.nightly(run_id="run021", db=synthetic_store, out=tmp_path / "v.json")
     bad = [f for f in result["figures"] if f["verdict"] == "regression"][0]
     assert bad["change_run"] == "run020", "the verdict's fields keep the run ids"
     assert "run020" not in bad["detail"] and "run0" not in bad["detail"], bad["detail"]

@@ -75,8 +75,11 @@ srun -N1 -n1 -w n2 bash -c 'echo "n2 sum2 $(md5sum < "$MYSANSCRATCH/data")"'
 ls -d {root}/../san/servers/s*/brick/$SLURM_JOB_ID
 """)
     out = tmp_path / "job.out"
-    job = run(["sbatch", "--wait", "--exclusive", "-N", "2", "-o", out, script],
-              env=cluster.client_env(), timeout=180)
+    job = run(
+        ["sbatch", "--wait", "--exclusive", "-N", "2", "-o", out, script],
+        env=cluster.client_env(),
+        timeout=180,
+    )
     text = out.read_text()
     assert job.returncode == 0, text + job.stderr
     said = {}
@@ -90,8 +93,9 @@ ls -d {root}/../san/servers/s*/brick/$SLURM_JOB_ID
     assert len(devices) == 3, f"every node has a client of its own: {said}, here {own}"
     assert said[("n1", "sum")] == said[("n2", "sum")], "n2 read what n1 wrote"
     assert said[("n1", "sum2")] != said[("n1", "sum")]
-    assert said[("n2", "sum2")] == said[("n1", "sum2")], \
+    assert said[("n2", "sum2")] == said[("n1", "sum2")], (
         "n1 rewrote the file: n2 reads the new data, not the copy in its cache"
+    )
     assert "/brick/" in text, "the per-job directory is on the storage servers' bricks"
 
 
@@ -109,12 +113,23 @@ def test_a_node_whose_client_is_gone_is_named_and_mounted_again(cluster, tmp_pat
     assert up.returncode == 0, up.stderr
     assert "node n2: its SAN client is gone; mounting a new one" in up.stderr
     assert scratchbench("cluster", "health", env=home_env(cluster)).returncode == 0
-    status = json.loads(scratchbench("cluster", "status", "--json",
-                                     env=home_env(cluster)).stdout)
+    status = json.loads(scratchbench("cluster", "status", "--json", env=home_env(cluster)).stdout)
     new = next(d for d in status["daemons"] if d["name"] == "san-client-n2")
     assert new["pid"] != old and new["alive"]
     out = tmp_path / "job.out"
-    job = run(["sbatch", "--wait", "--exclusive", "-w", "n2", "-o", out, "--wrap",
-               'echo data > "$MYSANSCRATCH/f" && cat "$MYSANSCRATCH/f"'],
-              env=cluster.client_env(), timeout=120)
+    job = run(
+        [
+            "sbatch",
+            "--wait",
+            "--exclusive",
+            "-w",
+            "n2",
+            "-o",
+            out,
+            "--wrap",
+            'echo data > "$MYSANSCRATCH/f" && cat "$MYSANSCRATCH/f"',
+        ],
+        env=cluster.client_env(),
+        timeout=120,
+    )
     assert job.returncode == 0 and out.read_text().strip() == "data", out.read_text()

@@ -53,8 +53,7 @@ def volume(home):
 
 
 def sums(root):
-    return {p.name: hashlib.md5(p.read_bytes()).hexdigest()
-            for p in sorted(root.glob("keep-*"))}
+    return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(root.glob("keep-*"))}
 
 
 def test_servers_added_and_removed_keep_every_file(home, tmp_path):
@@ -75,9 +74,11 @@ def test_servers_added_and_removed_keep_every_file(home, tmp_path):
     assert sums(root) == before
     # the node's own client sees the volume as it now is
     out = tmp_path / "job.out"
-    job = run(["sbatch", "--wait", "-w", "n1", "-o", out, "--wrap",
-               f"cat {root}/keep-* | md5sum"],
-              env={"SLURM_CONF": str(home / "cluster" / "etc" / "slurm.conf")}, timeout=120)
+    job = run(
+        ["sbatch", "--wait", "-w", "n1", "-o", out, "--wrap", f"cat {root}/keep-* | md5sum"],
+        env={"SLURM_CONF": str(home / "cluster" / "etc" / "slurm.conf")},
+        timeout=120,
+    )
     assert job.returncode == 0, out.read_text()
     here = run(["bash", "-c", f"cat {root}/keep-* | md5sum"]).stdout
     assert out.read_text() == here
@@ -95,7 +96,9 @@ def test_servers_added_and_removed_keep_every_file(home, tmp_path):
 
     changes = state(home)["san"]["changes"]
     assert [(c["change"], c["before"], c["after"]) for c in changes[-2:]] == [
-        ("storage servers", 2, 3), ("storage servers", 3, 2)]
+        ("storage servers", 2, 3),
+        ("storage servers", 3, 2),
+    ]
     assert all(c["date"].startswith("20") for c in changes)
     assert state(home)["spec"]["san_servers"] == 2
 
@@ -105,7 +108,8 @@ def test_options_and_stripe_size_are_set_recorded_and_described(home):
     assert said.returncode == 0, said.stderr
     assert said.stdout.splitlines() == [
         "volume option performance.write-behind: on -> off",
-        "shard block size: no sharding -> shards of 8 MiB"]
+        "shard block size: no sharding -> shards of 8 MiB",
+    ]
     described = volume(home)
     assert described["options"]["performance.write-behind"] == "off"
     assert described["stripe_size"] == 8 << 20
@@ -113,17 +117,25 @@ def test_options_and_stripe_size_are_set_recorded_and_described(home):
     san = state(home)["san"]
     assert san["stripe_size"] == 8 << 20 and san["options"]["performance.write-behind"] == "off"
     assert [c["change"] for c in san["changes"][-2:]] == [
-        "volume option performance.write-behind", "shard block size"]
+        "volume option performance.write-behind",
+        "shard block size",
+    ]
     status = sb(home, "status").stdout
     assert "shards of 8 MiB" in status and "SAN option performance.write-behind = off" in status
 
     # the site config's description of sanscratch says what the volume now is
-    describe = run([VENV_BIN / "python", "-c",
-                    "import json, sys; sys.path.insert(0, 'site_configs'); "
-                    "from local import _sanscratch; "
-                    f"print(_sanscratch(json.load(open('{home}/cluster/cluster.json'))).description)"],
-                   cwd=Path(__file__).parents[1], env={"SCRATCHBENCH_HOME": str(home)},
-                   check=True)
+    describe = run(
+        [
+            VENV_BIN / "python",
+            "-c",
+            "import json, sys; sys.path.insert(0, 'site_configs'); "
+            "from local import _sanscratch; "
+            f"print(_sanscratch(json.load(open('{home}/cluster/cluster.json'))).description)",
+        ],
+        cwd=Path(__file__).parents[1],
+        env={"SCRATCHBENCH_HOME": str(home)},
+        check=True,
+    )
     assert "files sharded in 8 MiB blocks" in describe.stdout
     assert "performance.write-behind=off" in describe.stdout
 
@@ -146,20 +158,36 @@ def test_options_and_stripe_size_are_set_recorded_and_described(home):
     assert volume(home) == before
 
 
-@pytest.mark.parametrize("args, error", [
-    (["--set", "no.such-option=on"], "--set no.such-option: GlusterFS has no volume option"),
-    (["--set", "performance.write-behind=maybe"],
-     "--set performance.write-behind=maybe: GlusterFS refused it"),
-    (["--set", "performance.write-behind"], "--set performance.write-behind: expected KEY=VALUE"),
-    (["--stripe-size", "3m"], "--stripe-size 3145728: expected a power of two of at least 4 MiB"),
-    (["--stripe-size", "1m"], "--stripe-size 1048576: expected a power of two of at least 4 MiB"),
-    (["--stripe-size", "abc"], "--stripe-size abc: expected a number of bytes"),
-    (["--servers", "0"], "--servers 0: expected 1 to 16 storage servers"),
-    # checked before anything changes: the valid option is not set either
-    (["--set", "performance.write-behind=on", "--servers", "0"], "--servers 0: expected"),
-    (["--set", "performance.write-behind=on", "--set", "no.such-option=1"],
-     "--set no.such-option: GlusterFS has no volume option"),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["--set", "no.such-option=on"], "--set no.such-option: GlusterFS has no volume option"),
+        (
+            ["--set", "performance.write-behind=maybe"],
+            "--set performance.write-behind=maybe: GlusterFS refused it",
+        ),
+        (
+            ["--set", "performance.write-behind"],
+            "--set performance.write-behind: expected KEY=VALUE",
+        ),
+        (
+            ["--stripe-size", "3m"],
+            "--stripe-size 3145728: expected a power of two of at least 4 MiB",
+        ),
+        (
+            ["--stripe-size", "1m"],
+            "--stripe-size 1048576: expected a power of two of at least 4 MiB",
+        ),
+        (["--stripe-size", "abc"], "--stripe-size abc: expected a number of bytes"),
+        (["--servers", "0"], "--servers 0: expected 1 to 16 storage servers"),
+        # checked before anything changes: the valid option is not set either
+        (["--set", "performance.write-behind=on", "--servers", "0"], "--servers 0: expected"),
+        (
+            ["--set", "performance.write-behind=on", "--set", "no.such-option=1"],
+            "--set no.such-option: GlusterFS has no volume option",
+        ),
+    ],
+)
 def test_bad_input_is_refused_in_one_line_and_changes_nothing(home, args, error):
     before, changes = volume(home), state(home)["san"].get("changes", [])
     said = sb(home, "san", *args)
@@ -174,7 +202,8 @@ def test_change_options_belong_to_cluster_san(home):
     said = sb(home, "up", "--servers", "3")
     assert said.returncode != 0 and said.stderr.strip() == (
         "scratchbench: error: cluster up: --servers, --stripe-size and --set change a running "
-        "SAN: use them with `cluster san`")
+        "SAN: use them with `cluster san`"
+    )
     assert volume(home)["servers"] == 2
 
 

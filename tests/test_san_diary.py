@@ -42,8 +42,10 @@ def test_every_target_of_a_quick_run_has_its_configuration(quick_runs, cluster):
         # the SAN fell back to a plain directory (glusterd slow to start on a loaded
         # machine): the record must say so, not claim a GlusterFS volume
         assert san["summary"]["type"] != "fuse.glusterfs" and "servers" not in san["summary"]
-        pytest.skip(f"the session's SAN did not start ({san_state.get('reason')}): its "
-                    "GlusterFS facts cannot be checked; what was recorded was checked")
+        pytest.skip(
+            f"the session's SAN did not start ({san_state.get('reason')}): its "
+            "GlusterFS facts cannot be checked; what was recorded was checked"
+        )
     assert san["summary"]["type"] == "fuse.glusterfs"
     assert san["summary"]["servers"] == "2" and san["summary"]["stripes"] == "no stripes"
     gluster = san["facts"]["glusterfs"]
@@ -72,26 +74,47 @@ def after_change(quick_runs, cluster, tmp_path_factory):
     assert quick_runs[-1]["result"].returncode == 0
     san_state = san_kind()
     if san_state.get("kind") != "glusterfs":
-        pytest.skip(f"the session's SAN did not start ({san_state.get('reason')}): "
-                    "there is no volume to change")
+        pytest.skip(
+            f"the session's SAN did not start ({san_state.get('reason')}): "
+            "there is no volume to change"
+        )
     changed = scratchbench("cluster", "san", "--set", "performance.write-behind=off")
     assert changed.returncode == 0, changed.stderr
     try:
-        run = scratchbench("run", "--tag", "quick", "--name", "StageInOut", "--note",
-                           "after write-behind off", timeout=900)
+        run = scratchbench(
+            "run",
+            "--tag",
+            "quick",
+            "--name",
+            "StageInOut",
+            "--note",
+            "after write-behind off",
+            timeout=900,
+        )
         # (stored whatever its figures: with write-behind off a loaded machine may miss
         # the staging check's loose reference, a performance failure, exit 1)
-        assert run.returncode in (0, 1) and "figures added to" in run.stdout, \
+        assert run.returncode in (0, 1) and "figures added to" in run.stdout, (
             run.stdout[-3000:] + run.stderr[-2000:]
-        report = next(ln.split("run report:", 1)[1].strip() for ln in run.stdout.splitlines()
-                      if ln.startswith("run report:"))
+        )
+        report = next(
+            ln.split("run report:", 1)[1].strip()
+            for ln in run.stdout.splitlines()
+            if ln.startswith("run report:")
+        )
         run_id = report.split("/")[-2]
         out = tmp_path_factory.mktemp("diary-pages")
         built = scratchbench("report", "--out", str(out))
         assert built.returncode == 0, built.stderr
-        verdict = scratchbench("verdict", "acceptance", "--before",
-                               "run:" + "|".join(r["run_dir"].name for r in quick_runs),
-                               "--after", f"run:{run_id}", "--out", str(out / "acc.json"))
+        verdict = scratchbench(
+            "verdict",
+            "acceptance",
+            "--before",
+            "run:" + "|".join(r["run_dir"].name for r in quick_runs),
+            "--after",
+            f"run:{run_id}",
+            "--out",
+            str(out / "acc.json"),
+        )
         yield {"run_id": run_id, "pages": out, "verdict": verdict}
     finally:
         back = scratchbench("cluster", "san", "--set", "performance.write-behind=on")
@@ -107,11 +130,12 @@ def test_the_next_run_records_the_option_and_the_diary_dates_it(after_change):
         assert entries[-1]["run_id"] == after_change["run_id"]
         assert entries[-1]["date"] == units.date(config["started"])
         assert "option performance.write-behind to off" in entries[-1]["change_words"]
-        assert fs_diary.change_at(conn, "sanscratch", after_change["run_id"]) == \
-            entries[-1]["change_words"]
+        assert (
+            fs_diary.change_at(conn, "sanscratch", after_change["run_id"])
+            == entries[-1]["change_words"]
+        )
         # the node-local disk did not change: no entry of that run in its diary
-        local = fs_diary.diary(fs_diary.configurations(conn, target="localscratch")
-                               ["localscratch"])
+        local = fs_diary.diary(fs_diary.configurations(conn, target="localscratch")["localscratch"])
         assert after_change["run_id"] not in [e["run_id"] for e in local]
     finally:
         conn.close()
@@ -137,11 +161,12 @@ def test_the_acceptance_verdict_shows_the_configuration_before_and_after(after_c
     assert page.is_file(), said
     html = page.read_text()
     assert html.index("Configuration before and after") < html.index("Per figure")
-    assert '<tr class="differs"><th>option performance.write-behind</th><td></td><td>off' \
-        in html
+    assert '<tr class="differs"><th>option performance.write-behind</th><td></td><td>off' in html
     if verdict.returncode in (0, 1):
-        assert "configuration of sanscratch: option performance.write-behind: (none) -> off" \
+        assert (
+            "configuration of sanscratch: option performance.write-behind: (none) -> off"
             in verdict.stdout
+        )
 
 
 MARK = fs_diary.MARK_COLOUR

@@ -42,8 +42,15 @@ class Synthetic:
       processNum  p / (p + 2)
     so that every focal value and the knee can be computed exactly."""
 
-    def __init__(self, cache=4 * GIB, cache_rate=5000 * MIB, device_rate=200 * MIB,
-                 noise=0.0, seed=1, flat_unique=False):
+    def __init__(
+        self,
+        cache=4 * GIB,
+        cache_rate=5000 * MIB,
+        device_rate=200 * MIB,
+        noise=0.0,
+        seed=1,
+        flat_unique=False,
+    ):
         self.cache, self.tc, self.td = cache, cache_rate, device_rate
         self.noise, self.rng = noise, np.random.default_rng(seed)
         self.flat_unique = flat_unique
@@ -57,9 +64,12 @@ class Synthetic:
 
     @staticmethod
     def factor(name, v):
-        return {"size_mean": lambda s: s / (s + 64 * KIB), "read_frac": lambda r: 1 + r,
-                "seq_frac": lambda q: 0.5 + q * q,
-                "process_num": lambda p: p / (p + 2)}[name](v)
+        return {
+            "size_mean": lambda s: s / (s + 64 * KIB),
+            "read_frac": lambda r: 1 + r,
+            "seq_frac": lambda q: 0.5 + q * q,
+            "process_num": lambda p: p / (p + 2),
+        }[name](v)
 
     def throughput(self, w):
         value = self.base(w.unique_bytes)
@@ -73,8 +83,11 @@ class Synthetic:
 
     def true_focal(self, name, lo, hi, fraction=0.5):
         """Where the factor is `fraction` of the way between its values at lo and hi."""
-        xs = np.exp(np.linspace(math.log(max(lo, 1e-9)), math.log(hi), 20001)) \
-            if name in ss.LOG_SCALE else np.linspace(lo, hi, 20001)
+        xs = (
+            np.exp(np.linspace(math.log(max(lo, 1e-9)), math.log(hi), 20001))
+            if name in ss.LOG_SCALE
+            else np.linspace(lo, hi, 20001)
+        )
         ys = np.array([self.factor(name, x) for x in xs])
         level = ys.min() + fraction * (ys.max() - ys.min())
         return float(xs[int(np.argmin(np.abs(ys - level)))])
@@ -107,12 +120,17 @@ def test_search_converges_on_known_focal_points_and_knee():
     assert knee.cache_level > 5 * knee.device_level
     focal = ex.focal
     assert set(focal) == {"cache", "device"}
-    assert focal["cache"].unique_bytes <= fs.cache < knee.unique_bytes < focal["device"].unique_bytes
+    assert (
+        focal["cache"].unique_bytes <= fs.cache < knee.unique_bytes < focal["device"].unique_bytes
+    )
     for regime, w in focal.items():
         sizes = [s for s in DOMAIN.grid("size_mean") if s <= DOMAIN.largest_size(w.unique_bytes)]
-        expected = {"size_mean": fs.true_focal("size_mean", sizes[0], sizes[-1]),
-                    "read_frac": 0.5, "seq_frac": fs.true_focal("seq_frac", 0, 1),
-                    "process_num": fs.true_focal("process_num", 1, 16)}
+        expected = {
+            "size_mean": fs.true_focal("size_mean", sizes[0], sizes[-1]),
+            "read_frac": 0.5,
+            "seq_frac": fs.true_focal("seq_frac", 0, 1),
+            "process_num": fs.true_focal("process_num", 1, 16),
+        }
         for name, value in expected.items():
             assert steps_apart(name, w.get(name), value) <= 0.5, (regime, name, w, value)
 
@@ -138,7 +156,7 @@ def test_different_caches_give_different_knees():
 
 
 def test_no_knee_means_one_regime_and_the_model_still_predicts():
-    fs = Synthetic(flat_unique=True)   # a memory file system: no device behind the cache
+    fs = Synthetic(flat_unique=True)  # a memory file system: no device behind the cache
     ex = ss.explore(fs.measure, DOMAIN)
     assert ex.model.knee is None and set(ex.focal) == {"cache"}
     w = ss.Workload(8 * GIB, 256 * KIB, 0.3, 0.9, 6)
@@ -151,13 +169,12 @@ def test_noise_still_settles_near_the_truth_and_the_repeat_variation_is_reported
     for regime in ex.focal:
         cv = ex.repeat_cv(regime)
         assert len(ex.repeat[regime]) == 12
-        assert 0.02 < cv < 0.10, cv           # the 5% noise, measured
+        assert 0.02 < cv < 0.10, cv  # the 5% noise, measured
     truth = fs.true_knee(*DOMAIN.unique_bytes)
     assert steps_apart("unique_bytes", ex.model.knee.unique_bytes, truth) <= 1.5
     cache = ex.focal["cache"]
     assert steps_apart("read_frac", cache.read_frac, 0.5) <= 1.0
-    assert steps_apart("process_num", cache.process_num, fs.true_focal("process_num", 1, 16)) \
-        <= 1.0
+    assert steps_apart("process_num", cache.process_num, fs.true_focal("process_num", 1, 16)) <= 1.0
 
 
 class CoreCliff(Synthetic):
@@ -180,8 +197,9 @@ def test_the_focal_throughput_is_the_focal_points_own_measurement(fs):
     for name, regime in ex.model.regimes.items():
         for p, curve in regime.curves.items():
             assert regime.focal.get(p) in curve.xs, (name, p, regime.focal, curve.xs)
-        assert ex.model.predict(regime.focal) == pytest.approx(fs.throughput(regime.focal),
-                                                               rel=1e-6), name
+        assert ex.model.predict(regime.focal) == pytest.approx(
+            fs.throughput(regime.focal), rel=1e-6
+        ), name
     v = ss.validate(ex.model, fs.measure, ss.draw_workloads(DOMAIN, 40, seed=5))
     assert v.median_error < 0.03, sorted(v.errors)
 
@@ -197,8 +215,12 @@ def test_a_knee_below_a_range_the_page_cache_held_is_not_called_the_devices():
     assert all(r["top_resident"] == 1.0 for r in held.rounds)
     assert any("is not the device's" in line for line in lines), lines
     lines = []
-    spilled = ss.explore(fs.measure, DOMAIN, progress=lines.append,
-                         resident=lambda w: min(1.0, fs.cache / w.unique_bytes))
+    spilled = ss.explore(
+        fs.measure,
+        DOMAIN,
+        progress=lines.append,
+        resident=lambda w: min(1.0, fs.cache / w.unique_bytes),
+    )
     assert set(spilled.focal) == {"cache", "device"}
     assert spilled.rounds[-1]["top_resident"] == pytest.approx(fs.cache / (64 * GIB))
     assert not any("is not the device's" in line for line in lines)
@@ -206,10 +228,17 @@ def test_a_knee_below_a_range_the_page_cache_held_is_not_called_the_devices():
 
 def _one_regime_model(unique_ys, throughput):
     focal = ss.Workload(16 * MIB, 64 * KIB, 0.5, 0.5, 2)
-    xs = [MIB * 2 ** k for k in range(len(unique_ys))]
-    curves = {p: ss.Curve(p, [focal.get(p) / 2, focal.get(p)], [throughput, throughput],
-                          {q: focal.get(q) for q in ss.PARAMETERS if q != p}, "cache")
-              for p in ss.SHAPE_PARAMETERS}
+    xs = [MIB * 2**k for k in range(len(unique_ys))]
+    curves = {
+        p: ss.Curve(
+            p,
+            [focal.get(p) / 2, focal.get(p)],
+            [throughput, throughput],
+            {q: focal.get(q) for q in ss.PARAMETERS if q != p},
+            "cache",
+        )
+        for p in ss.SHAPE_PARAMETERS
+    }
     regime = ss.Regime("cache", focal, throughput, curves)
     return ss.Model(ss.Curve("unique_bytes", xs, unique_ys), {"cache": regime}), focal
 
@@ -222,14 +251,15 @@ def test_one_noisy_unique_bytes_point_does_not_move_every_prediction():
     ys[4] = 150.0
     model, focal = _one_regime_model(ys, 100.0)
     for u in (MIB, 4 * MIB, 64 * MIB):
-        assert model.predict(focal.with_value("unique_bytes", u)) == \
-            pytest.approx(100.0, rel=0.2), u
-    step = ss.Curve("unique_bytes", [MIB * 2 ** k for k in range(6)], [10, 12, 10, 1, 1.2, 1])
+        assert model.predict(focal.with_value("unique_bytes", u)) == pytest.approx(
+            100.0, rel=0.2
+        ), u
+    step = ss.Curve("unique_bytes", [MIB * 2**k for k in range(6)], [10, 12, 10, 1, 1.2, 1])
     smooth = step.smoothed(split=6 * MIB)
     assert smooth.ys[1] == pytest.approx((10 * 12 * 10) ** (1 / 3))
     # the points next to the knee average with their neighbour on their side only
     assert smooth.ys[2] == pytest.approx((12 * 10) ** 0.5)
-    assert smooth.ys[3] == pytest.approx(1.2 ** 0.5)
+    assert smooth.ys[3] == pytest.approx(1.2**0.5)
 
 
 def test_a_prediction_never_passes_the_fastest_measured_rate_per_process():
@@ -237,14 +267,28 @@ def test_a_prediction_never_passes_the_fastest_measured_rate_per_process():
     the product form says 4x for a workload with both, more than any point measured;
     the prediction stops at the fastest rate per process measured, times its processes."""
     focal = ss.Workload(16 * MIB, 64 * KIB, 0.5, 0.5, 1)
-    others = {"seq_frac": ([0.0, 0.5, 1.0], [100.0, 100.0, 100.0]),
-              "process_num": ([1, 2], [100.0, 150.0])}
-    curves = {p: ss.Curve(p, *others.get(p, ([focal.get(p), 2 * focal.get(p)] if p ==
-                                              "size_mean" else [0.5, 1.0], [100.0, 200.0])),
-                          regime="cache")
-              for p in ss.SHAPE_PARAMETERS}
-    model = ss.Model(ss.Curve("unique_bytes", [MIB, 16 * MIB], [100.0, 100.0]),
-                     {"cache": ss.Regime("cache", focal, 100.0, curves)})
+    others = {
+        "seq_frac": ([0.0, 0.5, 1.0], [100.0, 100.0, 100.0]),
+        "process_num": ([1, 2], [100.0, 150.0]),
+    }
+    curves = {
+        p: ss.Curve(
+            p,
+            *others.get(
+                p,
+                (
+                    [focal.get(p), 2 * focal.get(p)] if p == "size_mean" else [0.5, 1.0],
+                    [100.0, 200.0],
+                ),
+            ),
+            regime="cache",
+        )
+        for p in ss.SHAPE_PARAMETERS
+    }
+    model = ss.Model(
+        ss.Curve("unique_bytes", [MIB, 16 * MIB], [100.0, 100.0]),
+        {"cache": ss.Regime("cache", focal, 100.0, curves)},
+    )
     assert model.per_process_ceiling == 200.0
     assert model.predict(focal) == pytest.approx(100.0)
     large_reads = ss.Workload(16 * MIB, 128 * KIB, 1.0, 0.5, 1)
@@ -287,20 +331,20 @@ def test_a_flat_curve_has_its_focal_value_in_the_middle_and_the_whole_range_usef
     assert ss.focal_value(flat, RULES, DOMAIN) == 0.5
     assert ss.useful_range(flat, RULES) == (0, 1)
     procs = ss.Curve("process_num", [1, 2, 4, 8, 16], [50, 51, 50, 52, 51])
-    assert ss.focal_value(procs, RULES, DOMAIN) == 4   # geometric middle of 1..16
+    assert ss.focal_value(procs, RULES, DOMAIN) == 4  # geometric middle of 1..16
 
 
 def test_useful_range_is_where_the_curve_still_moves():
-    saturating = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144, 1048576],
-                          [10, 11, 60, 100, 101, 100])
+    saturating = ss.Curve(
+        "size_mean", [1024, 4096, 16384, 65536, 262144, 1048576], [10, 11, 60, 100, 101, 100]
+    )
     assert ss.useful_range(saturating, RULES) == (4096, 65536)
-    peaked = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144],
-                      [10, 50, 100, 60, 58])
+    peaked = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144], [10, 50, 100, 60, 58])
     assert ss.useful_range(peaked, RULES) == (1024, 65536)
 
 
 def test_knee_is_the_largest_fall_not_a_small_one_or_a_noisy_point():
-    xs = [2 ** k * MIB for k in range(0, 15)]
+    xs = [2**k * MIB for k in range(0, 15)]
     # a CPU-cache step (2x at 16 MiB), then the page cache (20x at 2 GiB), one noisy point
     ys = [(2.0 if x < 16 * MIB else 1.0) * (20.0 if x < 2 * GIB else 1.0) for x in xs]
     ys[9] *= 1.3
@@ -315,18 +359,17 @@ def test_knee_is_the_largest_fall_not_a_small_one_or_a_noisy_point():
 def test_regime_focal_points_sit_below_the_knee_and_beyond_memory():
     domain = ss.Domain(unique_bytes=(MIB, 64 * GIB))
     knee = ss.Knee(unique_bytes=4 * GIB, cache_level=1e9, device_level=1e8, throughput=3e8)
-    assert ss.regime_focals(knee, None, domain, RULES) == {"cache": 512 * MIB,
-                                                           "device": 64 * GIB}
+    assert ss.regime_focals(knee, None, domain, RULES) == {"cache": 512 * MIB, "device": 64 * GIB}
     assert ss.regime_focals(knee, None, domain, ss.Rules(regime_margin=4))["cache"] == GIB
     low = ss.Knee(unique_bytes=2 * MIB, cache_level=1e9, device_level=1e8, throughput=3e8)
-    assert ss.regime_focals(low, None, domain, RULES)["cache"] == MIB   # the bottom
+    assert ss.regime_focals(low, None, domain, RULES)["cache"] == MIB  # the bottom
 
 
 def test_domain_from_the_node_is_bounded_by_memory_and_free_space():
     d = ss.Domain.for_node(memory_bytes=16 * GIB, free_bytes=1000 * GIB, max_processes=8)
-    assert d.unique_bytes == (MIB, 20 * GIB)            # 1.25 x memory
+    assert d.unique_bytes == (MIB, 20 * GIB)  # 1.25 x memory
     d = ss.Domain.for_node(memory_bytes=16 * GIB, free_bytes=10 * GIB, max_processes=8)
-    assert d.unique_bytes == (MIB, 5 * GIB)             # half the free space
+    assert d.unique_bytes == (MIB, 5 * GIB)  # half the free space
     d = ss.Domain.for_node(16 * GIB, 1000 * GIB, 8, unique_max=256 * MIB)
     assert d.unique_bytes[1] == 256 * MIB and d.grid("process_num") == [1, 2, 3, 4, 8]
     assert d.grid("read_frac") == [0, 0.25, 0.5, 0.75, 1]
@@ -343,34 +386,58 @@ def test_held_out_workloads_fit_the_domain_and_are_reproducible():
 
 def test_the_module_is_pure_numpy():
     tree = ast.parse((REPO / "scratchbench" / "selfscale.py").read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "bisect", "math", "dataclasses", "typing", "numpy",
-                        "scratchbench"}, imported
-    ours = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            and node.module.startswith("scratchbench")}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    }
+    assert imported <= {
+        "__future__",
+        "bisect",
+        "math",
+        "dataclasses",
+        "typing",
+        "numpy",
+        "scratchbench",
+    }, imported
+    ours = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module.startswith("scratchbench")
+    }
     assert ours <= {"scratchbench.units"}, ours
-    calls = {node.func.id for node in ast.walk(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    calls = {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
     assert "open" not in calls and "print" not in calls
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: ss.Workload(4096, 4096, 1.5, 0.5, 1), "readFrac: expected a fraction from 0 to 1"),
-    (lambda: ss.Workload(4096, 100, 0.5, 0.5, 1), "sizeMean: expected an integer number"),
-    (lambda: ss.Workload(4096, 4096, 0.5, 0.5, 0), "processNum: expected an integer of at least"),
-    (lambda: ss.Workload.from_dict({"unique_bytes": 1}), "missing sizeMean, readFrac"),
-    (lambda: ss.Workload.from_dict({p: "x" for p in ss.PARAMETERS}), "expected a number"),
-    (lambda: ss.Domain(unique_bytes=(GIB, MIB)), "domain uniqueBytes: expected 1 <= low"),
-    (lambda: ss.Rules(focal_fraction=1.5), "rule focal_fraction: expected a number between"),
-    (lambda: ss.Rules.from_dict({"focal": 0.5}), "rules: unknown focal"),
-    (lambda: ss.Domain.for_node(16 * GIB, 2 * MIB, 4), "the target has room for 1 MiB"),
-    (lambda: ss.Curve("size_mean", [1, 2], [1, -1]), "throughput must be positive"),
-    (lambda: ss.Model.from_figures({}), "no uniqueBytes curve"),
-    (lambda: ss.draw_workloads(DOMAIN, 0, 1), "expected at least 1 workload"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: ss.Workload(4096, 4096, 1.5, 0.5, 1), "readFrac: expected a fraction from 0 to 1"),
+        (lambda: ss.Workload(4096, 100, 0.5, 0.5, 1), "sizeMean: expected an integer number"),
+        (
+            lambda: ss.Workload(4096, 4096, 0.5, 0.5, 0),
+            "processNum: expected an integer of at least",
+        ),
+        (lambda: ss.Workload.from_dict({"unique_bytes": 1}), "missing sizeMean, readFrac"),
+        (lambda: ss.Workload.from_dict({p: "x" for p in ss.PARAMETERS}), "expected a number"),
+        (lambda: ss.Domain(unique_bytes=(GIB, MIB)), "domain uniqueBytes: expected 1 <= low"),
+        (lambda: ss.Rules(focal_fraction=1.5), "rule focal_fraction: expected a number between"),
+        (lambda: ss.Rules.from_dict({"focal": 0.5}), "rules: unknown focal"),
+        (lambda: ss.Domain.for_node(16 * GIB, 2 * MIB, 4), "the target has room for 1 MiB"),
+        (lambda: ss.Curve("size_mean", [1, 2], [1, -1]), "throughput must be positive"),
+        (lambda: ss.Model.from_figures({}), "no uniqueBytes curve"),
+        (lambda: ss.draw_workloads(DOMAIN, 0, 1), "expected at least 1 workload"),
+    ],
+)
 def test_bad_input_is_one_line(make, message):
     with pytest.raises(ss.SelfScaleError) as err:
         make()
@@ -381,24 +448,43 @@ def test_bad_input_is_one_line(make, message):
 def synthetic_result(fs, seed=1):
     ex = ss.explore(fs.measure, DOMAIN, repeats=5)
     v = ss.validate(ex.model, fs.measure, ss.draw_workloads(DOMAIN, 10, seed))
-    return {"schema": "scratchbench-selfscale 1", "exploration": ex.as_dict(),
-            "validation": v.as_dict(), "timing": {"total_s": 321.0}, "error": None}, ex
+    return {
+        "schema": "scratchbench-selfscale 1",
+        "exploration": ex.as_dict(),
+        "validation": v.as_dict(),
+        "timing": {"total_s": 321.0},
+        "error": None,
+    }, ex
 
 
 def test_declared_figures_rebuild_the_model():
     result, ex = synthetic_result(Synthetic(noise=0.02))
     figures, samples = declared_figures(result)
-    for name in ("focal_throughput_cache", "focal_throughput_device", "knee_unique_bytes",
-                 "prediction_error_median", "prediction_error_max", "focal_variation_cache",
-                 "exploration_time", "curve_unique_bytes_1g", "curve_read_frac_50pct_cache",
-                 "knee_throughput", "focal_size_mean_device"):
+    for name in (
+        "focal_throughput_cache",
+        "focal_throughput_device",
+        "knee_unique_bytes",
+        "prediction_error_median",
+        "prediction_error_max",
+        "focal_variation_cache",
+        "exploration_time",
+        "curve_unique_bytes_1g",
+        "curve_read_frac_50pct_cache",
+        "knee_throughput",
+        "focal_size_mean_device",
+    ):
         assert name in figures, name
     assert len(samples["focal_throughput_cache"]) == 5
     # where the search put a focal point or found the knee differs between file systems:
     # the pages show these figures and never rank file systems on them
     from scratchbench.figures import DESCRIPTIVE_ROLES
-    for name in ("focal_throughput_cache", "focal_throughput_device", "knee_unique_bytes",
-                 "prediction_error_median"):
+
+    for name in (
+        "focal_throughput_cache",
+        "focal_throughput_device",
+        "knee_unique_bytes",
+        "prediction_error_median",
+    ):
         assert figures[name][1].role in DESCRIPTIVE_ROLES, name
     stored = {name: (value, decl.as_dict()) for name, (value, decl) in figures.items()}
     model = ss.Model.from_figures(json.loads(json.dumps(stored)))
@@ -410,16 +496,18 @@ def test_declared_figures_rebuild_the_model():
         ss.Model.from_figures(stored)
 
 
-
 def test_the_headline_label_does_not_move_with_the_focal_point():
     """Pages and verdicts follow a figure by its label: two file systems (or two nights)
     whose searches find other focal points still share one headline series."""
-    small, big = (declared_figures(synthetic_result(Synthetic(cache=c, noise=0.02))[0])[0]
-                  for c in (1 * GIB, 8 * GIB))
+    small, big = (
+        declared_figures(synthetic_result(Synthetic(cache=c, noise=0.02))[0])[0]
+        for c in (1 * GIB, 8 * GIB)
+    )
     assert small["focal_unique_bytes_cache"][1].label != big["focal_unique_bytes_cache"][1].label
     for regime in ("cache", "device"):
         name = f"focal_throughput_{regime}"
         assert small[name][1].label == big[name][1].label
+
 
 def test_pages_draw_one_graph_per_parameter_and_compare_two_targets(tmp_path):
     """Two targets whose page caches differ 8x: each target's page has a graph per
@@ -432,31 +520,39 @@ def test_pages_draw_one_graph_per_parameter_and_compare_two_targets(tmp_path):
         result, ex = synthetic_result(Synthetic(cache=cache, noise=0.01))
         models[target] = ex.model
         figures, samples = declared_figures(result)
-        cases.append(make_case(
-            "KernelSelfScale", {"scratch_target": target}, "gnu-openmpi", target,
-            {n: (v, d.unit, samples.get(n, [])) for n, (v, d) in figures.items()},
-            declarations={n: d.as_dict() for n, (_, d) in figures.items()},
-            title="Self-scaling I/O (Chen and Patterson, seed 003)"))
+        cases.append(
+            make_case(
+                "KernelSelfScale",
+                {"scratch_target": target},
+                "gnu-openmpi",
+                target,
+                {n: (v, d.unit, samples.get(n, [])) for n, (v, d) in figures.items()},
+                declarations={n: d.as_dict() for n, (_, d) in figures.items()},
+                title="Self-scaling I/O (Chen and Patterson, seed 003)",
+            )
+        )
     run_dir = runs / "night00"
     run_dir.mkdir(parents=True)
-    (run_dir / "report.json").write_text(json.dumps(make_report("night00", 1_800_000_000,
-                                                                cases)))
+    (run_dir / "report.json").write_text(json.dumps(make_report("night00", 1_800_000_000, cases)))
     db = tmp_path / "history.sqlite"
     conn = store.connect(db)
     assert store.ingest_all(conn, runs)[0] == 1
     # the advisor's way in: a target's stored figures -> the model
     for target, model in models.items():
         rows = store.figure_rows(conn, "WHERE c.scratch_target = ?", (target,))
-        stored = {r["metric"]: (r["value"], {"chart": json.loads(r["chart"]) if r["chart"]
-                                             else None}) for r in rows}
+        stored = {
+            r["metric"]: (r["value"], {"chart": json.loads(r["chart"]) if r["chart"] else None})
+            for r in rows
+        }
         rebuilt = ss.Model.from_figures(stored)
         w = ss.Workload(2 * GIB, 128 * KIB, 0.6, 0.4, 3)
         assert rebuilt.predict(w) == pytest.approx(model.predict(w), rel=1e-6)
     conn.close()
     out = tmp_path / "pages"
     pages.build(out, db_path=db)
-    titles = [f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)"
-              for p in ss.PARAMETERS]
+    titles = [
+        f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)" for p in ss.PARAMETERS
+    ]
     for target in ("fastfs", "slowfs"):
         page = (out / f"fs-{target}.html").read_text()
         for title in titles:
@@ -467,8 +563,9 @@ def test_pages_draw_one_graph_per_parameter_and_compare_two_targets(tmp_path):
     # the uniqueBytes graph of the compare view: both targets' curves, knees and focal
     # points in one plot
     specs = [json.loads(m) for m in _plot_specs(compare)]
-    unique = [s for s in specs if any(str(t.get("name", "")).endswith(": measured")
-                                      for t in s["data"])]
+    unique = [
+        s for s in specs if any(str(t.get("name", "")).endswith(": measured") for t in s["data"])
+    ]
     assert unique, "no uniqueBytes comparison plot"
     names = {t["name"] for t in unique[0]["data"]}
     assert {"fastfs: measured", "slowfs: measured", "fastfs: knee", "slowfs: knee"} <= names
@@ -480,11 +577,13 @@ def _plot_specs(html_text):
     scripts), as the page builder writes them."""
     import html as html_module
     import re
+
     found = []
     for match in re.finditer(r"data-spec=\"([^\"]+)\"", html_text):
         found.append(html_module.unescape(match.group(1)))
-    for match in re.finditer(r"<script type=\"application/json\"[^>]*>(.*?)</script>",
-                             html_text, re.S):
+    for match in re.finditer(
+        r"<script type=\"application/json\"[^>]*>(.*?)</script>", html_text, re.S
+    ):
         found.append(match.group(1))
     return found
 
@@ -521,9 +620,25 @@ def disk_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("build", ["openmpi", "asan", "mpich"])
 def test_kernel_measures_a_point_as_asked(kernels, tmp_path, build):
-    result, report = kernel(kernels[build], 3, [
-        "--dir", tmp_path, "--point", "64m:64k:0.3:0.6:2", "--point", "64m:4k:1:0:3",
-        "--requests", 3000, "--warmup", 0, "--reps", 2], tmp_path)
+    result, report = kernel(
+        kernels[build],
+        3,
+        [
+            "--dir",
+            tmp_path,
+            "--point",
+            "64m:64k:0.3:0.6:2",
+            "--point",
+            "64m:4k:1:0:3",
+            "--requests",
+            3000,
+            "--warmup",
+            0,
+            "--reps",
+            2,
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert kernel_problems(report, expected_ranks=3, expected_nodes=1) == []
     first = report["repetitions"][1]["phases"]["p0"]
@@ -543,12 +658,27 @@ def test_kernel_measures_a_point_as_asked(kernels, tmp_path, build):
 
 def test_kernel_request_stream_is_reproducible_from_its_seed(kernels, tmp_path):
     def digests(seed):
-        result, report = kernel(kernels["openmpi"], 2, [
-            "--dir", tmp_path, "--point", "32m:16k:0.5:0.5:2", "--requests", 500,
-            "--warmup", 0, "--seed", seed], tmp_path)
+        result, report = kernel(
+            kernels["openmpi"],
+            2,
+            [
+                "--dir",
+                tmp_path,
+                "--point",
+                "32m:16k:0.5:0.5:2",
+                "--requests",
+                500,
+                "--warmup",
+                0,
+                "--seed",
+                seed,
+            ],
+            tmp_path,
+        )
         assert result.returncode == 0, result.stderr
         phase = report["repetitions"][0]["phases"]["p0"]
         return phase["per_rank"]["request_digest"], phase["bytes"], phase["read_requests"]
+
     assert digests(7) == digests(7)
     assert digests(7)[0] != digests(8)[0]
 
@@ -563,8 +693,7 @@ def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
     assert phase["resident_fraction_before"] < 0.1, phase["resident_fraction_before"]
     assert phase["resident_fraction_after"] > 0.9
     # --prime reads a cold footprint once first: the point starts in its steady state
-    result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args, "--prime"],
-                            tmp_path)
+    result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args, "--prime"], tmp_path)
     assert result.returncode == 0, result.stderr
     phase = report["repetitions"][0]["phases"]["p0"]
     assert phase["primed_bytes"] == 128 * MIB and phase["resident_fraction_before"] > 0.9
@@ -594,14 +723,33 @@ def test_kernel_keeps_reuses_and_discards_its_data(kernels, tmp_path, request):
     # a short path: the core's message names the kept directory twice in 240 characters
     target = Path(tempfile.mkdtemp(prefix="sbss", dir="/tmp"))
     request.addfinalizer(lambda: shutil.rmtree(target, ignore_errors=True))
-    result, first = kernel(k, 2, ["--dir", target, "--point", "16m:64k:0.5:0.5:2", "--keep",
-                                  "--prepare", "32m", "--duration", 0.1, "--warmup", 0],
-                           tmp_path)
+    result, first = kernel(
+        k,
+        2,
+        [
+            "--dir",
+            target,
+            "--point",
+            "16m:64k:0.5:0.5:2",
+            "--keep",
+            "--prepare",
+            "32m",
+            "--duration",
+            0.1,
+            "--warmup",
+            0,
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     kept = Path(first["filesystem"]["run_dir"])
     assert (kept / "selfscale.data.0").stat().st_size == 32 * MIB
-    result, again = kernel(k, 2, ["--existing", kept, "--point", "32m:1m:1:0:1",
-                                  "--duration", 0.1, "--warmup", 0], tmp_path)
+    result, again = kernel(
+        k,
+        2,
+        ["--existing", kept, "--point", "32m:1m:1:0:1", "--duration", 0.1, "--warmup", 0],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert again["summary"]["verify_bad_words"] == 0 and kept.exists()
     result, _ = kernel(k, 2, ["--existing", kept, "--point", "64m:1m:1:0:1"], tmp_path)
@@ -612,23 +760,44 @@ def test_kernel_keeps_reuses_and_discards_its_data(kernels, tmp_path, request):
     assert not kept.exists() and list(target.iterdir()) == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--point", "1g:64k:0.5:0.5"], "--point: expected uniqueBytes:sizeMean:readFrac:seqFrac:"
-                                    "processNum (such as 1g:64k:0.5:0.5:2), got '1g:64k:0.5:0.5'"),
-    (["--point", "1g:64k:1.5:0.5:1"], "--point: readFrac '1.5': expected a fraction from 0 to 1"),
-    (["--point", "1g:64k:0.5:x:1"], "--point: seqFrac 'x': expected a fraction from 0 to 1"),
-    (["--point", "1g:64k:0.5:0.5:0"], "--point: processNum '0': expected an integer of at least 1"),
-    (["--point", "1g:100:0.5:0.5:1"], "--point: sizeMean '100': expected a size from 512 bytes"),
-    (["--point", "64k:64k:0.5:0.5:1"], "--point 1: requests up to 98304 bytes (sizeMean x "
-                                       "(1 + spread)) do not fit in uniqueBytes 65536"),
-    (["--point", "1g:64k:0.5:0.5:3"], "--point 1: processNum 3 is more than the 2 ranks launched"),
-    ([], "--point is required"),
-    (["--point", "1g:64k:0.5:0.5:1", "--discard"], "--discard needs --existing"),
-    (["--point", "1g:64k:0.5:0.5:1", "--fadvise"], "--fadvise and --scan-file do not apply"),
-    (["--point", "1g:64k:0.5:0.5:1", "--size-spread", "1"], "--size-spread must be below 1"),
-    (["--point", "1g:64k:0.5:0.5:1", "--prepare", "512m"], "--prepare 536870912 bytes is less"),
-    (["--point", "1g:64k:0.5:0.5:1", "--duration", "0"], "--duration must be more than 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--point", "1g:64k:0.5:0.5"],
+            "--point: expected uniqueBytes:sizeMean:readFrac:seqFrac:"
+            "processNum (such as 1g:64k:0.5:0.5:2), got '1g:64k:0.5:0.5'",
+        ),
+        (
+            ["--point", "1g:64k:1.5:0.5:1"],
+            "--point: readFrac '1.5': expected a fraction from 0 to 1",
+        ),
+        (["--point", "1g:64k:0.5:x:1"], "--point: seqFrac 'x': expected a fraction from 0 to 1"),
+        (
+            ["--point", "1g:64k:0.5:0.5:0"],
+            "--point: processNum '0': expected an integer of at least 1",
+        ),
+        (
+            ["--point", "1g:100:0.5:0.5:1"],
+            "--point: sizeMean '100': expected a size from 512 bytes",
+        ),
+        (
+            ["--point", "64k:64k:0.5:0.5:1"],
+            "--point 1: requests up to 98304 bytes (sizeMean x "
+            "(1 + spread)) do not fit in uniqueBytes 65536",
+        ),
+        (
+            ["--point", "1g:64k:0.5:0.5:3"],
+            "--point 1: processNum 3 is more than the 2 ranks launched",
+        ),
+        ([], "--point is required"),
+        (["--point", "1g:64k:0.5:0.5:1", "--discard"], "--discard needs --existing"),
+        (["--point", "1g:64k:0.5:0.5:1", "--fadvise"], "--fadvise and --scan-file do not apply"),
+        (["--point", "1g:64k:0.5:0.5:1", "--size-spread", "1"], "--size-spread must be below 1"),
+        (["--point", "1g:64k:0.5:0.5:1", "--prepare", "512m"], "--prepare 536870912 bytes is less"),
+        (["--point", "1g:64k:0.5:0.5:1", "--duration", "0"], "--duration must be more than 0"),
+    ],
+)
 def test_kernel_bad_input_is_one_line(kernels, tmp_path, args, message):
     result, _ = kernel(kernels["openmpi"], 2, ["--dir", tmp_path, *args], tmp_path)
     assert result.returncode == 2, result.stderr
@@ -643,8 +812,14 @@ def driver(args, timeout=600, background=False):
     env = dict(os.environ, **MPI["openmpi"]["env"])
     cmd = [sys.executable, DRIVER, *map(str, args)]
     if background:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        return subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     return run(cmd, env=env, timeout=timeout)
 
 
@@ -655,11 +830,36 @@ def launcher(np_):
 def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path):
     binary, _ = kernels["openmpi"]
     out = tmp_path / "result.json"
-    result = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
-                     "--processes", 2, "--out", out, "--reports", tmp_path / "reports",
-                     "--unique-max", "64m", "--size-max", "256k", "--duration", 0.1,
-                     "--warmup", 0.05, "--rules", json.dumps({"max_rounds": 2}),
-                     "--validate", 4, "--repeat", 4])
+    result = driver(
+        [
+            "--kernel",
+            binary,
+            "--launcher",
+            launcher(2),
+            "--dir",
+            shm_dir,
+            "--processes",
+            2,
+            "--out",
+            out,
+            "--reports",
+            tmp_path / "reports",
+            "--unique-max",
+            "64m",
+            "--size-max",
+            "256k",
+            "--duration",
+            0.1,
+            "--warmup",
+            0.05,
+            "--rules",
+            json.dumps({"max_rounds": 2}),
+            "--validate",
+            4,
+            "--repeat",
+            4,
+        ]
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "selfscale: round 1: sweeping uniqueBytes" in result.stdout
     assert "selfscale: validation: prediction error median" in result.stdout
@@ -685,7 +885,10 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     for direction in ("read", "write"):
         value, declaration = figures[f"request_rate_{direction}"]
         assert (value, declaration.role, declaration.unit) == (
-            rates[direction], f"{direction}_requests_per_s", "ops/s")
+            rates[direction],
+            f"{direction}_requests_per_s",
+            "ops/s",
+        )
     # tmpfs is the page cache: a knee found there is recorded as still in it
     if ex.model.knee:
         assert ex.model.knee.top_resident == 1.0 and ex.model.knee.upper_in_page_cache
@@ -705,13 +908,25 @@ def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_pat
     knees, resident = {}, {}
     for name, where in (("tmpfs", shm_dir), ("disk", disk_dir)):
         args = argparse.Namespace(
-            kernel=str(binary), launcher=launcher(2), dir=str(where), reports=str(tmp_path / name),
-            seed=1, fsync="inside", size_spread=0.5, warmup=0.2, requests=0, duration=0.6,
-            direct=False, prepare=2 * GIB, passes=1)
+            kernel=str(binary),
+            launcher=launcher(2),
+            dir=str(where),
+            reports=str(tmp_path / name),
+            seed=1,
+            fsync="inside",
+            size_spread=0.5,
+            warmup=0.2,
+            requests=0,
+            duration=0.6,
+            direct=False,
+            prepare=2 * GIB,
+            passes=1,
+        )
         os.environ.update(MPI["openmpi"]["env"])
         k = selfscale_search.Kernel(args)
-        sweep = [ss.Workload(u, 256 * KIB, 0.0, 0.0, 2)
-                 for u in [64 * MIB * 2 ** i for i in range(6)]]
+        sweep = [
+            ss.Workload(u, 256 * KIB, 0.0, 0.0, 2) for u in [64 * MIB * 2**i for i in range(6)]
+        ]
         try:
             values = k.measure(sweep, 1)
         finally:
@@ -722,34 +937,86 @@ def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_pat
         assert k.run_dir is None and list(Path(where).iterdir()) == []
     assert all(r == 1.0 for r in resident["tmpfs"])
     assert knees["disk"] is not None, "no knee on the disk"
-    assert knees["tmpfs"] is None or \
-        knees["disk"].unique_bytes / knees["tmpfs"].unique_bytes >= 4, knees
+    assert (
+        knees["tmpfs"] is None or knees["disk"].unique_bytes / knees["tmpfs"].unique_bytes >= 4
+    ), knees
 
 
 def test_driver_failure_is_one_line_and_removes_the_data(kernels, shm_dir, tmp_path):
     binary, _ = kernels["openmpi"]
     out = tmp_path / "result.json"
     # four processes asked for, two launched: the kernel refuses the first sweep
-    result = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
-                     "--processes", 4, "--out", out, "--reports", tmp_path / "reports",
-                     "--unique-max", "16m", "--duration", 0.05, "--warmup", 0])
+    result = driver(
+        [
+            "--kernel",
+            binary,
+            "--launcher",
+            launcher(2),
+            "--dir",
+            shm_dir,
+            "--processes",
+            4,
+            "--out",
+            out,
+            "--reports",
+            tmp_path / "reports",
+            "--unique-max",
+            "16m",
+            "--duration",
+            0.05,
+            "--warmup",
+            0,
+        ]
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("selfscale_search:")]
     assert len(errors) == 1 and "more than the 2 ranks launched" in errors[0], result.stderr
     assert json.loads(out.read_text())["error"]["code"] == 2
     assert list(shm_dir.iterdir()) == []
-    result = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", tmp_path / "nope",
-                     "--processes", 2, "--out", out])
-    assert result.returncode == 2 and "--dir" in result.stderr and "not a directory" in \
-        result.stderr
+    result = driver(
+        [
+            "--kernel",
+            binary,
+            "--launcher",
+            launcher(2),
+            "--dir",
+            tmp_path / "nope",
+            "--processes",
+            2,
+            "--out",
+            out,
+        ]
+    )
+    assert (
+        result.returncode == 2 and "--dir" in result.stderr and "not a directory" in result.stderr
+    )
 
 
 def test_driver_stopped_by_a_signal_removes_the_data(kernels, shm_dir, tmp_path):
     binary, _ = kernels["openmpi"]
-    proc = driver(["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir,
-                   "--processes", 2, "--out", tmp_path / "r.json", "--reports",
-                   tmp_path / "reports", "--unique-max", "64m", "--duration", 1,
-                   "--warmup", 0], background=True)
+    proc = driver(
+        [
+            "--kernel",
+            binary,
+            "--launcher",
+            launcher(2),
+            "--dir",
+            shm_dir,
+            "--processes",
+            2,
+            "--out",
+            tmp_path / "r.json",
+            "--reports",
+            tmp_path / "reports",
+            "--unique-max",
+            "64m",
+            "--duration",
+            1,
+            "--warmup",
+            0,
+        ],
+        background=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list(shm_dir.glob("sbk.selfscale.*")):
         time.sleep(0.2)

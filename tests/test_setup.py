@@ -38,11 +38,17 @@ def setup(*args, env=None):
     return run(["bash", REPO / "ci" / "setup.sh", *args], env=env, timeout=120)
 
 
-@pytest.mark.parametrize("python,message", [
-    ("too-old", "setup: error: {python} is Python 3.8; scratchbench needs Python >= 3.11 "
-                "(set PYTHON to a newer one, e.g. from a module)"),
-    ("missing", "setup: error: no Python at '{python}'; set PYTHON to a Python >= 3.11"),
-])
+@pytest.mark.parametrize(
+    "python,message",
+    [
+        (
+            "too-old",
+            "setup: error: {python} is Python 3.8; scratchbench needs Python >= 3.11 "
+            "(set PYTHON to a newer one, e.g. from a module)",
+        ),
+        ("missing", "setup: error: no Python at '{python}'; set PYTHON to a Python >= 3.11"),
+    ],
+)
 def test_setup_refuses_a_python_it_cannot_use_in_one_line(tmp_path, python, message):
     """An interpreter older than requires-python is not on this machine: a script that
     answers the version query as Python 3.8 stands in for one."""
@@ -50,8 +56,9 @@ def test_setup_refuses_a_python_it_cannot_use_in_one_line(tmp_path, python, mess
     if python == "too-old":
         path.write_text("#!/bin/sh\necho 3.8\n")
         path.chmod(0o755)
-    result = setup("--harness-only", env={"PYTHON": str(path),
-                                          "SCRATCHBENCH_HOME": str(tmp_path / "home")})
+    result = setup(
+        "--harness-only", env={"PYTHON": str(path), "SCRATCHBENCH_HOME": str(tmp_path / "home")}
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [message.format(python=path)]
 
@@ -59,8 +66,9 @@ def test_setup_refuses_a_python_it_cannot_use_in_one_line(tmp_path, python, mess
 def test_setup_rejects_an_unknown_option(tmp_path):
     result = setup("--harness", env={"SCRATCHBENCH_HOME": str(tmp_path)})
     assert result.returncode == 2
-    assert result.stderr.strip() == ("setup: error: unknown option '--harness'; expected "
-                                     "--test or --harness-only")
+    assert result.stderr.strip() == (
+        "setup: error: unknown option '--harness'; expected --test or --harness-only"
+    )
 
 
 @pytest.mark.slow

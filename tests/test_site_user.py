@@ -65,8 +65,9 @@ def users_site(user):
     (scratch / user.name).mkdir(parents=True, exist_ok=True)
     os.chown(scratch / user.name, user.uid, user.gid)
     site = user.home / "mysite.py"
-    site.write_text(SITE.format(modulepath=user.checkout / "site_configs" / "modulefiles",
-                                scratch=scratch))
+    site.write_text(
+        SITE.format(modulepath=user.checkout / "site_configs" / "modulefiles", scratch=scratch)
+    )
     os.chown(site, user.uid, user.gid)
     return site, scratch / user.name
 
@@ -79,13 +80,18 @@ def test_a_normal_user_checks_the_site_and_runs_the_quick_suite(cluster, nobody_
     env = {"SLURM_CONF": str(cluster.slurm_conf)}
 
     checked = user.scratchbench("check-site", site, env=env)
-    print(checked.stdout)   # shown with pytest -s
+    print(checked.stdout)  # shown with pytest -s
     assert checked.returncode == 0, checked.stdout + checked.stderr[-3000:]
     for target in ("scratch", "sanscratch"):
-        assert re.search(rf"^ok     TargetReady {target} \[batch gnu-openmpi\]: .* is writable "
-                         "from a job", checked.stdout, re.M), checked.stdout
-    assert re.search(r"^ok     MPIReady \[batch gnu-openmpi\]: modules load", checked.stdout,
-                     re.M), checked.stdout
+        assert re.search(
+            rf"^ok     TargetReady {target} \[batch gnu-openmpi\]: .* is writable "
+            "from a job",
+            checked.stdout,
+            re.M,
+        ), checked.stdout
+    assert re.search(
+        r"^ok     MPIReady \[batch gnu-openmpi\]: modules load", checked.stdout, re.M
+    ), checked.stdout
 
     ran = user.scratchbench("run", "--site", site, "--tag", "quick", env=env)
     last = ran.stdout.splitlines()[-1] if ran.stdout else ""
@@ -95,10 +101,12 @@ def test_a_normal_user_checks_the_site_and_runs_the_quick_suite(cluster, nobody_
     assert counts and int(counts.group(1)) >= 10, last
     runs = list((user.home / "sb" / "results" / "runs").iterdir())
     assert len(runs) == 1 and runs[0].stat().st_uid == user.uid
-    job_outputs = list(runs[0].glob("stage/usersite/batch/*/*/rfm_job.out")) + \
-        list(runs[0].glob("output/usersite/batch/*/*/rfm_job.out"))
-    assert job_outputs and all(p.stat().st_uid == user.uid for p in job_outputs), \
+    job_outputs = list(runs[0].glob("stage/usersite/batch/*/*/rfm_job.out")) + list(
+        runs[0].glob("output/usersite/batch/*/*/rfm_job.out")
+    )
+    assert job_outputs and all(p.stat().st_uid == user.uid for p in job_outputs), (
         "Slurm ran the jobs as the user"
+    )
     history = user.home / "sb" / "history.sqlite"
     assert history.is_file() and history.stat().st_uid == user.uid
     assert list(scratch.iterdir()) == [], "the checks leave nothing behind"
@@ -110,8 +118,9 @@ def test_two_users_run_at_once_without_collisions(cluster, nobody_checkout):
     nobody's checkout, read-only to it), run at the same time on the same cluster."""
     first = nobody_checkout
     assert first.setup_result.returncode == 0, first.setup_result.stderr[-3000:]
-    second = NormalUser(reachable_tmpdir("sb-site-user2-"), "", name="daemon",
-                        checkout=first.checkout)
+    second = NormalUser(
+        reachable_tmpdir("sb-site-user2-"), "", name="daemon", checkout=first.checkout
+    )
     second.home.mkdir()
     for path in (second.root, second.home):
         os.chown(path, second.uid, second.gid)
@@ -119,11 +128,26 @@ def test_two_users_run_at_once_without_collisions(cluster, nobody_checkout):
     procs = []
     for user in (first, second):
         site, _ = users_site(user)
-        cmd = user.command([user.checkout / ".venv" / "bin" / "scratchbench", "run", "--site",
-                            site, "--tag", "quick", "--name", "KernelIOTest.*fpp-posix",
-                            "--name", "StageInOut"], env)
-        procs.append(subprocess.Popen(cmd, cwd=first.checkout, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        cmd = user.command(
+            [
+                user.checkout / ".venv" / "bin" / "scratchbench",
+                "run",
+                "--site",
+                site,
+                "--tag",
+                "quick",
+                "--name",
+                "KernelIOTest.*fpp-posix",
+                "--name",
+                "StageInOut",
+            ],
+            env,
+        )
+        procs.append(
+            subprocess.Popen(
+                cmd, cwd=first.checkout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
     outs = [p.communicate(timeout=1500) for p in procs]
     for user, proc, (out, err) in zip((first, second), procs, outs):
         assert proc.returncode == 0, f"{user.name}: {out[-3000:]}{err[-2000:]}"

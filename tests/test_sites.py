@@ -4,23 +4,43 @@ import pytest
 
 from conftest import REPO
 from scratchbench.errors import ConfigError
-from scratchbench.sites import (ScratchTarget, load_site_config, resolve_site_config,
-                                scratch_targets, with_scratch_targets)
+from scratchbench.sites import (
+    ScratchTarget,
+    load_site_config,
+    resolve_site_config,
+    scratch_targets,
+    with_scratch_targets,
+)
 
 
 def config(partitions=("batch",)):
-    return {"systems": [{"name": "sys", "hostnames": [".*"],
-                         "partitions": [{"name": p, "scheduler": "slurm", "launcher": "srun",
-                                         "environs": ["builtin"]} for p in partitions]}],
-            "environments": [{"name": "builtin"}], "logging": [{"handlers": []}]}
+    return {
+        "systems": [
+            {
+                "name": "sys",
+                "hostnames": [".*"],
+                "partitions": [
+                    {"name": p, "scheduler": "slurm", "launcher": "srun", "environs": ["builtin"]}
+                    for p in partitions
+                ],
+            }
+        ],
+        "environments": [{"name": "builtin"}],
+        "logging": [{"handlers": []}],
+    }
 
 
 def test_targets_become_features_and_extras():
-    cfg = with_scratch_targets(config(("a", "b")), "sys", [
-        ScratchTarget("san", "$MYSANSCRATCH", "san", ["a", "b"], per_job=True,
-                      cleanup="scheduler"),
-        ScratchTarget("local", "/localscratch", "local-disk", ["b"]),
-    ])
+    cfg = with_scratch_targets(
+        config(("a", "b")),
+        "sys",
+        [
+            ScratchTarget(
+                "san", "$MYSANSCRATCH", "san", ["a", "b"], per_job=True, cleanup="scheduler"
+            ),
+            ScratchTarget("local", "/localscratch", "local-disk", ["b"]),
+        ],
+    )
     parts = {p["name"]: p for p in cfg["systems"][0]["partitions"]}
     assert parts["a"]["features"] == ["scratch_san"]
     assert parts["b"]["features"] == ["scratch_san", "scratch_local"]
@@ -28,19 +48,26 @@ def test_targets_become_features_and_extras():
     assert scratch_targets(cfg)["a"]["san"]["per_job"] is True
 
 
-@pytest.mark.parametrize("target,message", [
-    (ScratchTarget("1bad", "/s", "san", ["batch"]), "expected a letter"),
-    (ScratchTarget("s", "scratch", "san", ["batch"]), "must be absolute or start with"),
-    (ScratchTarget("s", "/etc/", "san", ["batch"]), "refusing the system directory /etc"),
-    (ScratchTarget("s", "/", "san", ["batch"]), "refusing the system directory /"),
-    (ScratchTarget("s", "/s", "floppy", ["batch"]), "kind 'floppy'"),
-    (ScratchTarget("s", "/s", "san", ["batch"], per_job=True), "set cleanup='scheduler'"),
-    (ScratchTarget("s", "/s", "san", []), "at least one partition"),
-    (ScratchTarget("s", "/s", "san", ["gpu"]),
-     "names partition 'gpu', which system 'sys' does not have (it has: batch)"),
-    (ScratchTarget("s", "/s", "san", ["batch"], facts_command=["lctl", "get_param"]),
-     "facts_command must be a shell command (a string)"),
-])
+@pytest.mark.parametrize(
+    "target,message",
+    [
+        (ScratchTarget("1bad", "/s", "san", ["batch"]), "expected a letter"),
+        (ScratchTarget("s", "scratch", "san", ["batch"]), "must be absolute or start with"),
+        (ScratchTarget("s", "/etc/", "san", ["batch"]), "refusing the system directory /etc"),
+        (ScratchTarget("s", "/", "san", ["batch"]), "refusing the system directory /"),
+        (ScratchTarget("s", "/s", "floppy", ["batch"]), "kind 'floppy'"),
+        (ScratchTarget("s", "/s", "san", ["batch"], per_job=True), "set cleanup='scheduler'"),
+        (ScratchTarget("s", "/s", "san", []), "at least one partition"),
+        (
+            ScratchTarget("s", "/s", "san", ["gpu"]),
+            "names partition 'gpu', which system 'sys' does not have (it has: batch)",
+        ),
+        (
+            ScratchTarget("s", "/s", "san", ["batch"], facts_command=["lctl", "get_param"]),
+            "facts_command must be a shell command (a string)",
+        ),
+    ],
+)
 def test_bad_targets(target, message):
     with pytest.raises(ConfigError, match=".*") as err:
         with_scratch_targets(config(), "sys", [target])
@@ -73,19 +100,26 @@ def test_example_lsf_site_follows_seed_004():
     assert parts["ehwfd"]["extras"]["scratch_targets"]["localraid"]["path"] == "/localscratch"
 
 
-@pytest.mark.parametrize("body,message", [
-    ("site_configuration = {\n  'systems': [\n", "line 2"),
-    ("x = 1\n", "defines no site_configuration dict"),
-    ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
-    ("site_configuration = {'systems': [{'name': 'x', 'hostnames': ['.*'], 'partitions': "
-     "[{'name': 'p', 'scheduler': 'slurm'}]}], 'environments': [], 'logging': []}\n",
-     "'launcher' is a required property"),
-    ("from scratchbench.sites import ScratchTarget, with_scratch_targets\n"
-     "site_configuration = with_scratch_targets({'systems': [{'name': 's', 'hostnames': "
-     "['.*'], 'partitions': [{'name': 'p', 'scheduler': 'slurm', 'launcher': 'srun'}]}], "
-     "'environments': [], 'logging': []}, 's', [ScratchTarget('t', '/t', 'san', ['q'])])\n",
-     "names partition 'q'"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ("site_configuration = {\n  'systems': [\n", "line 2"),
+        ("x = 1\n", "defines no site_configuration dict"),
+        ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+        (
+            "site_configuration = {'systems': [{'name': 'x', 'hostnames': ['.*'], 'partitions': "
+            "[{'name': 'p', 'scheduler': 'slurm'}]}], 'environments': [], 'logging': []}\n",
+            "'launcher' is a required property",
+        ),
+        (
+            "from scratchbench.sites import ScratchTarget, with_scratch_targets\n"
+            "site_configuration = with_scratch_targets({'systems': [{'name': 's', 'hostnames': "
+            "['.*'], 'partitions': [{'name': 'p', 'scheduler': 'slurm', 'launcher': 'srun'}]}], "
+            "'environments': [], 'logging': []}, 's', [ScratchTarget('t', '/t', 'san', ['q'])])\n",
+            "names partition 'q'",
+        ),
+    ],
+)
 def test_malformed_site_configs(tmp_path, body, message):
     path = tmp_path / "broken.py"
     path.write_text(body)
@@ -103,6 +137,7 @@ def test_unknown_site_lists_known_ones():
 
 def test_workloads_file_is_complete():
     import yaml
+
     table = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
     for family in ("staging", "iotest", "metadata", "sweep", "ior", "mdtest"):
         assert set(table[family]) == {"quick", "nightly", "acceptance"}, family

@@ -7,17 +7,24 @@ import subprocess
 
 import pytest
 
-from reframe_checks.lib.staging import (MIN_SECONDS_PER_BYTE, MIN_SECONDS_PER_FILE,
-                                        SCRIPTS_DIR, copy_costs, copy_costs_by_volume,
-                                        make_dataset)
+from reframe_checks.lib.staging import (
+    MIN_SECONDS_PER_BYTE,
+    MIN_SECONDS_PER_FILE,
+    SCRIPTS_DIR,
+    copy_costs,
+    copy_costs_by_volume,
+    make_dataset,
+)
 
-KIB, MIB = 1024, 1024 ** 2
+KIB, MIB = 1024, 1024**2
 
 
 def test_the_fit_recovers_known_costs():
     per_file, per_byte, start = 2e-4, 1 / (800 * MIB), 0.003
-    timings = [(f, f * size, start + f * per_file + f * size * per_byte)
-               for f, size in ((64, 256 * KIB), (512, 4 * KIB))]
+    timings = [
+        (f, f * size, start + f * per_file + f * size * per_byte)
+        for f, size in ((64, 256 * KIB), (512, 4 * KIB))
+    ]
     got = copy_costs(timings, start=start)
     assert got == (pytest.approx(per_file, rel=1e-9), pytest.approx(per_byte, rel=1e-9))
     # left in, the start of each copy is charged to its files and bytes
@@ -49,12 +56,19 @@ def test_the_first_bytes_and_the_bytes_past_them_are_costed_apart():
     def seconds(files, size):
         first = min(files * size, burst_bytes)
         return start + files * per_file + first * fast + (files * size - first) * slow
-    sets = {"small": (4096, 4096 * 4 * KIB, seconds(4096, 4 * KIB)),
-            "burst": (256, burst_bytes, seconds(256, MIB)),
-            "large": (2048, 2048 * MIB, seconds(2048, MIB))}
+
+    sets = {
+        "small": (4096, 4096 * 4 * KIB, seconds(4096, 4 * KIB)),
+        "burst": (256, burst_bytes, seconds(256, MIB)),
+        "large": (2048, 2048 * MIB, seconds(2048, MIB)),
+    }
     got = copy_costs_by_volume(sets, start=start)
-    assert got == (pytest.approx(per_file, rel=1e-9), pytest.approx(fast, rel=1e-9),
-                   burst_bytes, pytest.approx(slow, rel=1e-9))
+    assert got == (
+        pytest.approx(per_file, rel=1e-9),
+        pytest.approx(fast, rel=1e-9),
+        burst_bytes,
+        pytest.approx(slow, rel=1e-9),
+    )
     # the whole large copy's bandwidth would have been 2.3x too slow for a small copy
     assert 2048 * MIB / (sets["large"][2] - start - 2048 * per_file) < 450 * MIB
     with pytest.raises(ValueError, match="expected burst_files < files"):
@@ -64,10 +78,15 @@ def test_the_first_bytes_and_the_bytes_past_them_are_costed_apart():
 def test_the_job_script_stages_every_set_and_times_each(tmp_path):
     home, scratch = tmp_path / "home", tmp_path / "scratch"
     scratch.mkdir()
-    make_dataset(str(home), {"small": (32, 2 * KIB), "burst": (2, 64 * KIB),
-                             "large": (4, 64 * KIB)})
-    result = subprocess.run(["bash", f"{SCRIPTS_DIR}/stage.sh", str(scratch), str(home), "0"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    make_dataset(
+        str(home), {"small": (32, 2 * KIB), "burst": (2, 64 * KIB), "large": (4, 64 * KIB)}
+    )
+    result = subprocess.run(
+        ["bash", f"{SCRIPTS_DIR}/stage.sh", str(scratch), str(home), "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "staging.json").read_text())
     assert report["ok"] and report["checksums_in"] == report["checksums_out"] == "verified"
@@ -85,7 +104,8 @@ def test_the_job_script_stages_every_set_and_times_each(tmp_path):
             assert s[f"stage_{leg}_s"] == sorted(runs)[len(runs) // 2]
         assert 0 < report["copy_start_s"][leg] < max(s[f"stage_{leg}_s"] for s in sets.values())
         assert report[f"stage_{leg}_s"] == pytest.approx(
-            sum(s[f"stage_{leg}_s"] for s in sets.values()), abs=3e-6)
+            sum(s[f"stage_{leg}_s"] for s in sets.values()), abs=3e-6
+        )
     # the script's own directory in scratch is gone; nothing else was touched
     assert list(scratch.iterdir()) == []
     assert sorted(p.name for p in (home / "results").iterdir()) == ["burst", "large", "small"]
@@ -96,11 +116,16 @@ def test_a_data_set_without_a_set_is_refused_naming_it(tmp_path):
     home, scratch = tmp_path / "home", tmp_path / "scratch"
     scratch.mkdir()
     make_dataset(str(home), {"small": (4, 2 * KIB), "large": (2, 64 * KIB)})
-    result = subprocess.run(["bash", f"{SCRIPTS_DIR}/stage.sh", str(scratch), str(home), "0"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        ["bash", f"{SCRIPTS_DIR}/stage.sh", str(scratch), str(home), "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 3
-    assert result.stderr.strip() == (f"stage.sh: {home}/input/burst is missing: expected the "
-                                     "data set's sets small, burst, large")
+    assert result.stderr.strip() == (
+        f"stage.sh: {home}/input/burst is missing: expected the data set's sets small, burst, large"
+    )
     assert list(scratch.iterdir()) == []
 
 

@@ -15,8 +15,10 @@ def suite_histories(rng, figures=400, nights=40, cv=0.05, shared=0.0):
     """Log-normal figures (higher is better) in groups of 8, with a common run effect of
     standard deviation `shared` (log scale) on top of each figure's own noise."""
     sigma = math.sqrt(math.log1p(cv * cv))
-    x = sigma * rng.standard_normal((figures, nights)) + \
-        shared * rng.standard_normal(nights)[None, :]
+    x = (
+        sigma * rng.standard_normal((figures, nights))
+        + shared * rng.standard_normal(nights)[None, :]
+    )
     groups = [f"check{i // GROUP} on fsA [gnu]" for i in range(figures)]
     return x, groups
 
@@ -25,18 +27,21 @@ def judge(x, groups, better="higher"):
     """The suite verdict at a tenth of the default budget: each test's small suite then
     has no false alert of its own (at 0.1 a night in each direction, 1 in 10 would)."""
     runs = [f"r{t:03d}" for t in range(x.shape[1])]
-    histories = [verdicts.History(list(1000 * np.exp(row)), runs, better, f"s{i}", "bw",
-                                  "MiB/s") for i, row in enumerate(x)]
+    histories = [
+        verdicts.History(list(1000 * np.exp(row)), runs, better, f"s{i}", "bw", "MiB/s")
+        for i, row in enumerate(x)
+    ]
     return suite.judge(histories, groups, runs, alpha=suite.SUITE_ALPHA / 10)
 
 
 def test_a_group_that_drops_is_one_alert_naming_its_members_then_ongoing():
     rng = np.random.default_rng(3)
     x, groups = suite_histories(rng, nights=41, shared=0.05)
-    x[8:16, -3:] += math.log(0.8)          # check1: all 8 figures 20% lower since r038
-    tonight = judge(x[:, :-1], groups)     # its second night
-    assert [(a.group, a.direction, a.news) for a in tonight.alerts] == \
-        [("check1 on fsA [gnu]", "regression", True)]
+    x[8:16, -3:] += math.log(0.8)  # check1: all 8 figures 20% lower since r038
+    tonight = judge(x[:, :-1], groups)  # its second night
+    assert [(a.group, a.direction, a.news) for a in tonight.alerts] == [
+        ("check1 on fsA [gnu]", "regression", True)
+    ]
     alert = tonight.alerts[0]
     assert sorted(int(m["series"][1:]) for m in alert.members) == list(range(8, 16))
     assert alert.nights == 2 and alert.change_run == "r038"
@@ -49,9 +54,9 @@ def test_a_group_that_drops_is_one_alert_naming_its_members_then_ongoing():
 
 def test_a_shared_run_effect_and_a_single_bad_night_notify_nothing():
     rng = np.random.default_rng(4)
-    x, groups = suite_histories(rng, shared=0.15)   # the run's shift as large as the noise
-    x[:, -1] += math.log(0.7)                       # tonight everything 30% slower
-    x[40:48, -1] += math.log(0.3)                   # and one check crashed tonight
+    x, groups = suite_histories(rng, shared=0.15)  # the run's shift as large as the noise
+    x[:, -1] += math.log(0.7)  # tonight everything 30% slower
+    x[40:48, -1] += math.log(0.3)  # and one check crashed tonight
     assert judge(x, groups).alerts == []
 
 
@@ -68,19 +73,21 @@ def test_a_whole_suite_that_moves_is_the_suite_alert_with_the_figures():
 def test_lower_is_better_and_identical_histories():
     rng = np.random.default_rng(6)
     x, groups = suite_histories(rng, figures=16)
-    x[:8] = 0.0                                     # check0: identical nights
-    x[:8, -2:] = math.log(2.0)                      # then twice the time: worse
+    x[:8] = 0.0  # check0: identical nights
+    x[:8, -2:] = math.log(2.0)  # then twice the time: worse
     tonight = judge(x, groups, better="lower")
-    assert [(a.group, a.direction) for a in tonight.alerts] == \
-        [("check0 on fsA [gnu]", "regression")]
+    assert [(a.group, a.direction) for a in tonight.alerts] == [
+        ("check0 on fsA [gnu]", "regression")
+    ]
     assert all(math.isfinite(m["z"]) and abs(m["z"]) < 1e5 for m in tonight.alerts[0].members)
     assert tonight.alerts[0].relative_change == pytest.approx(1.0, rel=0.01)
 
 
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="2 histories but 1 group labels"):
-        suite.judge([verdicts.History([1.0] * 10, list(range(10)), "higher")] * 2, ["g"],
-                    list(range(10)))
+        suite.judge(
+            [verdicts.History([1.0] * 10, list(range(10)), "higher")] * 2, ["g"], list(range(10))
+        )
 
 
 def test_no_check_logs_a_deprecated_attribute():
@@ -89,10 +96,12 @@ def test_no_check_logs_a_deprecated_attribute():
     import reframe_checks.lib.base as base
     from reframe_checks.lib.kernel import KernelBuild
     from reframe_checks.lib.tools import IORProvider
+
     for check in (base.ScratchCheck, KernelBuild, IORProvider):
         names = [name for name, _ in check.loggable_attrs()]
         assert "env_vars" in names and "variables" not in names, check
-        deprecated = [n for n in names if n in check.var_space and
-                      check.var_space[n].is_deprecated()]
+        deprecated = [
+            n for n in names if n in check.var_space and check.var_space[n].is_deprecated()
+        ]
         assert deprecated == [], (check, deprecated)
         assert "variables" in check.var_space, "ReFrame still has the deprecated alias"

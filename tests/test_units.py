@@ -20,11 +20,19 @@ def test_durations_in_words():
     assert units.duration_words(5400) == "1 h 30 min"
 
 
-@pytest.mark.parametrize("text,binary,decimal", [
-    ("4k", 4096, 4096), ("4 KiB", 4096, 4096), ("1.5 GiB", 3 * 2**29, 3 * 2**29),
-    ("512m", 2**29, 2**29), (4096, 4096, 4096), ("2 GB", 2 * 2**30, 2 * 10**9),
-    ("64MB", 64 * 2**20, 64 * 10**6), ("0", 0, 0),
-])
+@pytest.mark.parametrize(
+    "text,binary,decimal",
+    [
+        ("4k", 4096, 4096),
+        ("4 KiB", 4096, 4096),
+        ("1.5 GiB", 3 * 2**29, 3 * 2**29),
+        ("512m", 2**29, 2**29),
+        (4096, 4096, 4096),
+        ("2 GB", 2 * 2**30, 2 * 10**9),
+        ("64MB", 64 * 2**20, 64 * 10**6),
+        ("0", 0, 0),
+    ],
+)
 def test_sizes_read_from_words(text, binary, decimal):
     assert units.parse_size(text) == decimal
     assert units.parse_size(text, decimal=False) == binary

@@ -45,9 +45,11 @@ def nights_many(rows, count, better="higher"):
     """nights() of each row, judged in one batch."""
     n = len(rows[0])
     out = verdicts.nightly_many(
-        verdicts.History(list(r[:n - count + 1 + j]), ids(r)[:n - count + 1 + j], better)
-        for r in rows for j in range(count))
-    return [out[i * count:(i + 1) * count] for i in range(len(rows))]
+        verdicts.History(list(r[: n - count + 1 + j]), ids(r)[: n - count + 1 + j], better)
+        for r in rows
+        for j in range(count)
+    )
+    return [out[i * count : (i + 1) * count] for i in range(len(rows))]
 
 
 def share(verdict_list, labels):
@@ -59,8 +61,7 @@ def share(verdict_list, labels):
 def test_known_regression_is_found(after, drop):
     rng = np.random.default_rng(after)
     values = list(rng.normal(100, 2, 25)) + list(rng.normal(100 * (1 - drop), 2, after))
-    v = verdicts.nightly(values, ids(values), "higher", series="s", metric="write_bw",
-                         unit="MiB/s")
+    v = verdicts.nightly(values, ids(values), "higher", series="s", metric="write_bw", unit="MiB/s")
     assert v.verdict in REGRESSION, v
     assert v.change_run == "r25" and v.change_index == 25 and v.runs_since_change == after
     assert abs(v.statistic) >= v.threshold
@@ -96,8 +97,9 @@ def test_many_equals_one_by_one_in_order():
     rng = np.random.default_rng(4)
     rows = [list(noise(rng, 1, n, 0.1)[0]) for n in (12, 40, 40, 100, 130)]
     rows[2][-3:] = [500.0, 520.0, 480.0]
-    many = verdicts.nightly_many(verdicts.History(r, ids(r), "higher", f"s{i}")
-                                 for i, r in enumerate(rows))
+    many = verdicts.nightly_many(
+        verdicts.History(r, ids(r), "higher", f"s{i}") for i, r in enumerate(rows)
+    )
     one = [verdicts.nightly(r, ids(r), "higher", series=f"s{i}") for i, r in enumerate(rows)]
     assert [verdicts.as_dict(v) for v in many] == [verdicts.as_dict(v) for v in one]
     assert [v.series for v in many] == ["s0", "s1", "s2", "s3", "s4"]
@@ -109,15 +111,18 @@ def test_many_equals_one_by_one_in_order():
 def test_an_older_improvement_does_not_hide_a_later_regression():
     # 20 nights at 100, 30 at 130, then 5 back at 100.
     rng = np.random.default_rng(11)
-    clear = np.concatenate([noise(rng, 1, 20, 0.03), 1.3 * noise(rng, 1, 30, 0.03),
-                            noise(rng, 1, 5, 0.03)], axis=1)[0]
+    clear = np.concatenate(
+        [noise(rng, 1, 20, 0.03), 1.3 * noise(rng, 1, 30, 0.03), noise(rng, 1, 5, 0.03)], axis=1
+    )[0]
     v = verdicts.nightly(clear, ids(clear), "higher")
     assert v.verdict in REGRESSION and v.change_index == 50
     assert v.median_before == pytest.approx(1300, rel=0.05)
     assert v.relative_change == pytest.approx(-0.23, abs=0.03)
     # At CV 15% the old single change point said "improvement" in 181 of 200 series.
-    rows = np.concatenate([noise(rng, 200, 20, 0.15), 1.3 * noise(rng, 200, 30, 0.15),
-                           noise(rng, 200, 5, 0.15)], axis=1)
+    rows = np.concatenate(
+        [noise(rng, 200, 20, 0.15), 1.3 * noise(rng, 200, 30, 0.15), noise(rng, 200, 5, 0.15)],
+        axis=1,
+    )
     out = judge(rows)
     assert share(out, ("improvement",)) <= 0.05
     assert share(out, REGRESSION) >= 0.25
@@ -125,25 +130,28 @@ def test_an_older_improvement_does_not_hide_a_later_regression():
 
 def test_a_recovered_level_is_recovered_once_not_a_regression():
     rng = np.random.default_rng(12)
-    row = np.concatenate([noise(rng, 1, 30, 0.03), 0.8 * noise(rng, 1, 20, 0.03),
-                          noise(rng, 1, 30, 0.03)], axis=1)[0]
-    seen = nights(row, 30)          # the 30 nights after the recovery
+    row = np.concatenate(
+        [noise(rng, 1, 30, 0.03), 0.8 * noise(rng, 1, 20, 0.03), noise(rng, 1, 30, 0.03)], axis=1
+    )[0]
+    seen = nights(row, 30)  # the 30 nights after the recovery
     labels = [v.verdict for v in seen]
     assert labels.count("recovered") == 1, labels
-    assert not any(label in REGRESSION for label in labels[labels.index("recovered"):])
+    assert not any(label in REGRESSION for label in labels[labels.index("recovered") :])
     assert seen[-1].verdict == "ok" and "recovered since run" in seen[-1].detail
     assert sum(v.notify for v in seen) == 1
     # At CV 15%, 10 nights after the recovery the old code still said "regression" in
     # 84% of series.
-    rows = np.concatenate([noise(rng, 200, 30, 0.15), 0.8 * noise(rng, 200, 20, 0.15),
-                           noise(rng, 200, 10, 0.15)], axis=1)
+    rows = np.concatenate(
+        [noise(rng, 200, 30, 0.15), 0.8 * noise(rng, 200, 20, 0.15), noise(rng, 200, 10, 0.15)],
+        axis=1,
+    )
     assert share(judge(rows), REGRESSION) <= 0.2
 
 
 def test_an_old_regression_is_notified_once_then_ongoing():
     rng = np.random.default_rng(13)
     row = np.concatenate([noise(rng, 1, 50, 0.05), 0.7 * noise(rng, 1, 60, 0.05)], axis=1)[0]
-    seen = nights(row, 59)          # nights 2..60 of the lower level
+    seen = nights(row, 59)  # nights 2..60 of the lower level
     labels = [v.verdict for v in seen]
     assert labels.count("regression") == 1, labels
     assert labels[-1] == "ongoing-regression" and seen[-1].change_run == "r50"
@@ -174,7 +182,7 @@ def test_correlated_nights_rarely_notify_in_a_month():
 def test_a_single_bad_night_is_suspect_never_a_regression(cv):
     rng = np.random.default_rng(int(cv * 100))
     rows = noise(rng, 200, 41, cv)
-    rows[:, -1] *= 0.05                  # the latest night at 5% of normal
+    rows[:, -1] *= 0.05  # the latest night at 5% of normal
     out = judge(rows)
     assert share(out, ("suspect",)) >= 0.95
     assert share(out, REGRESSION) <= 0.02
@@ -204,10 +212,9 @@ def test_the_suspect_threshold_stays_above_zero_at_cv_40():
 # ---- issue 11: units, edge cases ------------------------------------------------------------
 def test_better_is_declared_not_guessed():
     assert not hasattr(verdicts, "higher_is_better")
-    time_ns = [100.0] * 10 + [200.0] * 3       # a time in ns doubled
+    time_ns = [100.0] * 10 + [200.0] * 3  # a time in ns doubled
     assert verdicts.nightly(time_ns, ids(time_ns), "lower").verdict in REGRESSION
-    assert verdicts.nightly(time_ns, ids(time_ns), "higher").verdict in \
-        ("improvement", "ok")
+    assert verdicts.nightly(time_ns, ids(time_ns), "higher").verdict in ("improvement", "ok")
     with pytest.raises(TypeError):
         verdicts.nightly(time_ns, ids(time_ns))
     with pytest.raises(ValueError, match="better: 'bigger'; expected 'higher' or 'lower'"):
@@ -235,8 +242,9 @@ def test_numpy_numbers_give_plain_json():
     d = verdicts.as_dict(v)
     assert json.loads(json.dumps(d)) == d
     assert all(type(x) in (str, int, float, bool, type(None)) for x in d.values())
-    a = verdicts.acceptance([[np.int64(5), np.int64(6)], [np.int32(5)]],
-                            [[np.float32(7.0)], [np.int64(8)]], "higher")
+    a = verdicts.acceptance(
+        [[np.int64(5), np.int64(6)], [np.int32(5)]], [[np.float32(7.0)], [np.int64(8)]], "higher"
+    )
     d = verdicts.as_dict(a)
     assert json.loads(json.dumps(d)) == d
 
@@ -263,9 +271,10 @@ def runs(rng, count, reps, level, run_cv=0.15, rep_cv=0.05):
     """Runs with their own level (run-to-run CV) and repetitions around it."""
     out = []
     for _ in range(count):
-        centre = level * math.exp(math.sqrt(math.log1p(run_cv ** 2)) * rng.standard_normal())
-        out.append(list(centre * np.exp(math.sqrt(math.log1p(rep_cv ** 2))
-                                        * rng.standard_normal(reps))))
+        centre = level * math.exp(math.sqrt(math.log1p(run_cv**2)) * rng.standard_normal())
+        out.append(
+            list(centre * np.exp(math.sqrt(math.log1p(rep_cv**2)) * rng.standard_normal(reps)))
+        )
     return out
 
 
@@ -297,8 +306,9 @@ def test_acceptance_needs_a_practical_minimum_change():
     assert large.verdict == "worse" and large.relative_change == pytest.approx(-0.15, abs=1e-3)
     assert "smaller than" not in large.detail
     # the minimum is the caller's to choose
-    strict = verdicts.acceptance(before, [[950.0], [952.0], [948.0], [951.0]], "higher",
-                                 min_effect=0.02)
+    strict = verdicts.acceptance(
+        before, [[950.0], [952.0], [948.0], [951.0]], "higher", min_effect=0.02
+    )
     assert strict.verdict == "worse"
 
 
@@ -311,17 +321,18 @@ def test_acceptance_counts_runs_not_repetitions():
     assert (one.runs_needed_before, one.runs_needed_after) == (1, 1)
     assert "repetitions within a run do not count" in one.detail
     # Two runs of 3 a side, no change: the old verdict decided 29% of the time.
-    decided = sum(verdicts.acceptance(runs(rng, 2, 3, 1000), runs(rng, 2, 3, 1000),
-                                      "higher").verdict in ("better", "worse")
-                  for _ in range(300))
+    decided = sum(
+        verdicts.acceptance(runs(rng, 2, 3, 1000), runs(rng, 2, 3, 1000), "higher").verdict
+        in ("better", "worse")
+        for _ in range(300)
+    )
     assert decided <= 0.08 * 300
     few = verdicts.acceptance(runs(rng, 3, 3, 1000), runs(rng, 3, 3, 1000), "higher")
     assert few.runs_needed_before > 0 and few.resolvable_change > 0.1
 
 
 def test_acceptance_with_a_median_of_zero_before_still_decides():
-    v = verdicts.acceptance([[0.0, 0.0], [0.0], [0.0, 0.0]], [[1.0], [1.2, 1.1], [0.9]],
-                            "higher")
+    v = verdicts.acceptance([[0.0, 0.0], [0.0], [0.0, 0.0]], [[1.0], [1.2, 1.1], [0.9]], "higher")
     assert v.verdict == "better" and v.p_value < 0.05
     assert v.relative_change is None and v.absolute_change == pytest.approx(1.0)
     assert "from a median of 0" in v.detail and "CI +0." in v.detail
@@ -352,8 +363,9 @@ def test_a_crash_right_after_an_improvement_is_suspect_as_without_it():
     with_improvement = judge(np.hstack([base, improved, crash]))
     without = judge(np.hstack([base, crash]))
     assert share(without, ("suspect",)) >= 0.99
-    assert share(with_improvement, ("suspect",)) >= share(without, ("suspect",)) - 0.01, \
-        {v.verdict for v in with_improvement}
+    assert share(with_improvement, ("suspect",)) >= share(without, ("suspect",)) - 0.01, {
+        v.verdict for v in with_improvement
+    }
     calm = judge(np.hstack([base, improved, 1.3 * noise(rng, 200, 1, 0.03)]))
     assert share(calm, ("suspect",)) <= 0.02, "an ordinary night after it is no suspect"
 
@@ -378,8 +390,9 @@ def test_identical_histories_give_finite_modest_statistics():
         assert v.verdict != "ok", (row, v)
         assert v.statistic is not None and math.isfinite(v.statistic)
         # a mean of m runs against one of the others: z <= change / floor * sqrt(n)
-        assert abs(v.statistic) <= abs(math.log(row[-1] / row[0])) / verdicts.NOISE_FLOOR \
-            * math.sqrt(len(row))
+        assert abs(v.statistic) <= abs(
+            math.log(row[-1] / row[0])
+        ) / verdicts.NOISE_FLOOR * math.sqrt(len(row))
         assert "e+" not in v.detail and "inf" not in v.detail, v.detail
         text = json.dumps(verdicts.as_dict(v))
         assert "Infinity" not in text and "NaN" not in text
@@ -391,9 +404,12 @@ def test_acceptance_percentages_are_those_of_the_numbers_shown():
     before = [[740.0], [735.0], [790.0], [700.0]]
     after = [[640.0], [560.0], [650.0], [600.0]]
     v = verdicts.acceptance(before, after, "higher", unit="MiB/s")
-    shown = re.search(r"of 4 run\(s\) ([\d,.]+) -> of 4 run\(s\) ([\d,.]+) MiB/s "
-                      r"\(([-+][\d.]+)%", v.detail)
+    shown = re.search(
+        r"of 4 run\(s\) ([\d,.]+) -> of 4 run\(s\) ([\d,.]+) MiB/s "
+        r"\(([-+][\d.]+)%",
+        v.detail,
+    )
     assert shown, v.detail
     b, a, pct = (float(x.replace(",", "")) for x in shown.groups())
     assert pct == pytest.approx((a / b - 1) * 100, abs=0.15), v.detail
-    assert v.median_before == 737.5 and v.median_after == 620.0   # the medians stay stored
+    assert v.median_before == 737.5 and v.median_after == 620.0  # the medians stay stored

@@ -51,11 +51,15 @@ from pairs import SLURM_OPENMPI_ENV, build_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 
-PROCESSES = 2          # ranks of every workload, on one node (the cluster's 2 CPUs)
+PROCESSES = 2  # ranks of every workload, on one node (the cluster's 2 CPUs)
 TARGET_DIRS = {"localscratch": "$LOCALSCRATCH", "sanscratch": "$MYSANSCRATCH"}
 #: the check whose figures each part of a prediction rests on
-SUITE_CHECKS = {"data": "KernelSelfScale", "metadata": "KernelMetadata",
-                "deletion": "KernelMetadata", "staging": "StageInOut"}
+SUITE_CHECKS = {
+    "data": "KernelSelfScale",
+    "metadata": "KernelMetadata",
+    "deletion": "KernelMetadata",
+    "staging": "StageInOut",
+}
 
 # The workloads: what the user says (the advisor's description keys), how the job runs
 # it, and which parts of the prediction its measurement covers.  Sizes are small enough
@@ -65,64 +69,182 @@ SUITE_CHECKS = {"data": "KernelSelfScale", "metadata": "KernelMetadata",
 #: fits in the check's burst (256 MiB), "bulk" goes past it
 STAGE_SETS = {"large": (64, 2 * MIB), "bulk": (512, 2 * MIB), "small": (3000, 8 * 1024)}
 WORKLOADS = [
-    {"name": "iotest fpp seq write+read 1MiB",
-     "words": "file per process, 64 x 1 MiB sequential writes per rank, then read back, 4 "
-              "times (iotest --niter 4 --iread 2, --fsync outside: no durability asked)",
-     "description": {"processes": PROCESSES, "bytes": f"{4 * 2 * PROCESSES * 64} MiB",
-                     "read_fraction": 0.5, "request_size": "1 MiB",
-                     "sequential_fraction": 1.0, "footprint": f"{PROCESSES * 64} MiB",
-                     "files": PROCESSES, "files_written": PROCESSES, "opens": PROCESSES},
-     "kernel": ["iotest", "--nr", "131072", "--nc", "64", "--niter", "4", "--iread", "2",
-                "--layout", "fpp", "--api", "posix", "--fsync", "outside"],
-     "phases": ("write", "read"), "timer": "total", "parts": ("data", "metadata")},
-    {"name": "iotest fpp seq write 64KiB",
-     "words": "file per process, 1024 x 64 KiB sequential writes per rank, 4 times "
-              "(iotest --niter 4 --iread 0, --fsync outside)",
-     "description": {"processes": PROCESSES, "bytes": f"{4 * PROCESSES * 64} MiB",
-                     "read_fraction": 0.0, "request_size": "64 KiB",
-                     "sequential_fraction": 1.0, "footprint": f"{PROCESSES * 64} MiB",
-                     "files": PROCESSES, "files_written": PROCESSES, "opens": PROCESSES},
-     "kernel": ["iotest", "--nr", "8192", "--nc", "1024", "--niter", "4", "--iread", "0",
-                "--layout", "fpp", "--api", "posix", "--fsync", "outside"],
-     "phases": ("write",), "timer": "total", "parts": ("data", "metadata")},
-    {"name": "selfscale random 16KiB mixed",
-     "words": "one 64 MiB data set shared by the ranks, 16000 random 16 KiB requests per "
-              "rank, half reads (selfscale --point 64m:16k:0.5:0:2 --requests 16000 "
-              "--prime --fsync outside)",
-     "description": {"processes": PROCESSES, "bytes": f"{PROCESSES * 16000 * 16} KiB",
-                     "read_fraction": 0.5, "request_size": "16 KiB",
-                     "sequential_fraction": 0.0, "footprint": "64 MiB", "files": 1,
-                     "files_written": 0, "opens": 0},
-     "kernel": ["selfscale", "--point", f"64m:16k:0.5:0:{PROCESSES}", "--requests", "16000",
-                "--warmup", "0", "--prime", "--fsync", "outside"],
-     "phases": ("p0",), "timer": "window", "parts": ("data",)},
-    {"name": "selfscale seq 256KiB reads",
-     "words": "one 128 MiB data set, 4000 sequential 256 KiB reads per rank, wrapping at "
-              "its end (selfscale --point 128m:256k:1:1:2 --requests 4000 --prime)",
-     "description": {"processes": PROCESSES, "bytes": f"{PROCESSES * 4000 * 256} KiB",
-                     "read_fraction": 1.0, "request_size": "256 KiB",
-                     "sequential_fraction": 1.0, "footprint": "128 MiB", "files": 1,
-                     "files_written": 0, "opens": 0},
-     "kernel": ["selfscale", "--point", f"128m:256k:1:1:{PROCESSES}", "--requests", "4000",
-                "--warmup", "0", "--prime", "--fsync", "outside"],
-     "phases": ("p0",), "timer": "window", "parts": ("data",)},
-    {"name": "metadata create/stat/delete 4000",
-     "words": "2000 empty files per rank in one shared directory: create, stat, delete "
-              "(metadata --files 2000 --phases create,stat,remove --removers 1)",
-     "description": {"processes": PROCESSES, "bytes": 0, "files": PROCESSES * 2000,
-                     "files_written": PROCESSES * 2000, "opens": PROCESSES * 2000,
-                     "stats": PROCESSES * 2000},
-     "kernel": ["metadata", "--files", "2000", "--phases", "create,stat,remove",
-                "--removers", "1"],
-     "phases": ("create", "stat", "remove"), "timer": "time",
-     "parts": ("metadata", "deletion")},
+    {
+        "name": "iotest fpp seq write+read 1MiB",
+        "words": "file per process, 64 x 1 MiB sequential writes per rank, then read back, 4 "
+        "times (iotest --niter 4 --iread 2, --fsync outside: no durability asked)",
+        "description": {
+            "processes": PROCESSES,
+            "bytes": f"{4 * 2 * PROCESSES * 64} MiB",
+            "read_fraction": 0.5,
+            "request_size": "1 MiB",
+            "sequential_fraction": 1.0,
+            "footprint": f"{PROCESSES * 64} MiB",
+            "files": PROCESSES,
+            "files_written": PROCESSES,
+            "opens": PROCESSES,
+        },
+        "kernel": [
+            "iotest",
+            "--nr",
+            "131072",
+            "--nc",
+            "64",
+            "--niter",
+            "4",
+            "--iread",
+            "2",
+            "--layout",
+            "fpp",
+            "--api",
+            "posix",
+            "--fsync",
+            "outside",
+        ],
+        "phases": ("write", "read"),
+        "timer": "total",
+        "parts": ("data", "metadata"),
+    },
+    {
+        "name": "iotest fpp seq write 64KiB",
+        "words": "file per process, 1024 x 64 KiB sequential writes per rank, 4 times "
+        "(iotest --niter 4 --iread 0, --fsync outside)",
+        "description": {
+            "processes": PROCESSES,
+            "bytes": f"{4 * PROCESSES * 64} MiB",
+            "read_fraction": 0.0,
+            "request_size": "64 KiB",
+            "sequential_fraction": 1.0,
+            "footprint": f"{PROCESSES * 64} MiB",
+            "files": PROCESSES,
+            "files_written": PROCESSES,
+            "opens": PROCESSES,
+        },
+        "kernel": [
+            "iotest",
+            "--nr",
+            "8192",
+            "--nc",
+            "1024",
+            "--niter",
+            "4",
+            "--iread",
+            "0",
+            "--layout",
+            "fpp",
+            "--api",
+            "posix",
+            "--fsync",
+            "outside",
+        ],
+        "phases": ("write",),
+        "timer": "total",
+        "parts": ("data", "metadata"),
+    },
+    {
+        "name": "selfscale random 16KiB mixed",
+        "words": "one 64 MiB data set shared by the ranks, 16000 random 16 KiB requests per "
+        "rank, half reads (selfscale --point 64m:16k:0.5:0:2 --requests 16000 "
+        "--prime --fsync outside)",
+        "description": {
+            "processes": PROCESSES,
+            "bytes": f"{PROCESSES * 16000 * 16} KiB",
+            "read_fraction": 0.5,
+            "request_size": "16 KiB",
+            "sequential_fraction": 0.0,
+            "footprint": "64 MiB",
+            "files": 1,
+            "files_written": 0,
+            "opens": 0,
+        },
+        "kernel": [
+            "selfscale",
+            "--point",
+            f"64m:16k:0.5:0:{PROCESSES}",
+            "--requests",
+            "16000",
+            "--warmup",
+            "0",
+            "--prime",
+            "--fsync",
+            "outside",
+        ],
+        "phases": ("p0",),
+        "timer": "window",
+        "parts": ("data",),
+    },
+    {
+        "name": "selfscale seq 256KiB reads",
+        "words": "one 128 MiB data set, 4000 sequential 256 KiB reads per rank, wrapping at "
+        "its end (selfscale --point 128m:256k:1:1:2 --requests 4000 --prime)",
+        "description": {
+            "processes": PROCESSES,
+            "bytes": f"{PROCESSES * 4000 * 256} KiB",
+            "read_fraction": 1.0,
+            "request_size": "256 KiB",
+            "sequential_fraction": 1.0,
+            "footprint": "128 MiB",
+            "files": 1,
+            "files_written": 0,
+            "opens": 0,
+        },
+        "kernel": [
+            "selfscale",
+            "--point",
+            f"128m:256k:1:1:{PROCESSES}",
+            "--requests",
+            "4000",
+            "--warmup",
+            "0",
+            "--prime",
+            "--fsync",
+            "outside",
+        ],
+        "phases": ("p0",),
+        "timer": "window",
+        "parts": ("data",),
+    },
+    {
+        "name": "metadata create/stat/delete 4000",
+        "words": "2000 empty files per rank in one shared directory: create, stat, delete "
+        "(metadata --files 2000 --phases create,stat,remove --removers 1)",
+        "description": {
+            "processes": PROCESSES,
+            "bytes": 0,
+            "files": PROCESSES * 2000,
+            "files_written": PROCESSES * 2000,
+            "opens": PROCESSES * 2000,
+            "stats": PROCESSES * 2000,
+        },
+        "kernel": [
+            "metadata",
+            "--files",
+            "2000",
+            "--phases",
+            "create,stat,remove",
+            "--removers",
+            "1",
+        ],
+        "phases": ("create", "stat", "remove"),
+        "timer": "time",
+        "parts": ("metadata", "deletion"),
+    },
 ] + [
-    {"name": f"stage in {files} x {size // 1024} KiB",
-     "words": f"cp -r of {files} files of {size // 1024} KiB from a home directory into the "
-              "target, as the staging check's script stages in",
-     "description": {"processes": 1, "bytes": 0, "files": 0, "files_written": 0,
-                     "opens": 0, "stage_in": {"bytes": files * size, "files": files}},
-     "copy": name, "parts": ("staging",)}
+    {
+        "name": f"stage in {files} x {size // 1024} KiB",
+        "words": f"cp -r of {files} files of {size // 1024} KiB from a home directory into the "
+        "target, as the staging check's script stages in",
+        "description": {
+            "processes": 1,
+            "bytes": 0,
+            "files": 0,
+            "files_written": 0,
+            "opens": 0,
+            "stage_in": {"bytes": files * size, "files": files},
+        },
+        "copy": name,
+        "parts": ("staging",),
+    }
     for name, (files, size) in STAGE_SETS.items()
 ]
 #: the per-request workloads (issue 26, section 1): one process, `dd` with requests of
@@ -132,16 +254,24 @@ WORKLOADS = [
 #: still fetches ahead of the requests).  (request bytes, requests)
 REQUEST_SIZES = ((1, 200_000), (512, 100_000), (4096, 25_000))
 WORKLOADS += [
-    {"name": f"request {direction} {size} B{' ' + cache if direction == 'read' else ''}",
-     "words": f"dd bs={size} count={count:,} {'from' if direction == 'read' else 'into'} "
-              f"one file ({cache}), one process",
-     "description": {"processes": 1, "bytes": size * count,
-                     "read_fraction": 1.0 if direction == "read" else 0.0,
-                     "request_size": size, "sequential_fraction": 1.0,
-                     "footprint": size * count, "files": 1,
-                     "files_written": 0 if direction == "read" else 1, "opens": 1},
-     "dd": {"size": size, "count": count, "direction": direction, "cache": cache},
-     "parts": ("data",)}
+    {
+        "name": f"request {direction} {size} B{' ' + cache if direction == 'read' else ''}",
+        "words": f"dd bs={size} count={count:,} {'from' if direction == 'read' else 'into'} "
+        f"one file ({cache}), one process",
+        "description": {
+            "processes": 1,
+            "bytes": size * count,
+            "read_fraction": 1.0 if direction == "read" else 0.0,
+            "request_size": size,
+            "sequential_fraction": 1.0,
+            "footprint": size * count,
+            "files": 1,
+            "files_written": 0 if direction == "read" else 1,
+            "opens": 1,
+        },
+        "dd": {"size": size, "count": count, "direction": direction, "cache": cache},
+        "parts": ("data",),
+    }
     for size, count in REQUEST_SIZES
     for direction, cache in (("write", "cached"), ("read", "cached"), ("read", "uncached"))
 ]
@@ -153,8 +283,11 @@ def journal_warning(path):
     recently_deleted() scan), so creations slow down many times for minutes after a
     workload deletes files: the rows that create files then measure that, not the
     file system the checks measured."""
-    found = subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "--target", str(path)],
-                           capture_output=True, text=True).stdout.split()
+    found = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE,FSTYPE", "--target", str(path)],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     if len(found) != 2 or found[1] != "ext4":
         return ""
     task = Path("/sys/fs/ext4") / Path(found[0]).name / "journal_task"
@@ -164,17 +297,26 @@ def journal_warning(path):
         return ""
     if journal != "<none>":
         return ""
-    return (f"warning: {path} is on {found[0]}, an ext4 without a journal: its file "
-            "creations slow down many times for minutes after files are deleted, so the "
-            "workloads that create files after others deleted theirs measure that; put "
-            "SCRATCHBENCH_HOME on a journaled file system (docs/benchmarks.md)")
+    return (
+        f"warning: {path} is on {found[0]}, an ext4 without a journal: its file "
+        "creations slow down many times for minutes after files are deleted, so the "
+        "workloads that create files after others deleted theirs measure that; put "
+        "SCRATCHBENCH_HOME on a journaled file system (docs/benchmarks.md)"
+    )
 
 
 def run_suite(args, env):
     # One check at a time: the embedded nodes share this machine's cores, and a check
     # slowed by another beside it would give figures no lone job sees.
-    command = [str(REPO / ".venv" / "bin" / "scratchbench"), "run", "--tag", args.tag,
-               "--serial", "--note", "advisor validation: the figures it predicts from"]
+    command = [
+        str(REPO / ".venv" / "bin" / "scratchbench"),
+        "run",
+        "--tag",
+        args.tag,
+        "--serial",
+        "--note",
+        "advisor validation: the figures it predicts from",
+    ]
     for check in sorted({SUITE_CHECKS[p] for w in WORKLOADS for p in w["parts"]}):
         command += ["--name", check]
     if len(args.targets) == 1:
@@ -186,8 +328,10 @@ def run_suite(args, env):
     tail = result.stdout.strip().splitlines()[-1:] or ["(no output)"]
     print(f"  took {took / 60:.1f} min: {tail[0]}", flush=True)
     if result.returncode not in (0, 4):
-        sys.exit(f"advisor_validation: the suite failed (exit {result.returncode}):\n"
-                 f"{result.stderr[-2000:]}")
+        sys.exit(
+            f"advisor_validation: the suite failed (exit {result.returncode}):\n"
+            f"{result.stderr[-2000:]}"
+        )
     return took
 
 
@@ -207,8 +351,12 @@ def predict(figures):
             spread = all(p["low"] is not None or p["seconds"] == 0 for p in parts)
             low = sum(p["seconds"] if p["low"] is None else p["low"] for p in parts)
             high = sum(p["seconds"] if p["high"] is None else p["high"] for p in parts)
-            out[w["name"], t["target"]] = (seconds, low if spread else None,
-                                          high if spread else None, t["figures_to"])
+            out[w["name"], t["target"]] = (
+                seconds,
+                low if spread else None,
+                high if spread else None,
+                t["figures_to"],
+            )
     return out
 
 
@@ -217,11 +365,20 @@ def job_script(target, kernel, work, repeats, stage_home):
     report to its own file; the copies timed with date."""
     directory = TARGET_DIRS.get(target, target)
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in SLURM_OPENMPI_ENV.items())
-    lines = ["#!/bin/bash", "#SBATCH --job-name=advisor-validation", "#SBATCH --nodes=1",
-             f"#SBATCH --ntasks={PROCESSES}", "#SBATCH --exclusive", "#SBATCH --time=30:00",
-             f"#SBATCH --output={work}/job.out", f"#SBATCH --error={work}/job.err",
-             exports.rstrip("\n"), f"cd {shlex.quote(str(work))}", f'dir="{directory}"',
-             'mkdir -p "$dir" || exit 3']
+    lines = [
+        "#!/bin/bash",
+        "#SBATCH --job-name=advisor-validation",
+        "#SBATCH --nodes=1",
+        f"#SBATCH --ntasks={PROCESSES}",
+        "#SBATCH --exclusive",
+        "#SBATCH --time=30:00",
+        f"#SBATCH --output={work}/job.out",
+        f"#SBATCH --error={work}/job.err",
+        exports.rstrip("\n"),
+        f"cd {shlex.quote(str(work))}",
+        f'dir="{directory}"',
+        'mkdir -p "$dir" || exit 3',
+    ]
     for rep in range(repeats):
         for i, w in enumerate(WORKLOADS):
             if w.get("dd"):
@@ -232,16 +389,20 @@ def job_script(target, kernel, work, repeats, stage_home):
                 source = shlex.quote(str(stage_home / w["copy"]))
                 # as a job stages in on a fresh exclusive node: no dirty data before
                 # the copy, and none of its own left for the next workload (untimed)
-                lines += [f"sync; t0=$(date +%s.%N); cp -r -- {source} "
-                          f"{dest} || exit 5; t1=$(date +%s.%N)",
-                          f"echo \"$t0 $t1\" > copy-{i}-{rep}.txt; rm -rf -- {dest}; sync"]
+                lines += [
+                    f"sync; t0=$(date +%s.%N); cp -r -- {source} "
+                    f"{dest} || exit 5; t1=$(date +%s.%N)",
+                    f'echo "$t0 $t1" > copy-{i}-{rep}.txt; rm -rf -- {dest}; sync',
+                ]
                 continue
             args = " ".join(shlex.quote(a) for a in w["kernel"])
             # the same: no dirty data of the workload before (the kernel's own timers
             # leave this sync out), as the checks measured each point after a sync
-            lines.append(f"sync; srun -n {PROCESSES} {shlex.quote(str(kernel))} {args} "
-                         f"--seed {rep + 1} --dir \"$dir\" --output report-{i}-{rep}.json "
-                         f"|| echo \"workload {i} repeat {rep}: exit $?\" >&2")
+            lines.append(
+                f"sync; srun -n {PROCESSES} {shlex.quote(str(kernel))} {args} "
+                f'--seed {rep + 1} --dir "$dir" --output report-{i}-{rep}.json '
+                f'|| echo "workload {i} repeat {rep}: exit $?" >&2'
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -250,18 +411,22 @@ def dd_lines(dd, index, rep):
     just before the timed part is written beside the times."""
     size, count = dd["size"], dd["count"]
     f = f'"$dir/request-{index}"'
-    timed = (f"dd if=/dev/zero of={f} bs={size} count={count} status=none"
-             if dd["direction"] == "write" else
-             f"dd if={f} of=/dev/null bs={size} count={count} status=none")
+    timed = (
+        f"dd if=/dev/zero of={f} bs={size} count={count} status=none"
+        if dd["direction"] == "write"
+        else f"dd if={f} of=/dev/null bs={size} count={count} status=none"
+    )
     lines = [f"rm -f {f}"]
     if dd["direction"] == "read":
         lines.append(f"head -c {size * count} /dev/zero > {f} && cat {f} > /dev/null")
     lines.append("sync")
     if dd["cache"] == "uncached":
         lines.append(f"dd if={f} iflag=nocache count=0 status=none")
-    lines += [f"res=$(fincore --bytes --noheadings --output RES {f} 2>/dev/null || echo -)",
-              f"t0=$(date +%s.%N); {timed} || exit 6; t1=$(date +%s.%N)",
-              f"echo \"$t0 $t1 $res\" > dd-{index}-{rep}.txt; rm -f {f}; sync"]
+    lines += [
+        f"res=$(fincore --bytes --noheadings --output RES {f} 2>/dev/null || echo -)",
+        f"t0=$(date +%s.%N); {timed} || exit 6; t1=$(date +%s.%N)",
+        f'echo "$t0 $t1 $res" > dd-{index}-{rep}.txt; rm -f {f}; sync',
+    ]
     return lines
 
 
@@ -290,8 +455,10 @@ def measured_seconds(work, index, rep, w):
     moved = sum(phases[p].get("bytes", 0) for p in w["phases"])
     described = job_profile.parse_size(w["description"]["bytes"], w["name"])
     if moved and described and abs(moved - described) > 0.02 * described:
-        return None, (f"the run moved {moved} bytes, the description says {described}: "
-                      "the workload is not what was predicted")
+        return None, (
+            f"the run moved {moved} bytes, the description says {described}: "
+            "the workload is not what was predicted"
+        )
     if w["timer"] == "window":
         # the slowest active rank's window: the time all requests took
         return sum(max(phases[p]["per_rank"]["window"]) for p in w["phases"]), ""
@@ -304,21 +471,38 @@ def seconds_cell(seconds):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tag", default="quick", choices=TAGS,
-                   help="the suite's sizes for the figures (default quick)")
-    p.add_argument("--targets", default="localscratch,sanscratch",
-                   type=lambda s: [t for t in s.split(",") if t])
+    p.add_argument(
+        "--tag",
+        default="quick",
+        choices=TAGS,
+        help="the suite's sizes for the figures (default quick)",
+    )
+    p.add_argument(
+        "--targets",
+        default="localscratch,sanscratch",
+        type=lambda s: [t for t in s.split(",") if t],
+    )
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--cpus-per-node", type=int, default=None,
-                   help="CPUs each node of a cluster this benchmark starts advertises "
-                        "(default 2 for quick, 4 for the nightly and acceptance sizes, "
-                        "whose self-scaling search runs 4 processes)")
-    p.add_argument("--only", default="",
-                   help="only the workloads whose name holds this text (e.g. 'request': "
-                        "the per-request workloads); the suite runs only the checks they "
-                        "rest on")
-    p.add_argument("--reuse-history", action="store_true",
-                   help="predict from the figures already stored; do not run the suite")
+    p.add_argument(
+        "--cpus-per-node",
+        type=int,
+        default=None,
+        help="CPUs each node of a cluster this benchmark starts advertises "
+        "(default 2 for quick, 4 for the nightly and acceptance sizes, "
+        "whose self-scaling search runs 4 processes)",
+    )
+    p.add_argument(
+        "--only",
+        default="",
+        help="only the workloads whose name holds this text (e.g. 'request': "
+        "the per-request workloads); the suite runs only the checks they "
+        "rest on",
+    )
+    p.add_argument(
+        "--reuse-history",
+        action="store_true",
+        help="predict from the figures already stored; do not run the suite",
+    )
     args = p.parse_args()
     WORKLOADS[:] = [w for w in WORKLOADS if args.only in w["name"]]
     if not WORKLOADS:
@@ -333,8 +517,7 @@ def main():
         port = os.environ.get("SCRATCHBENCH_TEST_BASE_PORT")
         print(f"starting the embedded cluster in {paths.cluster_dir()}", flush=True)
         cpus = args.cpus_per_node or (2 if args.tag == "quick" else 4)
-        cluster.up(ClusterSpec(nodes=2, cpus_per_node=cpus,
-                               base_port=int(port) if port else None))
+        cluster.up(ClusterSpec(nodes=2, cpus_per_node=cpus, base_port=int(port) if port else None))
     load_before = os.getloadavg()
     suite_s = None if args.reuse_history else run_suite(args, env)
 
@@ -352,20 +535,23 @@ def main():
     advisor.REQUEST_COST = chosen
     predictions = by_form[chosen]
     predicted_at = time.time()
-    print(f"\npredictions made at {advisor_report.date_words(predicted_at)}, before any workload ran, "
-          f"from figures of {', '.join(f'{t}: {advisor_report.date_words(figures[t].models[0][0])}' for t in args.targets if figures[t].models)}",
-          flush=True)
+    print(
+        f"\npredictions made at {advisor_report.date_words(predicted_at)}, before any workload ran, "
+        f"from figures of {', '.join(f'{t}: {advisor_report.date_words(figures[t].models[0][0])}' for t in args.targets if figures[t].models)}",
+        flush=True,
+    )
     for t in args.targets:
         e = figures[t].errors.get("model_error_median")
-        print(f"  {t}: {len(figures[t].models)} stored self-scaling model(s); the model's own "
-              "validation error (median) " + (f"{e.value:.0%}" if e else "not stored"))
+        print(
+            f"  {t}: {len(figures[t].models)} stored self-scaling model(s); the model's own "
+            "validation error (median) " + (f"{e.value:.0%}" if e else "not stored")
+        )
 
     build = Path(tempfile.mkdtemp(prefix="advisor-validation-kernel-"))
     kernel = build_kernel(build)
     measured, works = {}, {}
     for target in args.targets:
-        work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-",
-                                     dir=paths.state_dir()))
+        work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-", dir=paths.state_dir()))
         os.chmod(work, 0o755)
         works[target] = work
         stage_home = work / "home-input"
@@ -376,12 +562,19 @@ def main():
         script = work / "job.sh"
         script.write_text(job_script(target, kernel, work, args.repeats, stage_home))
         t0 = time.monotonic()
-        submit = subprocess.run(["sbatch", "--wait", "--partition=batch", str(script)],
-                                capture_output=True, text=True, env=cluster.client_env())
+        submit = subprocess.run(
+            ["sbatch", "--wait", "--partition=batch", str(script)],
+            capture_output=True,
+            text=True,
+            env=cluster.client_env(),
+        )
         # the copies' source data (1.2 GiB) goes; the reports and job output stay
         shutil.rmtree(stage_home)
-        print(f"{target}: the job took {time.monotonic() - t0:.0f} s (sbatch exit "
-              f"{submit.returncode}); its reports and output in {work}", flush=True)
+        print(
+            f"{target}: the job took {time.monotonic() - t0:.0f} s (sbatch exit "
+            f"{submit.returncode}); its reports and output in {work}",
+            flush=True,
+        )
         err = (work / "job.err").read_text().strip() if (work / "job.err").exists() else ""
         if err:
             print("  job stderr: " + err.splitlines()[-1][:200])
@@ -392,8 +585,10 @@ def main():
                 (values.append(value) if value is not None else reasons.append(reason))
             measured[w["name"], target] = (values, reasons)
 
-    print("\nWorkload (parts compared)" + " " * 20 + "target        predicted s "
-          "(stored runs' interval)   measured s (min-max of repeats)   error")
+    print(
+        "\nWorkload (parts compared)" + " " * 20 + "target        predicted s "
+        "(stored runs' interval)   measured s (min-max of repeats)   error"
+    )
     errors, within = [], []
     for w in WORKLOADS:
         print(f"{w['name']}: {w['words']}")
@@ -411,29 +606,42 @@ def main():
                 errors.append(error)
                 inside = low is not None and low <= m <= high
                 within.append(inside)
-                row = (f"{seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
-                       f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
-                       f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
-                       f"{', inside the interval' if inside else ''}")
+                row = (
+                    f"{seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
+                    f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
+                    f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
+                    f"{', inside the interval' if inside else ''}"
+                )
                 other = "sum" if chosen == "max" else "max"
                 alternative = by_form[other][w["name"], target][0]
                 if w.get("dd") and alternative is not None:
-                    resident = sorted({(works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt")
-                                       .read_text().split()[2]
-                                       for r in range(args.repeats) if (works[target] /
-                                       f"dd-{WORKLOADS.index(w)}-{r}.txt").exists()})
-                    row += (f"; {other} form {alternative:.3f} s "
-                            f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
-                            f"{'/'.join(resident)} B")
+                    resident = sorted(
+                        {
+                            (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt")
+                            .read_text()
+                            .split()[2]
+                            for r in range(args.repeats)
+                            if (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt").exists()
+                        }
+                    )
+                    row += (
+                        f"; {other} form {alternative:.3f} s "
+                        f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
+                        f"{'/'.join(resident)} B"
+                    )
             print(f"  {'+'.join(w['parts']):43s} {target:13s} {row}")
     if errors:
-        print(f"\nmedian relative error over {len(errors)} workload x target rows: "
-              f"{100 * statistics.median(errors):.1f}% (goal: within 20%); largest "
-              f"{100 * max(errors):.1f}%; measured inside the stored runs' interval: "
-              f"{sum(within)} of {len(within)}")
-    print(f"load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
-          f"(2 cores, shared); suite {'reused' if suite_s is None else f'{suite_s / 60:.1f} min'}; "
-          f"benchmark total {(time.monotonic() - started) / 60:.1f} min")
+        print(
+            f"\nmedian relative error over {len(errors)} workload x target rows: "
+            f"{100 * statistics.median(errors):.1f}% (goal: within 20%); largest "
+            f"{100 * max(errors):.1f}%; measured inside the stored runs' interval: "
+            f"{sum(within)} of {len(within)}"
+        )
+    print(
+        f"load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
+        f"(2 cores, shared); suite {'reused' if suite_s is None else f'{suite_s / 60:.1f} min'}; "
+        f"benchmark total {(time.monotonic() - started) / 60:.1f} min"
+    )
 
 
 if __name__ == "__main__":

@@ -62,12 +62,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread,
-                   start)
+from pairs import goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread, start
 
 from scratchbench.units import MIB, parse_size
 
-MPIRUN = ["mpirun.openmpi", "--bind-to", "none"]   # placed as fio is: see above
+MPIRUN = ["mpirun.openmpi", "--bind-to", "none"]  # placed as fio is: see above
 STRIDE = 17
 # pattern -> (fio rw, drop the cache before it when buffered, goal applies, note)
 PATTERNS = {
@@ -86,18 +85,43 @@ MIX = "random-mix"
 
 def kernel_round(kernel, directory, record, size, direct, verify):
     """Every pattern once (one rank), then the random mix (two ranks): {pattern: MiB/s}."""
-    common = ["--dir", directory, "--file-sizes", str(size), "--record-sizes", str(record),
-              "--all-records", "--fsync", "inside", "--stride", str(STRIDE)]
+    common = [
+        "--dir",
+        directory,
+        "--file-sizes",
+        str(size),
+        "--record-sizes",
+        str(record),
+        "--all-records",
+        "--fsync",
+        "inside",
+        "--stride",
+        str(STRIDE),
+    ]
     common += ["--direct"] if direct else ["--fadvise"]
     common += [] if verify else ["--no-verify"]
     out = {}
-    report = json.loads(sh([*MPIRUN, "-np", "1", kernel, "iozone", *common,
-                            "--patterns", ",".join(PATTERNS)]))
+    report = json.loads(
+        sh([*MPIRUN, "-np", "1", kernel, "iozone", *common, "--patterns", ",".join(PATTERNS)])
+    )
     # --no-stonewall: each rank timed over its whole pass, as fio times each job (the
     # stonewall would stop timing the slower rank when the faster one finishes, before
     # it has the device to itself, where fio's slower job still counts that time)
-    mix = json.loads(sh([*MPIRUN, "-np", "2", kernel, "iozone", *common, "--no-stonewall",
-                         "--patterns", f"write,{MIX}"]))
+    mix = json.loads(
+        sh(
+            [
+                *MPIRUN,
+                "-np",
+                "2",
+                kernel,
+                "iozone",
+                *common,
+                "--no-stonewall",
+                "--patterns",
+                f"write,{MIX}",
+            ]
+        )
+    )
     for rep, patterns in ((report, PATTERNS), (mix, [MIX])):
         if rep["exit_code"] != 0:
             raise RuntimeError(f"kernel: {rep['errors']}")
@@ -110,16 +134,27 @@ def kernel_round(kernel, directory, record, size, direct, verify):
     return out
 
 
-def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs=1,
-            fsync=False):
+def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs=1, fsync=False):
     """One fio run; returns the sum over its jobs of bytes / runtime, in MiB/s."""
     # io_size: fio counts a strided job's skipped bytes against --size; this keeps n requests
-    cmd = ["fio", f"--name={name}", f"--directory={work}", f"--bs={record}", f"--size={size}",
-           f"--io_size={size}",
-           f"--rw={rw}", "--ioengine=psync", f"--direct={int(direct)}", "--fallocate=none",
-           f"--fadvise_hint={int(hints)}", f"--iomem={iomem}",
-           f"--invalidate={int(invalidate)}", f"--numjobs={jobs}", "--output-format=json",
-           "--filename_format=$jobname.$jobnum"]
+    cmd = [
+        "fio",
+        f"--name={name}",
+        f"--directory={work}",
+        f"--bs={record}",
+        f"--size={size}",
+        f"--io_size={size}",
+        f"--rw={rw}",
+        "--ioengine=psync",
+        f"--direct={int(direct)}",
+        "--fallocate=none",
+        f"--fadvise_hint={int(hints)}",
+        f"--iomem={iomem}",
+        f"--invalidate={int(invalidate)}",
+        f"--numjobs={jobs}",
+        "--output-format=json",
+        "--filename_format=$jobname.$jobnum",
+    ]
     if rw.startswith("randrw"):
         cmd.append("--rwmixread=50")
     if fsync:
@@ -142,15 +177,45 @@ def fio_round(directory, record, size, direct, hints, iomem):
             rw = rw.format(back=2 * record, bs=record, skip=(STRIDE - 1) * record)
             if pattern == "write":
                 for old in work.glob("iz.*"):
-                    old.unlink()      # a new file, as IOzone's write test makes
-            out[pattern] = fio_job(work, "iz", rw, record, size, direct,
-                                   invalidate=drop and not direct, hints=hints, iomem=iomem,
-                                   fsync="write" in rw)
-        fio_job(work, "mix", "write", record, size, direct, invalidate=False, hints=hints,
-                iomem=iomem, jobs=2, fsync=True)
-        out[MIX] = fio_job(work, "mix", "randrw", record, size, direct,
-                           invalidate=not direct, hints=hints, iomem=iomem, jobs=2,
-                           fsync=True)
+                    old.unlink()  # a new file, as IOzone's write test makes
+            out[pattern] = fio_job(
+                work,
+                "iz",
+                rw,
+                record,
+                size,
+                direct,
+                invalidate=drop and not direct,
+                hints=hints,
+                iomem=iomem,
+                fsync="write" in rw,
+            )
+        fio_job(
+            work,
+            "mix",
+            "write",
+            record,
+            size,
+            direct,
+            invalidate=False,
+            hints=hints,
+            iomem=iomem,
+            jobs=2,
+            fsync=True,
+        )
+        out[MIX] = fio_job(
+            work,
+            "mix",
+            "randrw",
+            record,
+            size,
+            direct,
+            invalidate=not direct,
+            hints=hints,
+            iomem=iomem,
+            jobs=2,
+            fsync=True,
+        )
         return out
     finally:
         shutil.rmtree(work)
@@ -161,38 +226,49 @@ def main():
     parser.add_argument("--record-sizes", default="4k,1m")
     parser.add_argument("--file-size", default="512m", help="bytes per file (default 512m)")
     parser.add_argument("--direct", action="store_true", help="O_DIRECT on both sides")
-    parser.add_argument("--verify", action="store_true",
-                        help="the kernel checks every word it reads (not fio, not IOzone)")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="the kernel checks every word it reads (not fio, not IOzone)",
+    )
     parser.add_argument("--json", help="also write every round's figures to this file")
-    parser.add_argument("--fio-hints", action="store_true",
-                        help="let fio give the kernel its access hints (its default)")
+    parser.add_argument(
+        "--fio-hints",
+        action="store_true",
+        help="let fio give the kernel its access hints (its default)",
+    )
     args, iomem_words, kernel = start(parser)
     size = parse_size(args.file_size)
     records = [parse_size(r) for r in args.record_sizes.split(",")]
-    cache = "O_DIRECT" if args.direct else \
-        "page cache (dropped before the first read of each kind)"
-    print(f"directory {args.dir}; {size // MIB} MiB file, pread/pwrite, {cache}, fsync "
-          f"inside the writes, kernel verification {'on' if args.verify else 'off'}, "
-          f"fio access hints {'on' if args.fio_hints else 'off'}; "
-          f"{args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
-          f"{iomem_words}; "
-          f"kernel under {' '.join(MPIRUN)}; before: {load_average()}")
+    cache = "O_DIRECT" if args.direct else "page cache (dropped before the first read of each kind)"
+    print(
+        f"directory {args.dir}; {size // MIB} MiB file, pread/pwrite, {cache}, fsync "
+        f"inside the writes, kernel verification {'on' if args.verify else 'off'}, "
+        f"fio access hints {'on' if args.fio_hints else 'off'}; "
+        f"{args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
+        f"{iomem_words}; "
+        f"kernel under {' '.join(MPIRUN)}; before: {load_average()}"
+    )
     samples = {r: {"kernel": [], "fio": []} for r in records}
     for n in range(args.rounds):
         for i, record in enumerate(records):
             order = ["kernel", "fio"] if (n + i) % 2 == 0 else ["fio", "kernel"]
             for tool in order:
                 samples[record][tool].append(
-                    kernel_round(kernel, args.dir, record, size, args.direct,
-                                 args.verify) if tool == "kernel" else
-                    fio_round(args.dir, record, size, args.direct, args.fio_hints,
-                              args.fio_iomem))
+                    kernel_round(kernel, args.dir, record, size, args.direct, args.verify)
+                    if tool == "kernel"
+                    else fio_round(
+                        args.dir, record, size, args.direct, args.fio_hints, args.fio_iomem
+                    )
+                )
         print(f"  round {n + 1}/{args.rounds} done", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps({str(r): v for r, v in samples.items()}, indent=1))
     print(f"after: {load_average()}")
-    print(f"{'record':<7} {'pattern':<15} {'kernel MiB/s min med max':>25} "
-          f"{'fio MiB/s min med max':>25}   kernel/fio [95% bootstrap]   goal >= 0.95, low >= 0.90")
+    print(
+        f"{'record':<7} {'pattern':<15} {'kernel MiB/s min med max':>25} "
+        f"{'fio MiB/s min med max':>25}   kernel/fio [95% bootstrap]   goal >= 0.95, low >= 0.90"
+    )
     for record in records:
         for pattern in [*PATTERNS, MIX]:
             k = [s[pattern] for s in samples[record]["kernel"]]
@@ -201,8 +277,10 @@ def main():
             goal, note = (True, "") if pattern == MIX else PATTERNS[pattern][2:]
             verdict = goal_verdict(ratio, lo, hi) if goal else "no goal"
             label = f"{record // 1024} KiB"
-            print(f"{label:<7} {pattern:<15} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
-                  f"[{lo:4.2f}, {hi:4.2f}]   {verdict}{'  (' + note + ')' if note else ''}")
+            print(
+                f"{label:<7} {pattern:<15} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
+                f"[{lo:4.2f}, {hi:4.2f}]   {verdict}{'  (' + note + ')' if note else ''}"
+            )
     return 0
 
 

@@ -41,11 +41,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import (goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread,
-                   start)
+from pairs import goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread, start
 
 from reframe_checks.lib.parsers import parse_ior_json, parse_mdtest
 from scratchbench.units import MIB
+
 
 def mpirun(np):
     # Unbound, as fio runs: Open MPI's default binding pins rank 0 to core 0, away from
@@ -69,14 +69,30 @@ def kernel_stream(kernel, directory, np, mib):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="kernel."))
     try:
         drop_caches()
-        w = json.loads(sh(mpirun(np) + [kernel, "iotest", "--dir", work, *common,
-                                        "--iread", "0", "--keep"]))
+        w = json.loads(
+            sh(mpirun(np) + [kernel, "iotest", "--dir", work, *common, "--iread", "0", "--keep"])
+        )
         drop_caches()
-        r = json.loads(sh(mpirun(np) + [kernel, "iotest", *common, "--iread", "1",
-                                        "--existing", w["filesystem"]["run_dir"]]))
+        r = json.loads(
+            sh(
+                mpirun(np)
+                + [
+                    kernel,
+                    "iotest",
+                    *common,
+                    "--iread",
+                    "1",
+                    "--existing",
+                    w["filesystem"]["run_dir"],
+                ]
+            )
+        )
         wp, rp = w["repetitions"][0]["phases"]["write"], r["repetitions"][0]["phases"]["read"]
-        return {"write": wp["bandwidth_min_Bps"] / MIB, "read": rp["bandwidth_min_Bps"] / MIB,
-                "bytes": {"write": wp["bytes"], "read": rp["bytes"]}}
+        return {
+            "write": wp["bandwidth_min_Bps"] / MIB,
+            "read": rp["bandwidth_min_Bps"] / MIB,
+            "bytes": {"write": wp["bytes"], "read": rp["bytes"]},
+        }
     finally:
         shutil.rmtree(work)
 
@@ -88,11 +104,26 @@ def fio_stream(directory, np, mib, iomem="malloc"):
         for rw in ("write", "read"):
             drop_caches()
             extra = ["--end_fsync=1"] if rw == "write" else []
-            out = json.loads(sh(["fio", "--name=bench", f"--directory={work}", f"--rw={rw}",
-                                 "--bs=1m", f"--size={mib}m", f"--numjobs={np}", "--direct=1",
-                                 "--ioengine=psync", "--fallocate=none", f"--iomem={iomem}",
-                                 *extra,
-                                 "--group_reporting", "--output-format=json"]))
+            out = json.loads(
+                sh(
+                    [
+                        "fio",
+                        "--name=bench",
+                        f"--directory={work}",
+                        f"--rw={rw}",
+                        "--bs=1m",
+                        f"--size={mib}m",
+                        f"--numjobs={np}",
+                        "--direct=1",
+                        "--ioengine=psync",
+                        "--fallocate=none",
+                        f"--iomem={iomem}",
+                        *extra,
+                        "--group_reporting",
+                        "--output-format=json",
+                    ]
+                )
+            )
             job = out["jobs"][0][rw]
             result[rw] = job["bw_bytes"] / MIB
             result["bytes"][rw] = job["io_bytes"]
@@ -108,9 +139,29 @@ def ior_stream(ior, directory, np, mib):
         for op, flags in (("write", ["-w", "-e", "-k"]), ("read", ["-r"])):
             summary = work / f"{op}.json"
             drop_caches()
-            sh(mpirun(np) + [ior, "-a", "POSIX", "--posix.odirect", "-F", "-t", "1m", "-b",
-                             f"{mib}m", *flags, "-i", "1", "-o", work / "file", "-O",
-                             "summaryFormat=JSON", "-O", f"summaryFile={summary}"])
+            sh(
+                mpirun(np)
+                + [
+                    ior,
+                    "-a",
+                    "POSIX",
+                    "--posix.odirect",
+                    "-F",
+                    "-t",
+                    "1m",
+                    "-b",
+                    f"{mib}m",
+                    *flags,
+                    "-i",
+                    "1",
+                    "-o",
+                    work / "file",
+                    "-O",
+                    "summaryFormat=JSON",
+                    "-O",
+                    f"summaryFile={summary}",
+                ]
+            )
             fig = parse_ior_json(summary.read_text())["operations"][op]
             result[op] = fig["bw_mean"]
             result["bytes"][op] = round(fig["aggregate_MiB"] * MIB)
@@ -126,15 +177,30 @@ PHASES = ("create", "open", "stat", "remove")
 def kernel_metadata(kernel, directory, np, files, lookup="path"):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="kernel."))
     try:
-        out = json.loads(sh(mpirun(np) + [kernel, "metadata", "--dir", work, "--files",
-                                          str(files), "--dir-per-rank", "--path-depth", "2",
-                                          "--lookup", lookup]))
+        out = json.loads(
+            sh(
+                mpirun(np)
+                + [
+                    kernel,
+                    "metadata",
+                    "--dir",
+                    work,
+                    "--files",
+                    str(files),
+                    "--dir-per-rank",
+                    "--path-depth",
+                    "2",
+                    "--lookup",
+                    lookup,
+                ]
+            )
+        )
         phases = out["repetitions"][0]["phases"]
         result = {p: phases[p]["rate_ops"] for p in PHASES}
         result["items"] = {p: phases[p]["items"] for p in PHASES}
         result["seconds"] = {p: phases[p]["time_s"]["time"]["max"] for p in PHASES}
         # Components below the benchmark's own directory, as mdtest's are counted.
-        result["components"] = out["config"]["example_path"][len(str(work)):].count("/")
+        result["components"] = out["config"]["example_path"][len(str(work)) :].count("/")
         return result
     finally:
         shutil.rmtree(work)
@@ -145,10 +211,15 @@ def mdtest_metadata(mdtest, directory, np, files):
     try:
         # mdtest -u puts files at -d/test-dir.0-0/mdtest_tree.<rank>.0/file.mdtest.<rank>.<i>;
         # -d one level below, as the kernel's run directory is below its --dir.
-        parsed = parse_mdtest(sh(mpirun(np) + [mdtest, "-n", str(files), "-F", "-u", "-d",
-                                               work / "md"]))
-        names = {"create": "file_creation", "open": "file_read", "stat": "file_stat",
-                 "remove": "file_removal"}
+        parsed = parse_mdtest(
+            sh(mpirun(np) + [mdtest, "-n", str(files), "-F", "-u", "-d", work / "md"])
+        )
+        names = {
+            "create": "file_creation",
+            "open": "file_read",
+            "stat": "file_stat",
+            "remove": "file_removal",
+        }
         result = {p: parsed["rate"][names[p]]["mean"] for p in PHASES}
         result["items"] = {p: parsed["items"] for p in PHASES}
         result["seconds"] = {p: parsed["items"] / result[p] for p in PHASES}
@@ -164,7 +235,7 @@ def rounds(n, tools):
     samples = {name: [] for name in tools}
     names = list(tools)
     for r in range(n):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             samples[name].append(tools[name]())
         print(f"  round {r + 1}/{n} done", file=sys.stderr)
     return samples
@@ -178,8 +249,10 @@ def compare(label, unit, op, samples, base, others, targets):
         ratio, lo, hi = ratio_interval(list(zip(k, o)))
         goal = targets[other]
         verdict = goal_verdict(ratio, lo, hi, goal=goal, floor=goal - 0.05)
-        line += (f" | {other} {spread(o, width=9)} | {base}/{other} {ratio:4.2f} "
-                 f"[{lo:4.2f}, {hi:4.2f}] (goal >= {goal}, low >= {goal - 0.05:.2f}: {verdict})")
+        line += (
+            f" | {other} {spread(o, width=9)} | {base}/{other} {ratio:4.2f} "
+            f"[{lo:4.2f}, {hi:4.2f}] (goal >= {goal}, low >= {goal - 0.05:.2f}: {verdict})"
+        )
     print(line)
 
 
@@ -197,8 +270,9 @@ def same_work(samples, key):
 def main():
     parser = pair_arguments(__doc__)
     parser.add_argument("--mib", type=int, default=1024, help="MiB per rank (default 1024)")
-    parser.add_argument("--files", type=int, default=100000,
-                        help="files per rank for metadata (default 100000)")
+    parser.add_argument(
+        "--files", type=int, default=100000, help="files per rank for metadata (default 100000)"
+    )
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
@@ -206,41 +280,65 @@ def main():
     path = args.ior_bin or os.environ.get("PATH")
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
     dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"
-    print(f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}; "
-          f"{iomem_words}; "
-          f"MPI jobs under {' '.join(mpirun('N'))}; before: {load_average()}")
+    print(
+        f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}; "
+        f"{iomem_words}; "
+        f"MPI jobs under {' '.join(mpirun('N'))}; before: {load_average()}"
+    )
     if not ior:
         print("IOR/mdtest not found (give --ior-bin DIR): their ratios are not measured")
     ranks = [int(n) for n in args.ranks.split(",")]
     if "streaming" not in args.skip:
-        print(f"\nstreaming: {args.mib} MiB per rank, 1 MiB transfers, O_DIRECT, file per "
-              "process; MiB/s min median max")
+        print(
+            f"\nstreaming: {args.mib} MiB per rank, 1 MiB transfers, O_DIRECT, file per "
+            "process; MiB/s min median max"
+        )
         for np in ranks:
-            tools = {"kernel": lambda np=np: kernel_stream(kernel, args.dir, np, args.mib),
-                     "fio": lambda np=np: fio_stream(args.dir, np, args.mib, args.fio_iomem)}
+            tools = {
+                "kernel": lambda np=np: kernel_stream(kernel, args.dir, np, args.mib),
+                "fio": lambda np=np: fio_stream(args.dir, np, args.mib, args.fio_iomem),
+            }
             if ior:
                 tools["ior"] = lambda np=np: ior_stream(ior, args.dir, np, args.mib)
             samples = rounds(args.rounds, tools)
             others = [t for t in tools if t != "kernel"]
             for op in ("write", "read"):
-                compare(f"{np} rank(s)", "MiB/s", op, samples, "kernel", others,
-                        {"fio": 0.95, "ior": 1.0})
+                compare(
+                    f"{np} rank(s)",
+                    "MiB/s",
+                    op,
+                    samples,
+                    "kernel",
+                    others,
+                    {"fio": 0.95, "ior": 1.0},
+                )
             print(f"{np} rank(s) bytes moved: {same_work(samples, 'bytes')}")
     if mdtest and "metadata" not in args.skip:
-        print(f"\nmetadata: {args.files} files per rank, a directory per rank, full paths; "
-              "ops/s min median max")
+        print(
+            f"\nmetadata: {args.files} files per rank, a directory per rank, full paths; "
+            "ops/s min median max"
+        )
         for np in ranks:
-            samples = rounds(args.rounds, {
-                "kernel": lambda np=np: kernel_metadata(kernel, args.dir, np, args.files),
-                "mdtest": lambda np=np: mdtest_metadata(mdtest, args.dir, np, args.files)})
+            samples = rounds(
+                args.rounds,
+                {
+                    "kernel": lambda np=np: kernel_metadata(kernel, args.dir, np, args.files),
+                    "mdtest": lambda np=np: mdtest_metadata(mdtest, args.dir, np, args.files),
+                },
+            )
             for phase in PHASES:
-                compare(f"{np} rank(s)", "ops/s", phase, samples, "kernel", ["mdtest"],
-                        {"mdtest": 1.0})
+                compare(
+                    f"{np} rank(s)", "ops/s", phase, samples, "kernel", ["mdtest"], {"mdtest": 1.0}
+                )
             comps = {t: {s["components"] for s in runs} for t, runs in samples.items()}
-            seconds = {t: {p: round(statistics.median(s["seconds"][p] for s in runs), 2)
-                           for p in PHASES} for t, runs in samples.items()}
-            print(f"{np} rank(s) items: {same_work(samples, 'items')}; path components below "
-                  f"--dir/-d: {comps}; median phase seconds: {seconds}")
+            seconds = {
+                t: {p: round(statistics.median(s["seconds"][p] for s in runs), 2) for p in PHASES}
+                for t, runs in samples.items()
+            }
+            print(
+                f"{np} rank(s) items: {same_work(samples, 'items')}; path components below "
+                f"--dir/-d: {comps}; median phase seconds: {seconds}"
+            )
     print(f"after: {load_average()}")
     return 0
 

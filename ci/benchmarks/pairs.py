@@ -18,31 +18,49 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # Open MPI's mpirun on this one machine, as root, ranks over shared memory, more ranks
 # than cores allowed
-OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+OMPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_btl": "self,vader",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+}
 # Open MPI under the embedded cluster's srun (PMIx, TCP on the loopback), as the site
 # config's environment sets it for the checks
-SLURM_OPENMPI_ENV = {"SLURM_MPI_TYPE": "pmix", "OMPI_MCA_btl": "self,tcp",
-                     "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-                     "OMPI_MCA_pml": "ob1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
-                     "PMIX_MCA_gds": "hash", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+SLURM_OPENMPI_ENV = {
+    "SLURM_MPI_TYPE": "pmix",
+    "OMPI_MCA_btl": "self,tcp",
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "OMPI_MCA_pml": "ob1",
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "PMIX_MCA_gds": "hash",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+}
 
 
 def pair_arguments(doc):
     """The arguments of every side-by-side benchmark: where to measure, how many rounds."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--dir", default="/var/tmp/sb-bench",
-                        help="directory on the file system to measure (created if missing)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="interleaved rounds, the order rotating (default 5)")
+    parser.add_argument(
+        "--dir",
+        default="/var/tmp/sb-bench",
+        help="directory on the file system to measure (created if missing)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="interleaved rounds, the order rotating (default 5)"
+    )
     return parser
 
 
 def sh(cmd, env=None):
     """Run a command with OMPI_ENV (and env); its stdout, or RuntimeError with the end of
     its stderr."""
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                            env=dict(os.environ, **OMPI_ENV, **(env or {})))
+    result = subprocess.run(
+        [str(c) for c in cmd],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **OMPI_ENV, **(env or {})),
+    )
     if result.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({result.returncode}): {result.stderr[-800:]}")
     return result.stdout
@@ -51,8 +69,11 @@ def sh(cmd, env=None):
 def build_kernel(where, mpicc="mpicc.openmpi"):
     """Build scratchbench-kernel from src/ into the directory `where`; its path.  A failed
     build ends the benchmark with make's errors."""
-    result = subprocess.run(["make", "-C", str(REPO / "src"), f"MPICC={mpicc}",
-                             f"BUILD={where}"], capture_output=True, text=True)
+    result = subprocess.run(
+        ["make", "-C", str(REPO / "src"), f"MPICC={mpicc}", f"BUILD={where}"],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         sys.exit(f"{Path(sys.argv[0]).name}: the kernel did not build:\n{result.stderr}")
     return Path(where) / "scratchbench-kernel"
@@ -69,12 +90,15 @@ FIO_IOMEM_CHOICES = ("auto", "malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mm
 
 def fio_iomem_argument(parser):
     parser.add_argument(
-        "--fio-iomem", default="auto", choices=FIO_IOMEM_CHOICES,
+        "--fio-iomem",
+        default="auto",
+        choices=FIO_IOMEM_CHOICES,
         help="fio's --iomem. auto (the default): mmaphuge, fio's buffers on huge pages as "
-             "the kernel's are, so that both send the device the same requests (reserving "
-             f"{FIO_HUGE_PAGES} hugetlb pages as root, given back at the end); malloc where "
-             "none can be had, said in the output. malloc: 4 KiB pages, whose 1 MiB requests "
-             "a device taking fewer segments per request splits in two")
+        "the kernel's are, so that both send the device the same requests (reserving "
+        f"{FIO_HUGE_PAGES} hugetlb pages as root, given back at the end); malloc where "
+        "none can be had, said in the output. malloc: 4 KiB pages, whose 1 MiB requests "
+        "a device taking fewer segments per request splits in two",
+    )
 
 
 def fio_iomem(choice):
@@ -87,8 +111,10 @@ def fio_iomem(choice):
     try:
         reserved, available = int(pool.read_text()), int(free.read_text())
     except (OSError, ValueError):
-        return "malloc", ("fio --iomem=malloc: this kernel offers no 2 MiB hugetlb pages, so "
-                          "fio's 1 MiB requests may be split where the kernel's are not")
+        return "malloc", (
+            "fio --iomem=malloc: this kernel offers no 2 MiB hugetlb pages, so "
+            "fio's 1 MiB requests may be split where the kernel's are not"
+        )
     if available < FIO_HUGE_PAGES and os.geteuid() == 0:
         try:
             pool.write_text(str(reserved + FIO_HUGE_PAGES - available))
@@ -99,11 +125,15 @@ def fio_iomem(choice):
         except OSError:
             pass
     if available < FIO_HUGE_PAGES:
-        return "malloc", (f"fio --iomem=malloc: {available} free hugetlb pages, "
-                          f"{FIO_HUGE_PAGES} needed (as root this benchmark reserves them); "
-                          "fio's 1 MiB requests may be split where the kernel's are not")
-    return "mmaphuge", (f"fio --iomem=mmaphuge: fio's buffers on huge pages as the kernel's "
-                        f"are ({available} hugetlb pages free), the same requests at the device")
+        return "malloc", (
+            f"fio --iomem=malloc: {available} free hugetlb pages, "
+            f"{FIO_HUGE_PAGES} needed (as root this benchmark reserves them); "
+            "fio's 1 MiB requests may be split where the kernel's are not"
+        )
+    return "mmaphuge", (
+        f"fio --iomem=mmaphuge: fio's buffers on huge pages as the kernel's "
+        f"are ({available} hugetlb pages free), the same requests at the device"
+    )
 
 
 def ratio_interval(pairs, resamples=10000, seed=1):
@@ -112,14 +142,18 @@ def ratio_interval(pairs, resamples=10000, seed=1):
     logs = [math.log(a / b) for a, b in pairs]
     rng = random.Random(seed)
     means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(resamples))
-    return (math.exp(statistics.fmean(logs)), math.exp(means[int(0.025 * resamples)]),
-            math.exp(means[int(0.975 * resamples) - 1]))
+    return (
+        math.exp(statistics.fmean(logs)),
+        math.exp(means[int(0.025 * resamples)]),
+        math.exp(means[int(0.975 * resamples) - 1]),
+    )
 
 
 def spread(values, width=7):
     """min, median and max of the values, in columns of `width`."""
-    return (f"{min(values):{width}.0f} {statistics.median(values):{width}.0f} "
-            f"{max(values):{width}.0f}")
+    return (
+        f"{min(values):{width}.0f} {statistics.median(values):{width}.0f} {max(values):{width}.0f}"
+    )
 
 
 def goal_verdict(ratio, low, high, goal=0.95, floor=0.90):
@@ -150,4 +184,3 @@ def start(parser):
     build = tempfile.mkdtemp(prefix="sbk-bench-")
     atexit.register(shutil.rmtree, build, ignore_errors=True)
     return args, iomem_words, build_kernel(build)
-

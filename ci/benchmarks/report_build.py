@@ -42,34 +42,51 @@ from reports.synthetic import make_case, make_report
 
 TARGETS = ["lustre", "gpfs", "nfs", "localscratch"]
 ENVIRONS = ("gnu-openmpi", "gnu-mpich")
-ACCESS = {"fpp-posix": "file per process, POSIX", "shared-posix": "one shared file, POSIX",
-          "shared-mpiio": "one shared file, MPI-IO independent",
-          "shared-mpiio-coll": "one shared file, MPI-IO collective"}
-BANDWIDTH = {"write_bw": ("MiB/s", "higher", "Sequential write"),
-             "read_bw": ("MiB/s", "higher", "Sequential read"),
-             "write_bw_worst": ("MiB/s", "higher", ""), "open_close_share": ("%", "lower", "")}
-METADATA = {"create_rate": ("ops/s", "higher", "Create empty files"),
-            "open_close_rate": ("ops/s", "higher", "Open and close existing files"),
-            "stat_rate": ("ops/s", "higher", ""),
-            "delete_rate": ("deletions/s", "higher", "Delete files"),
-            "delete_rate_worst": ("deletions/s", "higher", "")}
-STAGING = {"stage_in_bw": ("MiB/s", "higher", "Stage a data set into scratch"),
-           "stage_out_bw": ("MiB/s", "higher", "Copy results home from scratch"),
-           "stage_in_byte_bw": ("MiB/s", "higher", ""),
-           "stage_out_byte_bw": ("MiB/s", "higher", ""),
-           "stage_in_file_rate": ("files/s", "higher", ""),
-           "stage_out_file_rate": ("files/s", "higher", "")}
+ACCESS = {
+    "fpp-posix": "file per process, POSIX",
+    "shared-posix": "one shared file, POSIX",
+    "shared-mpiio": "one shared file, MPI-IO independent",
+    "shared-mpiio-coll": "one shared file, MPI-IO collective",
+}
+BANDWIDTH = {
+    "write_bw": ("MiB/s", "higher", "Sequential write"),
+    "read_bw": ("MiB/s", "higher", "Sequential read"),
+    "write_bw_worst": ("MiB/s", "higher", ""),
+    "open_close_share": ("%", "lower", ""),
+}
+METADATA = {
+    "create_rate": ("ops/s", "higher", "Create empty files"),
+    "open_close_rate": ("ops/s", "higher", "Open and close existing files"),
+    "stat_rate": ("ops/s", "higher", ""),
+    "delete_rate": ("deletions/s", "higher", "Delete files"),
+    "delete_rate_worst": ("deletions/s", "higher", ""),
+}
+STAGING = {
+    "stage_in_bw": ("MiB/s", "higher", "Stage a data set into scratch"),
+    "stage_out_bw": ("MiB/s", "higher", "Copy results home from scratch"),
+    "stage_in_byte_bw": ("MiB/s", "higher", ""),
+    "stage_out_byte_bw": ("MiB/s", "higher", ""),
+    "stage_in_file_rate": ("files/s", "higher", ""),
+    "stage_out_file_rate": ("files/s", "higher", ""),
+}
 
 
 def declared(meaning, lead=True, chart=None):
     unit, better, headline = meaning
-    return {"unit": unit, "label": "label of the figure", "better": better,
-            "headline": headline if lead else "", "chart": chart}
+    return {
+        "unit": unit,
+        "label": "label of the figure",
+        "better": better,
+        "headline": headline if lead else "",
+        "chart": chart,
+    }
 
 
 def figures_of(rng, table, lead=True, scale=1.0):
-    values = {m: (float(rng.normal(1000 * scale, 50)) if u != "%" else
-                  float(rng.normal(5, 0.5)), u, []) for m, (u, _, _) in table.items()}
+    values = {
+        m: (float(rng.normal(1000 * scale, 50)) if u != "%" else float(rng.normal(5, 0.5)), u, [])
+        for m, (u, _, _) in table.items()
+    }
     return values, {m: declared(meaning, lead) for m, meaning in table.items()}
 
 
@@ -79,62 +96,134 @@ def suite_cases(rng):
         for env in ENVIRONS:
             for access, words in ACCESS.items():
                 figs, decl = figures_of(rng, BANDWIDTH, lead=access == "fpp-posix")
-                cases.append(make_case("KernelIOTest", {"scratch_target": t, "access": access},
-                                       env, t, figs, declarations=decl, variant=words,
-                                       title="Bandwidth (IOTest, seed 002)"))
+                cases.append(
+                    make_case(
+                        "KernelIOTest",
+                        {"scratch_target": t, "access": access},
+                        env,
+                        t,
+                        figs,
+                        declarations=decl,
+                        variant=words,
+                        title="Bandwidth (IOTest, seed 002)",
+                    )
+                )
             for layout in ("shared-dir", "dir-per-rank"):
                 for removers in (1, 4):
-                    figs, decl = figures_of(rng, METADATA,
-                                            lead=layout == "shared-dir" and removers == 1)
-                    cases.append(make_case(
-                        "KernelMetadata", {"scratch_target": t, "directory_layout": layout,
-                                           "parallel_removers": removers}, env, t, figs,
-                        declarations=decl, variant=f"{layout}, {removers} removers",
-                        title="Open/close at scale and deletion cost (seed 002)"))
+                    figs, decl = figures_of(
+                        rng, METADATA, lead=layout == "shared-dir" and removers == 1
+                    )
+                    cases.append(
+                        make_case(
+                            "KernelMetadata",
+                            {
+                                "scratch_target": t,
+                                "directory_layout": layout,
+                                "parallel_removers": removers,
+                            },
+                            env,
+                            t,
+                            figs,
+                            declarations=decl,
+                            variant=f"{layout}, {removers} removers",
+                            title="Open/close at scale and deletion cost (seed 002)",
+                        )
+                    )
             for nodes in (1, 2, 4):
                 figs, decl = figures_of(rng, BANDWIDTH, lead=False, scale=nodes)
-                cases.append(make_case("KernelNodeSweep", {"scratch_target": t,
-                                                           "node_count": nodes}, env, t, figs,
-                                       declarations=decl, variant=f"{nodes} nodes",
-                                       scaling_parameter="node_count", nodes=nodes,
-                                       title="Node-count sweep"))
+                cases.append(
+                    make_case(
+                        "KernelNodeSweep",
+                        {"scratch_target": t, "node_count": nodes},
+                        env,
+                        t,
+                        figs,
+                        declarations=decl,
+                        variant=f"{nodes} nodes",
+                        scaling_parameter="node_count",
+                        nodes=nodes,
+                        title="Node-count sweep",
+                    )
+                )
             charted, decl = {}, {}
             for block in (4, 64, 1024):
                 for depth in (1, 2, 4, 8, 16, 32):
                     name = f"read_bw_{block}k_qd{depth}"
-                    charted[name] = (float(rng.normal(block * depth ** 0.5, 5)), "MiB/s", [])
-                    decl[name] = declared(("MiB/s", "higher", ""), chart={
-                        "title": "Read bandwidth against queue depth", "kind": "lines",
-                        "x": ["queue depth", depth], "line": f"{block} KiB blocks"})
+                    charted[name] = (float(rng.normal(block * depth**0.5, 5)), "MiB/s", [])
+                    decl[name] = declared(
+                        ("MiB/s", "higher", ""),
+                        chart={
+                            "title": "Read bandwidth against queue depth",
+                            "kind": "lines",
+                            "x": ["queue depth", depth],
+                            "line": f"{block} KiB blocks",
+                        },
+                    )
             if env == ENVIRONS[0]:
-                cases.append(make_case("KernelDiskperf", {"scratch_target": t}, env, t,
-                                       charted, declarations=decl, title="diskperf"))
+                cases.append(
+                    make_case(
+                        "KernelDiskperf",
+                        {"scratch_target": t},
+                        env,
+                        t,
+                        charted,
+                        declarations=decl,
+                        title="diskperf",
+                    )
+                )
         figs, decl = figures_of(rng, STAGING)
-        cases.append(make_case("StageInOut", {"scratch_target": t}, "builtin", t, figs,
-                               declarations=decl, title="Staging (seed 004)"))
+        cases.append(
+            make_case(
+                "StageInOut",
+                {"scratch_target": t},
+                "builtin",
+                t,
+                figs,
+                declarations=decl,
+                title="Staging (seed 004)",
+            )
+        )
     return cases
 
 
 def iotest_cases(rng):
-    metrics = {"write_bw": "MiB/s", "read_bw": "MiB/s", "write_bw_worst": "MiB/s",
-               "open_close_share": "%"}
-    return [("KernelIOTest", {"scratch_target": t, "access": a}, env, t,
-             {m: (float(rng.normal(1000, 50)) if u != "%" else float(rng.normal(5, 0.5)), u, [])
-              for m, u in metrics.items()})
-            for t in TARGETS for a in ACCESS for env in ENVIRONS]
+    metrics = {
+        "write_bw": "MiB/s",
+        "read_bw": "MiB/s",
+        "write_bw_worst": "MiB/s",
+        "open_close_share": "%",
+    }
+    return [
+        (
+            "KernelIOTest",
+            {"scratch_target": t, "access": a},
+            env,
+            t,
+            {
+                m: (float(rng.normal(1000, 50)) if u != "%" else float(rng.normal(5, 0.5)), u, [])
+                for m, u in metrics.items()
+            },
+        )
+        for t in TARGETS
+        for a in ACCESS
+        for env in ENVIRONS
+    ]
 
 
 SHAPES = {"suite": suite_cases, "iotest": iotest_cases}
 
 
 def per_run(shape):
-    return sum(len(c[4]) if isinstance(c, tuple) else len(c["perfvalues"])
-               for c in SHAPES[shape](np.random.default_rng(0)))
+    return sum(
+        len(c[4]) if isinstance(c, tuple) else len(c["perfvalues"])
+        for c in SHAPES[shape](np.random.default_rng(0))
+    )
 
 
 def add_run(conn, shape, i, rng):
-    store.ingest_report(conn, make_report(f"bench{i:05d}", 1_700_000_000 + 86400 * i,
-                                          SHAPES[shape](rng)))
+    store.ingest_report(
+        conn, make_report(f"bench{i:05d}", 1_700_000_000 + 86400 * i, SHAPES[shape](rng))
+    )
 
 
 def fill(db, figures, shape):
@@ -180,9 +269,17 @@ def first_screen_times(out, repeat=3):
 
     times = {}
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser = pw.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1300, "height": 900})
         # Warm up: starting the browser and compiling the plotly bundles the first time
         # is not what a reader waits for when moving between pages.
@@ -233,8 +330,10 @@ def add_replayed_night(conn, report, night, rng):
 
 
 def spread(values):
-    return (f"median {statistics.median(values):.2f} s (min {min(values):.2f}, "
-            f"max {max(values):.2f}, {len(values)} builds)")
+    return (
+        f"median {statistics.median(values):.2f} s (min {min(values):.2f}, "
+        f"max {max(values):.2f}, {len(values)} builds)"
+    )
 
 
 def incremental(out, db, add, repeat):
@@ -253,55 +352,83 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figures", type=int, default=1_000_000)
     parser.add_argument("--shape", choices=sorted(SHAPES), default="suite")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="incremental rebuilds to time (one more run each)")
-    parser.add_argument("--browser", action="store_true",
-                        help="also time each page kind's first screen in headless Chromium")
-    parser.add_argument("--from-run", metavar="DIR",
-                        help="a real run directory (with report.json) to replay as the "
-                             "real-shaped history")
-    parser.add_argument("--nights", type=int, default=31,
-                        help="nights of the real-shaped history (with --from-run)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="incremental rebuilds to time (one more run each)"
+    )
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="also time each page kind's first screen in headless Chromium",
+    )
+    parser.add_argument(
+        "--from-run",
+        metavar="DIR",
+        help="a real run directory (with report.json) to replay as the real-shaped history",
+    )
+    parser.add_argument(
+        "--nights", type=int, default=31, help="nights of the real-shaped history (with --from-run)"
+    )
     args = parser.parse_args()
     if args.from_run and not (Path(args.from_run) / "report.json").is_file():
-        parser.error(f"--from-run {args.from_run}: no report.json there (expected a run "
-                     "directory, results/runs/<id>/)")
+        parser.error(
+            f"--from-run {args.from_run}: no report.json there (expected a run "
+            "directory, results/runs/<id>/)"
+        )
     work = Path(tempfile.mkdtemp(prefix="sb-report-bench-"))
     print(f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the start")
     try:
         db, out = work / "history.sqlite", work / "pages"
         t0 = time.monotonic()
         runs, total = fill(db, args.figures, args.shape)
-        print(f"store: {total:,} figures in {runs} runs ({per_run(args.shape)} per run, shape "
-              f"{args.shape}), filled in {time.monotonic() - t0:.1f} s")
+        print(
+            f"store: {total:,} figures in {runs} runs ({per_run(args.shape)} per run, shape "
+            f"{args.shape}), filled in {time.monotonic() - t0:.1f} s"
+        )
         written, figures, seconds = pages.build(out, db_path=db)
         size = sum(p.stat().st_size for p in out.glob("*.html")) / 2**20
-        print(f"full build: {written} pages from {figures:,} figures in {seconds:.2f} s "
-              f"(target < 5 s); HTML {size:.1f} MiB")
+        print(
+            f"full build: {written} pages from {figures:,} figures in {seconds:.2f} s "
+            f"(target < 5 s); HTML {size:.1f} MiB"
+        )
         rng = np.random.default_rng(2)
         written, took = incremental(
-            out, db, lambda conn, i: add_run(conn, args.shape, runs + i, rng), args.repeat)
-        print(f"incremental build after one more run ({args.shape} shape): {written} pages, "
-              f"{spread(took)} (target < 1 s)")
+            out, db, lambda conn, i: add_run(conn, args.shape, runs + i, rng), args.repeat
+        )
+        print(
+            f"incremental build after one more run ({args.shape} shape): {written} pages, "
+            f"{spread(took)} (target < 1 s)"
+        )
         if args.from_run:
             db, out = work / "real.sqlite", work / "real-pages"
             report = json.loads((Path(args.from_run) / "report.json").read_text())
             total = replay_run(args.from_run, args.nights, db)
             written, figures, seconds = pages.build(out, db_path=db)
-            print(f"real-shaped history: {total:,} figures in {args.nights} nights of "
-                  f"{args.from_run}; full build {written} pages in {seconds:.2f} s")
+            print(
+                f"real-shaped history: {total:,} figures in {args.nights} nights of "
+                f"{args.from_run}; full build {written} pages in {seconds:.2f} s"
+            )
             noise = np.random.default_rng(4)
-            written, took = incremental(out, db, lambda conn, i: add_replayed_night(
-                conn, report, args.nights + i, noise), args.repeat)
-            print(f"incremental build after one more night (real shape): {written} pages, "
-                  f"{spread(took)} (target < 1 s)")
+            written, took = incremental(
+                out,
+                db,
+                lambda conn, i: add_replayed_night(conn, report, args.nights + i, noise),
+                args.repeat,
+            )
+            print(
+                f"incremental build after one more night (real shape): {written} pages, "
+                f"{spread(took)} (target < 1 s)"
+            )
         if args.browser:
-            print(f"first screens of {out} (load average "
-                  f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}):")
+            print(
+                f"first screens of {out} (load average "
+                f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}):"
+            )
             for kind, (name, seconds, on_screen, open_) in first_screen_times(out).items():
-                print(f"  {kind:16s} {statistics.median(seconds):.2f} s (min {min(seconds):.2f},"
-                      f" max {max(seconds):.2f}) {name}: {on_screen} plots on the first "
-                      f"screen, {open_} open (target < 1 s)")
+                print(
+                    f"  {kind:16s} {statistics.median(seconds):.2f} s (min {min(seconds):.2f},"
+                    f" max {max(seconds):.2f}) {name}: {on_screen} plots on the first "
+                    f"screen, {open_} open (target < 1 s)"
+                )
     finally:
         shutil.rmtree(work)
     print(f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the end")

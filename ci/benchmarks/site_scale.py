@@ -51,16 +51,18 @@ def sh(cmd, **kw):
 def site_config(home, tmpfs, loop):
     """local.py with four scratch targets on the embedded system."""
     text = (REPO / "site_configs" / "local.py").read_text()
-    marker = '''    ScratchTarget(
-        name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],'''
+    marker = """    ScratchTarget(
+        name="localscratch", path="$LOCALSCRATCH", kind="local-disk", partitions=["batch"],"""
     extra = f'''    ScratchTarget(name="tmpfs", path="{tmpfs}", kind="tmpfs", partitions=["batch"],
                   description="a tmpfs (memory)"),
     ScratchTarget(name="ext4loop", path="{loop}", kind="local-disk", partitions=["batch"],
                   description="a loop-mounted ext4 image on the local disk"),
 '''
     if marker not in text:
-        sys.exit("site_scale: site_configs/local.py no longer has the localscratch target "
-                 "this benchmark extends")
+        sys.exit(
+            "site_scale: site_configs/local.py no longer has the localscratch target "
+            "this benchmark extends"
+        )
     path = home / "site_scale.py"
     path.write_text(text.replace(marker, extra + marker))
     return path
@@ -86,8 +88,11 @@ def slurmctld_times(log):
     log (sacct keeps whole seconds, as coarse as the overheads measured)."""
     submitted, ended = {}, {}
     for line in log.read_text(errors="replace").splitlines():
-        match = re.match(r"\[(\S+)\] (_slurm_rpc_submit_batch_job|_job_complete): JobId=(\d+)"
-                         r"( done)?", line)
+        match = re.match(
+            r"\[(\S+)\] (_slurm_rpc_submit_batch_job|_job_complete): JobId=(\d+)"
+            r"( done)?",
+            line,
+        )
         if not match:
             continue
         when = datetime.datetime.fromisoformat(match.group(1)).timestamp()
@@ -116,22 +121,41 @@ def overheads(run_dir, cluster_dir):
         if case["jobid"] not in times:
             continue
         submitted, ended = times[case["jobid"]]
-        parts = {k: float(case.get(k) or 0) for k in
-                 ("time_setup", "time_compile", "time_run", "time_sanity", "time_performance",
-                  "time_total")}
+        parts = {
+            k: float(case.get(k) or 0)
+            for k in (
+                "time_setup",
+                "time_compile",
+                "time_run",
+                "time_sanity",
+                "time_performance",
+                "time_total",
+            )
+        }
         name = case.get("check_class") or case["display_name"].split()[0]
         after = max(0.0, parts["time_run"] - (ended - submitted))
         if case.get("unique_name") in depended_on:
             deferred.append((case["display_name"], after))
             continue
-        rows.append({"check": name, "setup": parts["time_setup"],
-                     "compile": parts["time_compile"], "after the job": after,
-                     "of which sanity": parts["time_sanity"],
-                     "of which performance": parts["time_performance"],
-                     "in Slurm": ended - submitted,
-                     "waiting for a slot": max(0.0, parts["time_total"] - parts["time_setup"] -
-                                               parts["time_compile"] - parts["time_run"]),
-                     "overhead": parts["time_setup"] + parts["time_compile"] + after})
+        rows.append(
+            {
+                "check": name,
+                "setup": parts["time_setup"],
+                "compile": parts["time_compile"],
+                "after the job": after,
+                "of which sanity": parts["time_sanity"],
+                "of which performance": parts["time_performance"],
+                "in Slurm": ended - submitted,
+                "waiting for a slot": max(
+                    0.0,
+                    parts["time_total"]
+                    - parts["time_setup"]
+                    - parts["time_compile"]
+                    - parts["time_run"],
+                ),
+                "overhead": parts["time_setup"] + parts["time_compile"] + after,
+            }
+        )
     return report, rows, deferred
 
 
@@ -140,8 +164,7 @@ def spread(values):
     if not values:
         return "n/a"
     p90 = values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))]
-    return (f"{values[0]:6.2f} {statistics.median(values):6.2f} {p90:6.2f} "
-            f"{values[-1]:6.2f}")
+    return f"{values[0]:6.2f} {statistics.median(values):6.2f} {p90:6.2f} {values[-1]:6.2f}"
 
 
 def main():
@@ -150,8 +173,11 @@ def main():
     parser.add_argument("--workloads", help="a workloads.yaml of other sizes")
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--keep", action="store_true", help="keep the home and the cluster")
-    parser.add_argument("--measure", metavar="HOME",
-                        help="only print the overheads of the last run kept in HOME (--keep)")
+    parser.add_argument(
+        "--measure",
+        metavar="HOME",
+        help="only print the overheads of the last run kept in HOME (--keep)",
+    )
     args = parser.parse_args()
     if args.measure:
         runs = sorted((Path(args.measure) / "results" / "runs").glob("*/report.json"))
@@ -173,18 +199,20 @@ def main():
         if up.returncode:
             sys.exit(f"site_scale: cluster up failed: {up.stderr.strip().splitlines()[-1:]}")
         site = site_config(home, tmpfs, loop)
-        print(f"site_scale: running the {args.tag} tag on 4 targets x {args.nodes} nodes "
-              f"(output in {home}/results/runs)", flush=True)
+        print(
+            f"site_scale: running the {args.tag} tag on 4 targets x {args.nodes} nodes "
+            f"(output in {home}/results/runs)",
+            flush=True,
+        )
         t0 = time.monotonic()
-        run = sh([str(SB), "run", "--no-start", "--tag", args.tag, "--site", str(site)],
-                 env=env)
+        run = sh([str(SB), "run", "--no-start", "--tag", args.tag, "--site", str(site)], env=env)
         wall = time.monotonic() - t0
         print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-500:])
         marker = "run report:   "
         report_line = next((ln for ln in run.stdout.splitlines() if ln.startswith(marker)), None)
         if not report_line:
             sys.exit(f"site_scale: the run wrote no report:\n{run.stderr[-2000:]}")
-        run_dir = Path(report_line[len(marker):]).parent
+        run_dir = Path(report_line[len(marker) :]).parent
         print_overheads(run_dir, home / "cluster", wall)
     finally:
         if not args.keep:
@@ -198,17 +226,31 @@ def main():
 def print_overheads(run_dir, cluster_dir, wall=None):
     report, rows, deferred = overheads(run_dir, cluster_dir)
     cases = len(report["runs"][-1]["testcases"])
-    print(f"\nTotal wall time: {f'{wall:.0f} s' if wall else 'not timed'} for {cases} test "
-          f"cases ({len(rows)} passed jobs measured)")
+    print(
+        f"\nTotal wall time: {f'{wall:.0f} s' if wall else 'not timed'} for {cases} test "
+        f"cases ({len(rows)} passed jobs measured)"
+    )
     for name, after in deferred:
-        print(f"  left out: {name} ({after:.1f} s after its job: its cleanup waits for the "
-              "case that depends on it)")
+        print(
+            f"  left out: {name} ({after:.1f} s after its job: its cleanup waits for the "
+            "case that depends on it)"
+        )
     print("\nPer check, seconds: min / median / p90 / max")
-    for key in ("setup", "compile", "after the job", "of which sanity", "of which performance",
-                "in Slurm", "waiting for a slot", "overhead"):
+    for key in (
+        "setup",
+        "compile",
+        "after the job",
+        "of which sanity",
+        "of which performance",
+        "in Slurm",
+        "waiting for a slot",
+        "overhead",
+    ):
         print(f"  {key:<20} {spread([r[key] for r in rows])}")
-    print("\nHarness overhead per check (setup + compile + the time after its job: noticing "
-          "its end, sanity, performance, finalize, cleanup) by check:")
+    print(
+        "\nHarness overhead per check (setup + compile + the time after its job: noticing "
+        "its end, sanity, performance, finalize, cleanup) by check:"
+    )
     for check in sorted({r["check"] for r in rows}):
         mine = [r["overhead"] for r in rows if r["check"] == check]
         print(f"  {check:<22} n={len(mine):<3} {spread(mine)}")

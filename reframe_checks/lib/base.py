@@ -25,8 +25,7 @@ from typing import Any
 import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
-                                   variable)
+from reframe.core.builtins import parameter, performance_function, run_after, run_before, variable
 from reframe.core.schedulers.slurm import SlurmJobScheduler
 from reframe.core.systems import SystemPartition
 
@@ -39,8 +38,9 @@ from scratchbench.units import duration_words
 
 _DECLARATION = "_scratchbench_figure"
 # What the file system is (scratchbench/fsconfig.py), collected inside a job.
-FSFACTS_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "scripts", "fsfacts.sh")
+FSFACTS_SCRIPT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "fsfacts.sh"
+)
 FSFACTS_OUTPUT = "fsfacts.txt"
 # (partition, target, environment) whose facts a case of this run already collects: the
 # first case to reach its job does it, once per run (ReFrame runs a whole run in one
@@ -58,8 +58,9 @@ SCHEDULER_CAUSES = {
 }
 
 
-def figure(unit: str, label: str, better: str = "higher", headline: str = "",
-           role: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def figure(
+    unit: str, label: str, better: str = "higher", headline: str = "", role: str = ""
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``@performance_function(unit)`` that also declares what the figure means.
 
     ``label`` says what the number is; ``better`` is ``"higher"`` or ``"lower"``;
@@ -68,13 +69,15 @@ def figure(unit: str, label: str, better: str = "higher", headline: str = "",
     (one of ``scratchbench.figures.ROLES``) says what it measures to programs that
     compute with it.
     """
-    declared = FigureDeclaration(unit=unit, label=label, better=better, headline=headline,
-                                 role=role)
+    declared = FigureDeclaration(
+        unit=unit, label=label, better=better, headline=headline, role=role
+    )
 
     def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
         perf = performance_function(unit)(function)
         setattr(perf, _DECLARATION, declared)
         return perf
+
     return wrap
 
 
@@ -108,9 +111,11 @@ class SuiteTest(rfm.RegressionTestPlugin):
         (ci/benchmarks/site_scale.py)."""
         # (ReFrame is untyped: mypy takes its metaclass, which defines loggable_attrs,
         # for plain `type`)
-        return [(name, alt)
-                for name, alt in type(cls).loggable_attrs(cls)  # type: ignore[attr-defined]
-                if not (name in cls.var_space and cls.var_space[name].is_deprecated())]
+        return [
+            (name, alt)
+            for name, alt in type(cls).loggable_attrs(cls)  # type: ignore[attr-defined]
+            if not (name in cls.var_space and cls.var_space[name].is_deprecated())
+        ]
 
     def skip_because(self, condition: bool, reason: str) -> None:
         if condition:
@@ -173,16 +178,19 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     @run_after("init")
     def select_target_and_workload(self) -> None:
         if self.workload_tag not in TAGS:
-            raise ValueError(f"workload_tag {self.workload_tag!r}: expected one of "
-                             f"{', '.join(TAGS)}")
+            raise ValueError(
+                f"workload_tag {self.workload_tag!r}: expected one of {', '.join(TAGS)}"
+            )
         self.valid_systems = [f"+scratch_{self.scratch_target}"]
         self.tags = {*self.run_in_tags, f"fs:{self.scratch_target}"}
         self.params = workload(self.workload_family, self.workload_tag)
         self.time_limit = self.params["time_limit"]
         self.check_class = type(self).__name__
         self.parameter_names = sorted(type(self).param_space.params)
-        self.descr = (f"{type(self).__name__} on scratch target {self.scratch_target}, "
-                      f"{self.workload_tag} workload")
+        self.descr = (
+            f"{type(self).__name__} on scratch target {self.scratch_target}, "
+            f"{self.workload_tag} workload"
+        )
 
     @run_after("init")
     def declare_figures(self) -> None:
@@ -198,12 +206,14 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                 if name in declared or not hasattr(member, _DECLARATION):
                     continue
                 declaration = getattr(member, _DECLARATION)
-                declared[name] = dict(declaration.as_dict(),
-                                      headline=declaration.headline if leads else "")
+                declared[name] = dict(
+                    declaration.as_dict(), headline=declaration.headline if leads else ""
+                )
         self.figures = declared
 
-    def add_figure(self, name: str, declaration: FigureDeclaration,
-                   evaluate: Callable[[], float]) -> None:
+    def add_figure(
+        self, name: str, declaration: FigureDeclaration, evaluate: Callable[[], float]
+    ) -> None:
         """A performance variable made at setup (one per point of a sweep, say), with its
         declaration; ``evaluate()`` returns the value once the job has run.  Its headline
         counts only on the variants that lead the pages (``headline_when``)."""
@@ -217,8 +227,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     def every_figure_is_declared(self) -> None:
         missing = sorted(set(self.perf_variables) - set(self.figures))
         if missing:
-            raise ValueError(f"{type(self).__name__}: performance variable(s) "
-                             f"{', '.join(missing)} have no @figure declaration")
+            raise ValueError(
+                f"{type(self).__name__}: performance variable(s) "
+                f"{', '.join(missing)} have no @figure declaration"
+            )
 
     @run_after("setup")
     def resolve_target(self) -> None:
@@ -227,8 +239,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         self.scratch_description = info.get("description") or ""
         self.scratch_path = info["path"]
         self.scratch_per_job = bool(info.get("per_job"))
-        refs = os.path.join(rt.runtime().get_option("general/0/reference_prefix") or "",
-                            f"{self.current_system.name}.yaml")
+        refs = os.path.join(
+            rt.runtime().get_option("general/0/reference_prefix") or "",
+            f"{self.current_system.name}.yaml",
+        )
         if os.path.isfile(refs):
             self.reference = {"$ref": os.path.basename(refs)}
 
@@ -236,16 +250,19 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         """Nodes and tasks per node; 'cores' means the partition's cores per node."""
         if tasks_per_node == "cores":
             extras = self.current_partition.extras
-            tasks_per_node = int(extras.get("cpus_per_node",
-                                            self.current_partition.processor.num_cpus or 1))
+            tasks_per_node = int(
+                extras.get("cpus_per_node", self.current_partition.processor.num_cpus or 1)
+            )
         self.num_nodes_used = int(nodes)
         self.tasks_per_node_used = int(tasks_per_node)
         self.num_tasks_per_node = self.tasks_per_node_used
         self.num_tasks = self.num_nodes_used * self.tasks_per_node_used
         available = int(self.current_partition.extras.get("nodes", self.num_nodes_used))
-        self.skip_because(self.num_nodes_used > available,
-                          f"needs {self.num_nodes_used} nodes, partition "
-                          f"{self.current_partition.fullname} has {available}")
+        self.skip_because(
+            self.num_nodes_used > available,
+            f"needs {self.num_nodes_used} nodes, partition "
+            f"{self.current_partition.fullname} has {available}",
+        )
         # More ranks than a node advertises would pend forever under Slurm.
         if self.current_partition.extras.get("overcommit") and on_slurm(self.current_partition):
             self.job.options += ["--overcommit"]
@@ -286,8 +303,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         """['node n2 went down: Not responding'] for the job's nodes that went down while
         it ran: Slurm's node events (sacctmgr), since a node an administrator set down
         may be back in service by the time the check reads it."""
+
         def query(argv: list[str]) -> str:
             return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+
         try:
             job = query(["sacct", "-n", "-X", "-P", "-j", str(jobid), "-o", "NodeList,Start"])
             nodes, _, start = (job.strip().splitlines() or [""])[0].partition("|")
@@ -296,9 +315,18 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             # slurmctld sends node events to slurmdbd asynchronously: on a loaded
             # controller the event may arrive a few seconds after the job's end.
             for attempt in range(6):
-                events = query(["sacctmgr", "-n", "-P", "show", "event", f"nodes={nodes}",
-                                f"start={start or 'now-1day'}",
-                                "format=NodeName,State,Reason"])
+                events = query(
+                    [
+                        "sacctmgr",
+                        "-n",
+                        "-P",
+                        "show",
+                        "event",
+                        f"nodes={nodes}",
+                        f"start={start or 'now-1day'}",
+                        "format=NodeName,State,Reason",
+                    ]
+                )
                 if events.strip():
                     break
                 time.sleep(2)
@@ -311,9 +339,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             node, state, reason = (line.split("|") + ["", ""])[:3]
             state = state.strip().lower().rstrip("*")
             if state.startswith(("down", "drain", "fail")):
-                down.append(f"node {node.strip()} went {state}"
-                            + (f": {reason.strip()}" if reason.strip() not in ("", "none")
-                               else ""))
+                down.append(
+                    f"node {node.strip()} went {state}"
+                    + (f": {reason.strip()}" if reason.strip() not in ("", "none") else "")
+                )
         return sorted(set(down))
 
     @run_before("run")
@@ -329,18 +358,20 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         versions_only = where in _FACTS_CLAIMED
         _FACTS_CLAIMED.update((key, where))
         self.collects_fs_facts = True
-        site_command = target_info(self.current_partition, self.scratch_target).get(
-            "facts_command") or ""
+        site_command = (
+            target_info(self.current_partition, self.scratch_target).get("facts_command") or ""
+        )
         # the path stays a template ("$MYSANSCRATCH"), expanded by the job's shell
         path = self.scratch_path.replace('"', '\\"')
         mpi = shlex.quote(str(self.current_environ.extras.get("mpi") or ""))
         # (ReFrame's own variables, List[str]: mypy cannot see them, ReFrame being untyped)
         self.prerun_cmds: list[str] = [
             f'FSFACTS_MPI={mpi} bash {shlex.quote(FSFACTS_SCRIPT)} "{path}" '
-            f'{shlex.quote(site_command)}{" versions" * versions_only} '
-            f'> {FSFACTS_OUTPUT} 2>&1 || true',
-            *self.prerun_cmds]
-        self.keep_files: list[str] = [*self.keep_files, FSFACTS_OUTPUT]   # the evidence, in output/
+            f"{shlex.quote(site_command)}{' versions' * versions_only} "
+            f"> {FSFACTS_OUTPUT} 2>&1 || true",
+            *self.prerun_cmds,
+        ]
+        self.keep_files: list[str] = [*self.keep_files, FSFACTS_OUTPUT]  # the evidence, in output/
 
     @run_before("sanity")
     def read_file_system_facts(self) -> None:
@@ -351,8 +382,11 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             with open(output, errors="replace") as f:
                 text = f.read()
         except OSError as exc:
-            self.fs_facts = {"problems": [f"the collector wrote nothing: {output}: "
-                                          f"{exc.strerror} (did the job start?)"]}
+            self.fs_facts = {
+                "problems": [
+                    f"the collector wrote nothing: {output}: {exc.strerror} (did the job start?)"
+                ]
+            }
             return
         try:
             self.fs_facts = fsconfig.parse_collected(text)
@@ -364,8 +398,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         """A job that failed while its file system is unwell fails with the file system's
         own words first ("storage server 2 of sanscratch is down"), from the command the
         target declares (``health_command``); a healthy file system changes nothing."""
-        command = target_info(self.current_partition, self.scratch_target).get(
-            "health_command")
+        command = target_info(self.current_partition, self.scratch_target).get("health_command")
         exitcode = getattr(self.job, "exitcode", None)
         # (a job Slurm ended itself, e.g. after the node's prolog failed on the file
         # system, may carry exit code 0)
@@ -373,14 +406,17 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
         if not command or (exitcode in (0, None) and not ended):
             return
         try:
-            said = subprocess.run(command, shell=True, capture_output=True, text=True,
-                                  timeout=60).stdout
+            said = subprocess.run(
+                command, shell=True, capture_output=True, text=True, timeout=60
+            ).stdout
         except (OSError, subprocess.SubprocessError):
             return
         problems = [line.strip() for line in said.splitlines() if line.strip()]
         if problems:
-            how = ended or (f"job {self.job.jobid} exited {exitcode}, during "
-                            f"{type(self).__name__} on {self.scratch_target}")
+            how = ended or (
+                f"job {self.job.jobid} exited {exitcode}, during "
+                f"{type(self).__name__} on {self.scratch_target}"
+            )
             raise sn.SanityError(f"{'; '.join(problems)} ({how})")
 
     def missing_output(self, what: str) -> str:
@@ -395,17 +431,25 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             with open(stderr, errors="replace") as f:
                 lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
             # The program's own error line says more than the launcher's "task 0 exited".
-            own = [ln for ln in lines if "error" in ln.lower()
-                   and not ln.startswith(("srun:", "mpirun", "--", "["))]
+            own = [
+                ln
+                for ln in lines
+                if "error" in ln.lower() and not ln.startswith(("srun:", "mpirun", "--", "["))
+            ]
             shown = (own or lines)[-1:] if own else lines[-1:]
-            return f"{what}; the job's error: {shown[0][:200]} ({stderr})" if shown \
+            return (
+                f"{what}; the job's error: {shown[0][:200]} ({stderr})"
+                if shown
                 else f"{what}; see {stderr}"
+            )
         return f"{what}; the job wrote nothing on stderr"
 
     def ranks_in_words(self) -> str:
         nodes = self.num_nodes_used
-        return (f"{self.num_tasks} rank{'s' * (self.num_tasks != 1)} on {nodes} "
-                f"node{'s' * (nodes != 1)}")
+        return (
+            f"{self.num_tasks} rank{'s' * (self.num_tasks != 1)} on {nodes} "
+            f"node{'s' * (nodes != 1)}"
+        )
 
     def parsed_output(self, filename: str, parse: Callable[[str], Any], missing: str) -> Any:
         """parse(text of stagedir/filename), once per check: sanity and every figure
@@ -422,8 +466,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
                 with open(os.path.join(self.stagedir, filename)) as f:
                     cache[filename] = parse(f.read())
             except FileNotFoundError:
-                cache[filename] = ParseError(f"{filename} missing: "
-                                             f"{self.missing_output(missing)}")
+                cache[filename] = ParseError(f"{filename} missing: {self.missing_output(missing)}")
             except ParseError as exc:
                 cache[filename] = exc
         if isinstance(cache[filename], ParseError):

@@ -27,18 +27,27 @@ from scratchbench.units import MIB, parse_size, size_token, size_words
 
 #: the kernel's pattern names (as its phases start) and in words, in IOzone's order
 PATTERNS = {
-    "write": "Write", "rewrite": "Re-write", "read": "Read", "reread": "Re-read",
-    "random_read": "Random read", "random_write": "Random write",
-    "backward_read": "Backward read", "record_rewrite": "Record re-write",
-    "stride_read": "Stride read", "random_mix": "Random mix",
+    "write": "Write",
+    "rewrite": "Re-write",
+    "read": "Read",
+    "reread": "Re-read",
+    "random_read": "Random read",
+    "random_write": "Random write",
+    "backward_read": "Backward read",
+    "record_rewrite": "Record re-write",
+    "stride_read": "Stride read",
+    "random_mix": "Random mix",
 }
 #: target kinds whose files live in memory: no file there can be larger than memory
 IN_MEMORY_KINDS = ("tmpfs",)
 #: the headline figures: (figure name, pattern, sequential: records near 1 MiB, else
 #: the smallest records of the largest file)
-HEADLINES = (("write_bw_largest", "write", True), ("read_bw_largest", "read", True),
-             ("random_read_bw_largest", "random_read", False),
-             ("random_write_bw_largest", "random_write", False))
+HEADLINES = (
+    ("write_bw_largest", "write", True),
+    ("read_bw_largest", "read", True),
+    ("random_read_bw_largest", "random_read", False),
+    ("random_write_bw_largest", "random_write", False),
+)
 
 
 def phase_name(pattern: str, file_size: int, record_size: int) -> str:
@@ -71,8 +80,11 @@ def cache_marks(config: Mapping[str, Any], processes: int) -> list[dict[str, Any
     memory = int(config.get("node_memory_bytes") or 0)
     if memory:
         per_file = memory // max(1, processes)
-        label = f"node memory, {size_words(memory)}" if processes == 1 else \
-            f"node memory / {processes} files, {size_words(per_file)}"
+        label = (
+            f"node memory, {size_words(memory)}"
+            if processes == 1
+            else f"node memory / {processes} files, {size_words(per_file)}"
+        )
         marks.append({"axis": "x", "value": per_file, "label": label})
     return marks
 
@@ -83,24 +95,30 @@ def matrix_problems(report: dict[str, Any]) -> list[str]:
     stonewall still finishes its pass, untimed), or several ranks without the stonewall."""
     config = report["config"]
     nranks = report["mpi"]["nranks"]
-    expected = {phase_name(p.replace("-", "_"), pt["file_size"], pt["record_size"]):
-                pt["file_size"] for p in config["patterns"]
-                for pt in config["matrix"]["points"]}
+    expected = {
+        phase_name(p.replace("-", "_"), pt["file_size"], pt["record_size"]): pt["file_size"]
+        for p in config["patterns"]
+        for pt in config["matrix"]["points"]
+    }
     problems = []
     if nranks > 1 and config.get("stonewall") != "first-finisher":
-        problems.append(f"{nranks} ranks ran without IOzone's stonewall "
-                        f"(stonewall: {config.get('stonewall')})")
+        problems.append(
+            f"{nranks} ranks ran without IOzone's stonewall (stonewall: {config.get('stonewall')})"
+        )
     for rep in report.get("repetitions", []):
         phases = rep.get("phases", {})
         missing = sorted(set(expected) - set(phases))
         if missing:
-            problems.append(f"repetition {rep['rep']}: {len(missing)} point(s) did not run, "
-                            f"e.g. {missing[0]}")
+            problems.append(
+                f"repetition {rep['rep']}: {len(missing)} point(s) did not run, e.g. {missing[0]}"
+            )
         for name, file_size in expected.items():
             moved = phases.get(name, {}).get("bytes_all")
             if name in phases and moved != nranks * file_size:
-                problems.append(f"repetition {rep['rep']} {name}: {moved} bytes moved, "
-                                f"expected {nranks} x {file_size}")
+                problems.append(
+                    f"repetition {rep['rep']} {name}: {moved} bytes moved, "
+                    f"expected {nranks} x {file_size}"
+                )
     return problems[:3]
 
 
@@ -128,26 +146,42 @@ class IOzoneCheckBase(KernelCheck):
             # a file past memory cannot live in memory: stop where the target allows
             largest = str(p["in_memory_max_file_size"])
             self.file_sizes = f"{smallest}:{largest}"
-        self.kernel_args = ["--file-sizes", self.file_sizes,
-                            "--record-sizes", str(p["record_sizes"]),
-                            "--fsync", str(p.get("fsync", "outside")),
-                            "--reps", str(p["reps"]), *self.cache_arguments()]
+        self.kernel_args = [
+            "--file-sizes",
+            self.file_sizes,
+            "--record-sizes",
+            str(p["record_sizes"]),
+            "--fsync",
+            str(p.get("fsync", "outside")),
+            "--reps",
+            str(p["reps"]),
+            *self.cache_arguments(),
+        ]
         if p.get("all_records"):
             self.kernel_args.append("--all-records")
-        files = (f"files {size_words(parse_size(smallest))} to past the node's memory"
-                 if largest == "memory" else f"files {size_words(parse_size(smallest))} to "
-                 f"{size_words(parse_size(largest or smallest))}")
+        files = (
+            f"files {size_words(parse_size(smallest))} to past the node's memory"
+            if largest == "memory"
+            else f"files {size_words(parse_size(smallest))} to "
+            f"{size_words(parse_size(largest or smallest))}"
+        )
         if capped:
             files += f" (not past memory: a {kind} keeps its files in memory)"
         record_lo, _, record_hi = str(p["record_sizes"]).partition(":")
-        records = (f"records {size_words(parse_size(record_lo))} to "
-                   f"{size_words(parse_size(record_hi or record_lo))}")
-        self.workload_words = (f"{files} x {records}, {self.ranks_in_words()}, "
-                               f"{p['reps']} repetition{'s' * (int(p['reps']) != 1)}")
+        records = (
+            f"records {size_words(parse_size(record_lo))} to "
+            f"{size_words(parse_size(record_hi or record_lo))}"
+        )
+        self.workload_words = (
+            f"{files} x {records}, {self.ranks_in_words()}, "
+            f"{p['reps']} repetition{'s' * (int(p['reps']) != 1)}"
+        )
         self.variant_words = (
-            "one process (IOzone's automatic mode)" if self.num_tasks == 1 else
-            f"{self.num_tasks} processes at once (IOzone's throughput mode, stonewall at "
-            "the first finisher)")
+            "one process (IOzone's automatic mode)"
+            if self.num_tasks == 1
+            else f"{self.num_tasks} processes at once (IOzone's throughput mode, stonewall at "
+            "the first finisher)"
+        )
 
     def _report(self) -> dict[str, Any] | None:
         try:
@@ -171,15 +205,21 @@ class IOzoneCheckBase(KernelCheck):
                 self.add_figure(
                     figure_name(pattern, file_size, record),
                     FigureDeclaration(
-                        unit="MiB/s", better="higher",
+                        unit="MiB/s",
+                        better="higher",
                         label=f"{PATTERNS[pattern]}, {size_words(file_size)} file, "
-                              f"{size_words(record)} records",
-                        chart={"title": f"{PATTERNS[pattern]} throughput",
-                               "kind": "surface",
-                               "x": ["file size", file_size, size_words(file_size)],
-                               "y": ["record size", record, size_words(record)],
-                               "line": "by file size and record size", "marks": marks}),
-                    self._point(pattern, file_size, record))
+                        f"{size_words(record)} records",
+                        chart={
+                            "title": f"{PATTERNS[pattern]} throughput",
+                            "kind": "surface",
+                            "x": ["file size", file_size, size_words(file_size)],
+                            "y": ["record size", record, size_words(record)],
+                            "line": "by file size and record size",
+                            "marks": marks,
+                        },
+                    ),
+                    self._point(pattern, file_size, record),
+                )
         if not points:
             return
         chosen = headline_points(points)
@@ -191,21 +231,27 @@ class IOzoneCheckBase(KernelCheck):
             past = memory and file_size * self.tasks_per_node_used > memory
             # A file that fits in memory is read and written in the page cache: memory
             # speed, not the file system's (IOzone's 1 MiB headline read 10 GiB/s).
-            where = (f"a file larger than the node's memory ({size_words(file_size)})" if past
-                     else f"a {size_words(file_size)} file, in the page cache (memory speed)")
+            where = (
+                f"a file larger than the node's memory ({size_words(file_size)})"
+                if past
+                else f"a {size_words(file_size)} file, in the page cache (memory speed)"
+            )
             self.add_figure(
-                name, FigureDeclaration(
-                    unit="MiB/s", better="higher",
+                name,
+                FigureDeclaration(
+                    unit="MiB/s",
+                    better="higher",
                     label=f"{PATTERNS[pattern]} throughput, {size_words(file_size)} file, "
-                          f"{size_words(record)} records",
+                    f"{size_words(record)} records",
                     headline=f"IOzone {PATTERNS[pattern].lower()} of {where}, "
-                             f"{size_words(record)} records"),
-                self._point(pattern, file_size, record))
+                    f"{size_words(record)} records",
+                ),
+                self._point(pattern, file_size, record),
+            )
 
     def _point(self, pattern: str, file_size: int, record: int) -> Callable[[], float]:
         phase = phase_name(pattern, file_size, record)
-        return lambda: self.summary_value(phase, "throughput_Bps", "trimmed_mean",
-                                          scale=1 / MIB)
+        return lambda: self.summary_value(phase, "throughput_Bps", "trimmed_mean", scale=1 / MIB)
 
     def mode_problems(self, report: dict[str, Any]) -> list[str]:
         return matrix_problems(report)
@@ -215,10 +261,14 @@ class IOzoneCheckBase(KernelCheck):
         for pattern in (p.replace("-", "_") for p in report["config"]["patterns"]):
             for pt in report["config"]["matrix"]["points"]:
                 f, r = pt["file_size"], pt["record_size"]
-                out[figure_name(pattern, f, r)] = (phase_name(pattern, f, r),
-                                                   "throughput_Bps", 1 / MIB)
-        points = [(pt["file_size"], pt["record_size"])
-                  for pt in report["config"]["matrix"]["points"]]
+                out[figure_name(pattern, f, r)] = (
+                    phase_name(pattern, f, r),
+                    "throughput_Bps",
+                    1 / MIB,
+                )
+        points = [
+            (pt["file_size"], pt["record_size"]) for pt in report["config"]["matrix"]["points"]
+        ]
         if points:
             chosen = headline_points(points)
             for name, pattern, sequential in HEADLINES:

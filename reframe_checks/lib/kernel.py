@@ -41,7 +41,9 @@ class KernelBuild(rfm.CompileOnlyRegressionTest, SuiteTest):
         # without ReFrame's types, sees the class's str)
         self.build_system.flags_from_environ = False  # type: ignore[attr-defined]
         self.build_system.options = [  # type: ignore[attr-defined]
-            f"MPICC={self.current_environ.cc}", f"BUILD={self.build_dir}"]
+            f"MPICC={self.current_environ.cc}",
+            f"BUILD={self.build_dir}",
+        ]
 
     @property
     def binary(self) -> str:
@@ -49,8 +51,7 @@ class KernelBuild(rfm.CompileOnlyRegressionTest, SuiteTest):
 
     @sanity_function
     def binary_built(self) -> Any:
-        return sn.assert_true(os.path.isfile(self.binary),
-                              msg=f"make produced no {self.binary}")
+        return sn.assert_true(os.path.isfile(self.binary), msg=f"make produced no {self.binary}")
 
 
 class KernelCheck(ScratchCheck):
@@ -70,16 +71,24 @@ class KernelCheck(ScratchCheck):
         self.executable = self.kernel.binary
         # The target path may be a template such as $MYSANSCRATCH: the job's shell
         # expands it, so it is quoted for the shell, not by Python.
-        dirs = [arg for d in (self.kernel_dirs or [self.scratch_path])
-                for arg in ("--dir", f'"{d}"')]
-        self.executable_opts = [self.kernel_mode, *dirs, "--output", KERNEL_REPORT,
-                                *self.kernel_args]
+        dirs = [
+            arg for d in (self.kernel_dirs or [self.scratch_path]) for arg in ("--dir", f'"{d}"')
+        ]
+        self.executable_opts = [
+            self.kernel_mode,
+            *dirs,
+            "--output",
+            KERNEL_REPORT,
+            *self.kernel_args,
+        ]
         self.keep_files = [KERNEL_REPORT]
 
     def kernel_report(self) -> dict[str, Any]:
         return self.parsed_output(
-            KERNEL_REPORT, lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
-            "the kernel died before writing its report")
+            KERNEL_REPORT,
+            lambda text: parse_kernel_json(text, source=KERNEL_REPORT),
+            "the kernel died before writing its report",
+        )
 
     @run_before("sanity")
     def record_what_ran(self) -> None:
@@ -91,20 +100,26 @@ class KernelCheck(ScratchCheck):
         except (OSError, ParseError):
             return
         self.transfer_size = int(report["config"].get("transfer_bytes") or 0)
-        if not kernel_problems(report, expected_ranks=self.num_tasks,
-                               expected_nodes=self.num_nodes_used):
+        if not kernel_problems(
+            report, expected_ranks=self.num_tasks, expected_nodes=self.num_nodes_used
+        ):
             sources = self.figure_sources(report)
-            self.samples = {name: self.per_rep(report, phase, key, scale)
-                            for name, (phase, key, scale) in sources.items()}
-            self.phase_seconds = {name: min(durations) for name, (phase, _, _) in
-                                  sources.items()
-                                  if (durations := self.phase_durations(report, phase))}
+            self.samples = {
+                name: self.per_rep(report, phase, key, scale)
+                for name, (phase, key, scale) in sources.items()
+            }
+            self.phase_seconds = {
+                name: min(durations)
+                for name, (phase, _, _) in sources.items()
+                if (durations := self.phase_durations(report, phase))
+            }
 
     @sanity_function
     def validate_kernel_run(self) -> Any:
         report = self.kernel_report()
-        problems = kernel_problems(report, expected_ranks=self.num_tasks,
-                                   expected_nodes=self.num_nodes_used)
+        problems = kernel_problems(
+            report, expected_ranks=self.num_tasks, expected_nodes=self.num_nodes_used
+        )
         if not problems:
             problems = self.mode_problems(report)
         return sn.assert_false(problems, msg="; ".join(problems))
@@ -128,10 +143,12 @@ class KernelCheck(ScratchCheck):
         return {}
 
     @staticmethod
-    def per_rep(report: dict[str, Any], phase: str, key: str,
-                scale: float = 1.0) -> list[float]:
-        return [rep["phases"][phase][key] * scale for rep in report.get("repetitions", [])
-                if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None]
+    def per_rep(report: dict[str, Any], phase: str, key: str, scale: float = 1.0) -> list[float]:
+        return [
+            rep["phases"][phase][key] * scale
+            for rep in report.get("repetitions", [])
+            if phase in rep.get("phases", {}) and rep["phases"][phase].get(key) is not None
+        ]
 
     def phase_durations(self, report: dict[str, Any], phase: str) -> list[float]:
         """How long PHASE lasted in each repetition: its clock on the slowest rank."""
@@ -172,15 +189,32 @@ class IOTestCheckBase(KernelCheck):
     @run_after("setup")
     def set_layout_and_args(self) -> None:
         p = self.params
-        self.layout(self.nodes_wanted or p.get("nodes", 1),
-                    self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"))
-        transfer = int(p["nr"]) * 8     # NR 64-bit values: the kernel reports the size it used
+        self.layout(
+            self.nodes_wanted or p.get("nodes", 1),
+            self.tasks_per_node_wanted or p.get("tasks_per_node", "cores"),
+        )
+        transfer = int(p["nr"]) * 8  # NR 64-bit values: the kernel reports the size it used
         per_rank = transfer * int(p["nc"]) * int(p.get("niter", 1))
-        self.workload_words = (f"{size_words(transfer)} transfers, {size_words(per_rank)} per rank, "
-                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
-        self.kernel_args = ["--nr", str(p["nr"]), "--nc", str(p["nc"]),
-                            "--niter", str(p.get("niter", 1)), "--reps", str(p["reps"]),
-                            "--iread", "2", "--layout", self.layout_kind, "--api", self.io_api]
+        self.workload_words = (
+            f"{size_words(transfer)} transfers, {size_words(per_rank)} per rank, "
+            f"{self.ranks_in_words()}, {p['reps']} repetitions"
+        )
+        self.kernel_args = [
+            "--nr",
+            str(p["nr"]),
+            "--nc",
+            str(p["nc"]),
+            "--niter",
+            str(p.get("niter", 1)),
+            "--reps",
+            str(p["reps"]),
+            "--iread",
+            "2",
+            "--layout",
+            self.layout_kind,
+            "--api",
+            self.io_api,
+        ]
         if self.collective:
             self.kernel_args.append("--collective")
         # Cache defeat: a read must not be served from the page cache of the writer.
@@ -195,9 +229,12 @@ class IOTestCheckBase(KernelCheck):
 
     def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         write = ("write", "bandwidth_min_Bps", 1 / MIB)
-        return {"write_bw": write, "write_bw_worst": write,
-                "read_bw": ("read", "bandwidth_min_Bps", 1 / MIB),
-                "open_close_share": ("write", "open_close_fraction_max", 100.0)}
+        return {
+            "write_bw": write,
+            "write_bw_worst": write,
+            "read_bw": ("read", "bandwidth_min_Bps", 1 / MIB),
+            "open_close_share": ("write", "open_close_fraction_max", 100.0),
+        }
 
     @figure("MiB/s", "Write bandwidth at the slowest rank", headline="Sequential write")
     def write_bw(self) -> float:
@@ -214,8 +251,7 @@ class IOTestCheckBase(KernelCheck):
         """The worst repetition: seed 000 says min and max matter as much as the mean."""
         return self.summary_value("write", "bandwidth_min_Bps", "min", scale=1 / MIB)
 
-    @figure("%", "Largest share of a rank's write time spent opening and closing",
-            better="lower")
+    @figure("%", "Largest share of a rank's write time spent opening and closing", better="lower")
     def open_close_share(self) -> float:
         """Largest share of a rank's write time spent in open + close (seed 002: 25%)."""
         return self.summary_value("write", "open_close_fraction_max", "max", scale=100.0)
@@ -238,27 +274,46 @@ class MetadataCheckBase(KernelCheck):
         p = self.params
         self.layout(p["nodes"], p["tasks_per_node"])
         self.files_per_rank = max(1, int(p["files_per_node"]) // self.tasks_per_node_used)
-        self.workload_words = (f"{self.files_per_rank} files per rank, "
-                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
-        self.kernel_args = ["--files", str(self.files_per_rank), "--reps", str(p["reps"]),
-                            "--removers", str(self.removers)]
+        self.workload_words = (
+            f"{self.files_per_rank} files per rank, "
+            f"{self.ranks_in_words()}, {p['reps']} repetitions"
+        )
+        self.kernel_args = [
+            "--files",
+            str(self.files_per_rank),
+            "--reps",
+            str(p["reps"]),
+            "--removers",
+            str(self.removers),
+        ]
         if self.dir_per_rank:
             self.kernel_args.append("--dir-per-rank")
 
     def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
         remove = ("remove", "rate_ops", 1.0)
-        return {"create_rate": ("create", "rate_ops", 1.0),
-                "open_close_rate": ("open", "rate_ops", 1.0),
-                "stat_rate": ("stat", "rate_ops", 1.0),
-                "delete_rate": remove, "delete_rate_worst": remove}
+        return {
+            "create_rate": ("create", "rate_ops", 1.0),
+            "open_close_rate": ("open", "rate_ops", 1.0),
+            "stat_rate": ("stat", "rate_ops", 1.0),
+            "delete_rate": remove,
+            "delete_rate_worst": remove,
+        }
 
-    @figure("ops/s", "File creations per second (all ranks)", headline="Create empty files",
-            role="creations_per_s")
+    @figure(
+        "ops/s",
+        "File creations per second (all ranks)",
+        headline="Create empty files",
+        role="creations_per_s",
+    )
     def create_rate(self) -> float:
         return self.summary_value("create", "rate_ops", "trimmed_mean")
 
-    @figure("ops/s", "Opens and closes of existing files per second (all ranks)",
-            headline="Open and close existing files", role="opens_per_s")
+    @figure(
+        "ops/s",
+        "Opens and closes of existing files per second (all ranks)",
+        headline="Open and close existing files",
+        role="opens_per_s",
+    )
     def open_close_rate(self) -> float:
         return self.summary_value("open", "rate_ops", "trimmed_mean")
 
@@ -266,8 +321,12 @@ class MetadataCheckBase(KernelCheck):
     def stat_rate(self) -> float:
         return self.summary_value("stat", "rate_ops", "trimmed_mean")
 
-    @figure("deletions/s", "Deletions per second (all ranks)", headline="Delete files",
-            role="deletions_per_s")
+    @figure(
+        "deletions/s",
+        "Deletions per second (all ranks)",
+        headline="Delete files",
+        role="deletions_per_s",
+    )
     def delete_rate(self) -> float:
         """Deletions per second with this many parallel removers per rank."""
         return self.summary_value("remove", "rate_ops", "trimmed_mean")
@@ -297,36 +356,59 @@ class DiskperfCheckBase(KernelCheck):
     def set_sweep(self) -> None:
         p = self.params
         self.layout(p.get("nodes", 1), p.get("tasks_per_node", 1))
-        self.kernel_dirs = list(target_info(self.current_partition,
-                                            self.scratch_target)["disks"])
+        self.kernel_dirs = list(target_info(self.current_partition, self.scratch_target)["disks"])
         self.block_sizes = size_list(p["block_sizes"])
         self.queue_depths = [int(q) for q in str(p["queue_depths"]).split(",")]
         self.transfer_size = max(self.block_sizes)
-        self.kernel_args = ["--block-sizes", ",".join(str(b) for b in self.block_sizes),
-                            "--queue-depths", ",".join(str(q) for q in self.queue_depths),
-                            "--file-size", str(p["file_size"]), "--reps", str(p["reps"]),
-                            "--engine", p.get("engine", "io_uring"), *self.cache_arguments()]
-        size = "as large as the node's memory" if p["file_size"] == "memory" else \
-            f"{size_words(parse_size(p['file_size']))} per file"
-        self.workload_words = (f"{len(self.kernel_dirs)} director"
-                               f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}, {size}, "
-                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
+        self.kernel_args = [
+            "--block-sizes",
+            ",".join(str(b) for b in self.block_sizes),
+            "--queue-depths",
+            ",".join(str(q) for q in self.queue_depths),
+            "--file-size",
+            str(p["file_size"]),
+            "--reps",
+            str(p["reps"]),
+            "--engine",
+            p.get("engine", "io_uring"),
+            *self.cache_arguments(),
+        ]
+        size = (
+            "as large as the node's memory"
+            if p["file_size"] == "memory"
+            else f"{size_words(parse_size(p['file_size']))} per file"
+        )
+        self.workload_words = (
+            f"{len(self.kernel_dirs)} director"
+            f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}, {size}, "
+            f"{self.ranks_in_words()}, {p['reps']} repetitions"
+        )
         deepest, largest = max(self.queue_depths), max(self.block_sizes)
         for block in self.block_sizes:
             for depth in self.queue_depths:
                 for op in ("write", "read"):
-                    headline = (f"Asynchronous {op}s, {size_words(block)} blocks, {depth} in flight"
-                                if (block, depth) == (largest, deepest) else "")
+                    headline = (
+                        f"Asynchronous {op}s, {size_words(block)} blocks, {depth} in flight"
+                        if (block, depth) == (largest, deepest)
+                        else ""
+                    )
                     self.add_figure(
                         f"{op}_bw_{size_token(block)}_qd{depth}",
                         FigureDeclaration(
-                            unit="MiB/s", better="higher", headline=headline,
+                            unit="MiB/s",
+                            better="higher",
+                            headline=headline,
                             label=f"{op.capitalize()} bandwidth, {size_words(block)} blocks, "
-                                  f"{depth} in flight per rank",
-                            chart={"title": f"{op.capitalize()} bandwidth against queue depth",
-                                   "kind": "lines", "x": ["requests in flight per rank", depth],
-                                   "line": f"{size_words(block)} blocks"}),
-                        self._point(op, block, depth))
+                            f"{depth} in flight per rank",
+                            chart={
+                                "title": f"{op.capitalize()} bandwidth against queue depth",
+                                "kind": "lines",
+                                "x": ["requests in flight per rank", depth],
+                                "line": f"{size_words(block)} blocks",
+                            },
+                        ),
+                        self._point(op, block, depth),
+                    )
 
     def _point(self, op: str, block: int, depth: int) -> Callable[[], float]:
         phase = f"{op}_bs{block}_qd{depth}"
@@ -340,13 +422,19 @@ class DiskperfCheckBase(KernelCheck):
             for name, phase in rep.get("phases", {}).items():
                 wanted, reached = phase.get("queue_depth"), phase.get("queue_depth_reached")
                 if wanted and reached is not None and reached < wanted:
-                    problems.append(f"repetition {rep['rep']} {name}: only {reached} of "
-                                    f"{wanted} requests were in flight at once")
+                    problems.append(
+                        f"repetition {rep['rep']} {name}: only {reached} of "
+                        f"{wanted} requests were in flight at once"
+                    )
         return problems[:3]
 
     def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
-        return {f"{op}_bw_{size_token(b)}_qd{q}": (f"{op}_bs{b}_qd{q}", "bandwidth_Bps", 1 / MIB)
-                for b in self.block_sizes for q in self.queue_depths for op in ("write", "read")}
+        return {
+            f"{op}_bw_{size_token(b)}_qd{q}": (f"{op}_bs{b}_qd{q}", "bandwidth_Bps", 1 / MIB)
+            for b in self.block_sizes
+            for q in self.queue_depths
+            for op in ("write", "read")
+        }
 
 
 PLACEMENTS = ("local", "one-to-many", "many-to-many")
@@ -373,41 +461,76 @@ class JovianCheckBase(KernelCheck):
         self.placements = list(PLACEMENTS if remote else PLACEMENTS[:1])
         stripe = parse_size(p["stripe_size"])
         self.transfer_size = stripe * len(self.kernel_dirs)
-        self.kernel_args = ["--stripe-size", str(stripe), "--data-per-client",
-                            str(p["data_per_client"]), "--inflight", str(p.get("inflight", 1)),
-                            "--placement", ",".join(self.placements), "--reps", str(p["reps"]),
-                            "--engine", p.get("engine", "io_uring"), *self.cache_arguments()]
-        why = "" if remote else (": the target is node-local, so only local reads apply"
-                                 if not info.get("shared") else ": one node only")
+        self.kernel_args = [
+            "--stripe-size",
+            str(stripe),
+            "--data-per-client",
+            str(p["data_per_client"]),
+            "--inflight",
+            str(p.get("inflight", 1)),
+            "--placement",
+            ",".join(self.placements),
+            "--reps",
+            str(p["reps"]),
+            "--engine",
+            p.get("engine", "io_uring"),
+            *self.cache_arguments(),
+        ]
+        why = (
+            ""
+            if remote
+            else (
+                ": the target is node-local, so only local reads apply"
+                if not info.get("shared")
+                else ": one node only"
+            )
+        )
         self.variant_words = ", ".join(self.placements) + why
-        self.workload_words = (f"{size_words(self.transfer_size)} requests ({size_words(stripe)} x "
-                               f"{len(self.kernel_dirs)} director"
-                               f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}), "
-                               f"{size_words(parse_size(p['data_per_client']))} per client, "
-                               f"{self.ranks_in_words()}, {p['reps']} repetitions")
+        self.workload_words = (
+            f"{size_words(self.transfer_size)} requests ({size_words(stripe)} x "
+            f"{len(self.kernel_dirs)} director"
+            f"{'ies' if len(self.kernel_dirs) > 1 else 'y'}), "
+            f"{size_words(parse_size(p['data_per_client']))} per client, "
+            f"{self.ranks_in_words()}, {p['reps']} repetitions"
+        )
         for placement in self.placements:
             key = placement.replace("-", "_")
             for op in ("write", "read"):
                 self.add_figure(
                     f"{op}_bw_{key}",
                     FigureDeclaration(
-                        unit="MiB/s", better="higher",
-                        headline=f"Reads, {placement} placement" if op == "read" and
-                        placement == self.placements[-1] else "",
+                        unit="MiB/s",
+                        better="higher",
+                        headline=f"Reads, {placement} placement"
+                        if op == "read" and placement == self.placements[-1]
+                        else "",
                         label=f"{op.capitalize()} bandwidth, {placement} placement",
-                        chart={"title": "Bandwidth by placement of readers", "kind": "lines",
-                               "x": ["placement", placement], "line": op}),
-                    self._placement(op, key))
+                        chart={
+                            "title": "Bandwidth by placement of readers",
+                            "kind": "lines",
+                            "x": ["placement", placement],
+                            "line": op,
+                        },
+                    ),
+                    self._placement(op, key),
+                )
 
     def _placement(self, op: str, key: str) -> Callable[[], float]:
-        return lambda: self.summary_value(f"{op}_{key}", "bandwidth_Bps", "trimmed_mean",
-                                          scale=1 / MIB)
+        return lambda: self.summary_value(
+            f"{op}_{key}", "bandwidth_Bps", "trimmed_mean", scale=1 / MIB
+        )
 
     def mode_problems(self, report: dict[str, Any]) -> list[str]:
         self.io_api = report["config"].get("engine", self.io_api)
         return []
 
     def figure_sources(self, report: dict[str, Any]) -> dict[str, tuple[str, str, float]]:
-        return {f"{op}_bw_{p.replace('-', '_')}": (f"{op}_{p.replace('-', '_')}",
-                                                    "bandwidth_Bps", 1 / MIB)
-                for p in self.placements for op in ("write", "read")}
+        return {
+            f"{op}_bw_{p.replace('-', '_')}": (
+                f"{op}_{p.replace('-', '_')}",
+                "bandwidth_Bps",
+                1 / MIB,
+            )
+            for p in self.placements
+            for op in ("write", "read")
+        }

@@ -28,14 +28,17 @@ def _json_document(text: str, source: str, tool: str) -> Any:
     except json.JSONDecodeError as exc:
         copies = _documents(text) if exc.msg == "Extra data" else []
         if len(copies) > 1:
-            ranks = {str((c.get("mpi") or {}).get("nranks")) for c in copies
-                     if isinstance(c, dict)}
-            raise ParseError(f"{source} holds {len(copies)} reports, each of "
-                             f"{'/'.join(sorted(ranks))} MPI rank(s): {len(copies)} separate "
-                             f"copies of {tool} ran instead of one parallel job (the MPI "
-                             "library and the launcher's PMI do not match)") from None
-        raise ParseError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}): "
-                         f"{tool} stopped while writing it") from None
+            ranks = {str((c.get("mpi") or {}).get("nranks")) for c in copies if isinstance(c, dict)}
+            raise ParseError(
+                f"{source} holds {len(copies)} reports, each of "
+                f"{'/'.join(sorted(ranks))} MPI rank(s): {len(copies)} separate "
+                f"copies of {tool} ran instead of one parallel job (the MPI "
+                "library and the launcher's PMI do not match)"
+            ) from None
+        raise ParseError(
+            f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}): "
+            f"{tool} stopped while writing it"
+        ) from None
 
 
 def _documents(text: str) -> list[Any]:
@@ -67,8 +70,9 @@ def parse_kernel_json(text: str, source: str = "kernel report") -> dict[str, Any
     return report
 
 
-def kernel_problems(report: dict[str, Any], expected_ranks: int | None = None,
-                    expected_nodes: int | None = None) -> list[str]:
+def kernel_problems(
+    report: dict[str, Any], expected_ranks: int | None = None, expected_nodes: int | None = None
+) -> list[str]:
     """Reasons why a kernel run is invalid (empty when it is valid).
 
     Invalid means the figures must not be used: the run stopped early, data read back
@@ -78,14 +82,18 @@ def kernel_problems(report: dict[str, Any], expected_ranks: int | None = None,
     problems = []
     if report["exit_code"] != 0:
         first = (report.get("errors") or [{}])[0]
-        problems.append(f"kernel exit {report['exit_code']} ({report.get('exit_reason')}): "
-                        f"{first.get('message', 'no message')}")
+        problems.append(
+            f"kernel exit {report['exit_code']} ({report.get('exit_reason')}): "
+            f"{first.get('message', 'no message')}"
+        )
     if not report["complete"]:
         problems.append("the run did not complete every phase")
     nranks = report["mpi"].get("nranks")
     if expected_ranks is not None and nranks != expected_ranks:
-        problems.append(f"{nranks} MPI ranks ran, {expected_ranks} were launched: the MPI "
-                        "library and the launcher's PMI do not match")
+        problems.append(
+            f"{nranks} MPI ranks ran, {expected_ranks} were launched: the MPI "
+            "library and the launcher's PMI do not match"
+        )
     nnodes = report["mpi"].get("nnodes")
     if expected_nodes is not None and nnodes != expected_nodes:
         problems.append(f"ranks ran on {nnodes} nodes, {expected_nodes} were requested")
@@ -97,22 +105,32 @@ def kernel_problems(report: dict[str, Any], expected_ranks: int | None = None,
         for rep in report.get("repetitions", []):
             write = rep.get("phases", {}).get("write") or rep.get("phases", {}).get("create")
             if write and write.get("stonewall_hit_ranks", 1) == 0:
-                problems.append(f"repetition {rep['rep']}: the write phase finished before its "
-                                f"{stonewall} s stonewall: too little work for a valid figure")
+                problems.append(
+                    f"repetition {rep['rep']}: the write phase finished before its "
+                    f"{stonewall} s stonewall: too little work for a valid figure"
+                )
     return problems
 
 
 # ---- IOR ---------------------------------------------------------------------------------
 # Our name: (IOR's summary key, type); bandwidths in MiB/s, times in s.
 _IOR_SUMMARY = {
-    "bw_max": ("bwMaxMIB", float), "bw_min": ("bwMinMIB", float),
-    "bw_mean": ("bwMeanMIB", float), "bw_std": ("bwStdMIB", float),
-    "ops_mean": ("OPsMean", float), "mean_time": ("MeanTime", float),
-    "aggregate_MiB": ("xsizeMiB", float), "tasks": ("numTasks", int),
-    "tasks_per_node": ("tasksPerNode", int), "transfer_size": ("transferSize", int),
-    "block_size": ("blockSize", int), "segments": ("segmentCount", int),
-    "file_per_proc": ("filePerProc", bool), "api": ("API", str),
-    "repetitions": ("repetitions", int), "reorder_tasks": ("reorderTasks", bool),
+    "bw_max": ("bwMaxMIB", float),
+    "bw_min": ("bwMinMIB", float),
+    "bw_mean": ("bwMeanMIB", float),
+    "bw_std": ("bwStdMIB", float),
+    "ops_mean": ("OPsMean", float),
+    "mean_time": ("MeanTime", float),
+    "aggregate_MiB": ("xsizeMiB", float),
+    "tasks": ("numTasks", int),
+    "tasks_per_node": ("tasksPerNode", int),
+    "transfer_size": ("transferSize", int),
+    "block_size": ("blockSize", int),
+    "segments": ("segmentCount", int),
+    "file_per_proc": ("filePerProc", bool),
+    "api": ("API", str),
+    "repetitions": ("repetitions", int),
+    "reorder_tasks": ("reorderTasks", bool),
 }
 # IOR prints aggregate sizes in MiB with at most four decimals: equal byte counts
 # differ by no more than this after rounding (far less than one transfer).
@@ -137,9 +155,12 @@ def parse_ior_json(text: str, source: str = "IOR JSON summary") -> dict[str, Any
         raise ParseError(f"{source} holds no results")
     params = tests[0].get("Parameters", {})
     try:
-        operations = {entry["operation"]: {name: cast(entry[key])
-                                           for name, (key, cast) in _IOR_SUMMARY.items()}
-                      for entry in summary}
+        operations = {
+            entry["operation"]: {
+                name: cast(entry[key]) for name, (key, cast) in _IOR_SUMMARY.items()
+            }
+            for entry in summary
+        }
     except (KeyError, TypeError, ValueError) as exc:
         raise ParseError(f"{source}: a summary entry lacks or garbles {exc}") from None
     entries = tests[0].get("Results", [])
@@ -147,14 +168,22 @@ def parse_ior_json(text: str, source: str = "IOR JSON summary") -> dict[str, Any
     for result in results:
         if not isinstance(result.get("bwMiB"), (int, float)) or "totalTime" not in result:
             raise ParseError(f"{source}: a {result['access']} result lacks bwMiB or totalTime")
-    return {"operations": operations, "parameters": params, "results": results,
-            "removals": [r for r in entries if r.get("access") == "remove"],
-            "command_line": data.get("Command line", ""), "version": data.get("Version")}
+    return {
+        "operations": operations,
+        "parameters": params,
+        "results": results,
+        "removals": [r for r in entries if r.get("access") == "remove"],
+        "command_line": data.get("Command line", ""),
+        "version": data.get("Version"),
+    }
 
 
-def ior_problems(parsed: dict[str, Any], expected_tasks: int | None = None,
-                 stonewall_s: float | None = None,
-                 expected_MiB: float | None = None) -> list[str]:
+def ior_problems(
+    parsed: dict[str, Any],
+    expected_tasks: int | None = None,
+    stonewall_s: float | None = None,
+    expected_MiB: float | None = None,
+) -> list[str]:
     """Reasons why an IOR run is invalid (IO500's rules), empty when valid.
 
     * the task count is the one launched;
@@ -172,16 +201,25 @@ def ior_problems(parsed: dict[str, Any], expected_tasks: int | None = None,
     wear_out = int(params.get("stoneWallingWearOut") or 0)
     writes = "write" in parsed["operations"]
     if stonewall_s is not None and deadline != float(stonewall_s):
-        problems.append(f"IOR ran with a {deadline:g} s stonewall, {stonewall_s:g} s was "
-                        "asked: the options did not reach IOR")
+        problems.append(
+            f"IOR ran with a {deadline:g} s stonewall, {stonewall_s:g} s was "
+            "asked: the options did not reach IOR"
+        )
     if deadline > 0 and writes and not wear_out:
-        problems.append(f"a {deadline:g} s stonewall without stoneWallingWearOut: ranks stop "
-                        "at different offsets, so the data set is not the planned one")
+        problems.append(
+            f"a {deadline:g} s stonewall without stoneWallingWearOut: ranks stop "
+            "at different offsets, so the data set is not the planned one"
+        )
     for result in parsed["results"]:
-        if deadline > 0 and result["access"] == "write" and \
-                float(result["totalTime"]) < deadline * 0.99:
-            problems.append(f"a write phase took {result['totalTime']:.3f} s, shorter than its "
-                            f"{deadline:g} s stonewall: too little work for a valid figure")
+        if (
+            deadline > 0
+            and result["access"] == "write"
+            and float(result["totalTime"]) < deadline * 0.99
+        ):
+            problems.append(
+                f"a write phase took {result['totalTime']:.3f} s, shorter than its "
+                f"{deadline:g} s stonewall: too little work for a valid figure"
+            )
     for op, fig in parsed["operations"].items():
         if expected_tasks is not None and fig["tasks"] != expected_tasks:
             problems.append(f"IOR {op} ran {fig['tasks']} tasks, {expected_tasks} launched")
@@ -194,24 +232,30 @@ def ior_problems(parsed: dict[str, Any], expected_tasks: int | None = None,
         else:
             continue
         if abs(fig["aggregate_MiB"] - expected) > _MIB_ROUNDING:
-            problems.append(f"IOR {op} moved {fig['aggregate_MiB']:g} MiB, {expected:g} MiB "
-                            f"{why}: a wrong byte count")
+            problems.append(
+                f"IOR {op} moved {fig['aggregate_MiB']:g} MiB, {expected:g} MiB "
+                f"{why}: a wrong byte count"
+            )
     ops = parsed["operations"]
-    if deadline > 0 and "write" in ops and "read" in ops and \
-            abs(ops["write"]["aggregate_MiB"] - ops["read"]["aggregate_MiB"]) > _MIB_ROUNDING:
-        problems.append(f"IOR read {ops['read']['aggregate_MiB']:g} MiB but wrote "
-                        f"{ops['write']['aggregate_MiB']:g} MiB: after wear-out they must match")
+    if (
+        deadline > 0
+        and "write" in ops
+        and "read" in ops
+        and abs(ops["write"]["aggregate_MiB"] - ops["read"]["aggregate_MiB"]) > _MIB_ROUNDING
+    ):
+        problems.append(
+            f"IOR read {ops['read']['aggregate_MiB']:g} MiB but wrote "
+            f"{ops['write']['aggregate_MiB']:g} MiB: after wear-out they must match"
+        )
     return problems
 
 
 # ---- mdtest --------------------------------------------------------------------------------
 # 4.1 prints "SUMMARY rate (in ops/sec): (of N iterations)"; 4.0.0, which spack.yaml
 # pins, "SUMMARY rate: (of N iterations)".
-_MDTEST_TABLE = re.compile(
-    r"^SUMMARY (rate|time)(?: \(in ([^)]*)\))?: \(of (\d+) iterations?\)")
+_MDTEST_TABLE = re.compile(r"^SUMMARY (rate|time)(?: \(in ([^)]*)\))?: \(of (\d+) iterations?\)")
 _MDTEST_TASKS = re.compile(r"^(\d+) tasks, (\d+) (?:files|directories)")
-_MDTEST_STONEWALL = re.compile(
-    r"^Continue stonewall hit min: (\d+) max: (\d+) avg: ([\d.]+)")
+_MDTEST_STONEWALL = re.compile(r"^Continue stonewall hit min: (\d+) max: (\d+) avg: ([\d.]+)")
 _MDTEST_COLUMN = re.compile(r"per Rank:|per Iteration:|Std Dev|Max|Min|Mean|\S+")
 _MDTEST_COLUMN_NAMES = {"Max": "max", "Min": "min", "Mean": "mean", "Std Dev": "std"}
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
@@ -239,10 +283,16 @@ def _mdtest_columns(header, source):
             columns.append(prefix + _MDTEST_COLUMN_NAMES[token])
         else:
             raise ParseError(f"{source}: unknown SUMMARY column {token!r} in {header!r}")
-    if sorted(c for c in columns if not c.startswith("rank_")) != ["max", "mean", "min", "std"] \
-            or len(set(columns)) != len(columns):
-        raise ParseError(f"{source}: SUMMARY header {header!r} lacks the aggregate "
-                         "Max, Min, Mean and Std Dev columns")
+    if sorted(c for c in columns if not c.startswith("rank_")) != [
+        "max",
+        "mean",
+        "min",
+        "std",
+    ] or len(set(columns)) != len(columns):
+        raise ParseError(
+            f"{source}: SUMMARY header {header!r} lacks the aggregate "
+            "Max, Min, Mean and Std Dev columns"
+        )
     return columns
 
 
@@ -257,14 +307,16 @@ def _mdtest_table(lines, i, source):
             break
         i += 1
         if line.startswith(("---------", "V-", "WARNING")):
-            continue   # the underline, and lines of -v or of other ranks in between
+            continue  # the underline, and lines of -v or of other ranks in between
         fields = line.split()
         numbers = []
         while fields and _NUMBER.match(fields[-1]):
             numbers.insert(0, float(fields.pop()))
         if not fields or len(numbers) != len(columns):
-            raise ParseError(f"{source}: SUMMARY row {line!r} has {len(numbers)} numbers, "
-                             f"its header names {len(columns)} columns")
+            raise ParseError(
+                f"{source}: SUMMARY row {line!r} has {len(numbers)} numbers, "
+                f"its header names {len(columns)} columns"
+            )
         rows[_mdtest_op_key(" ".join(fields))] = dict(zip(columns, numbers))
     return rows, i
 
@@ -286,11 +338,17 @@ def _mdtest_block(tasks_match, tables, stonewall, command_line):
     time_rows = tables.get("time", {}).get("rows", {})
     aggregate = ("max", "min", "mean", "std")
 
-    def split(rows: dict[str, dict[str, float]]) -> tuple[dict[str, dict[str, float]],
-                                                          dict[str, dict[str, float]]]:
-        return ({op: {c: r[c] for c in aggregate} for op, r in rows.items()},
-                {op: {c[5:]: r[c] for c in r if c.startswith("rank_")}
-                 for op, r in rows.items() if any(c.startswith("rank_") for c in r)})
+    def split(
+        rows: dict[str, dict[str, float]],
+    ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+        return (
+            {op: {c: r[c] for c in aggregate} for op, r in rows.items()},
+            {
+                op: {c[5:]: r[c] for c in r if c.startswith("rank_")}
+                for op, r in rows.items()
+                if any(c.startswith("rank_") for c in r)
+            },
+        )
 
     ran = {op for op, row in rate_rows.items() if _mdtest_ran(row)}
     rate, rank_rate = split({op: r for op, r in rate_rows.items() if op in ran})
@@ -301,16 +359,22 @@ def _mdtest_block(tasks_match, tables, stonewall, command_line):
         kept = {op: r for op, r in time_rows.items() if _mdtest_ran(r)}
         unknown = [op for op in time_rows if op not in kept]
     time, rank_time = split(kept)
-    skipped = [op for op in (rate_rows or time_rows) if op not in ran] if "rate" in tables \
-        else []
+    skipped = [op for op in (rate_rows or time_rows) if op not in ran] if "rate" in tables else []
     iterations = next(iter(tables.values()))["iterations"]
-    return {"tasks": int(tasks_match.group(1)) if tasks_match else None,
-            "items": int(tasks_match.group(2)) if tasks_match else None,
-            "iterations": iterations, "rate": rate, "time": time,
-            "rank_rate": rank_rate, "rank_time": rank_time,
-            "skipped": skipped, "time_unknown": unknown, "stonewall": stonewall,
-            "units": {kind: table["unit"] for kind, table in tables.items()},
-            "command_line": command_line}
+    return {
+        "tasks": int(tasks_match.group(1)) if tasks_match else None,
+        "items": int(tasks_match.group(2)) if tasks_match else None,
+        "iterations": iterations,
+        "rate": rate,
+        "time": time,
+        "rank_rate": rank_rate,
+        "rank_time": rank_time,
+        "skipped": skipped,
+        "time_unknown": unknown,
+        "stonewall": stonewall,
+        "units": {kind: table["unit"] for kind, table in tables.items()},
+        "command_line": command_line,
+    }
 
 
 def parse_mdtest_scan(text: str, source: str = "mdtest output") -> list[dict[str, Any]]:
@@ -333,7 +397,7 @@ def parse_mdtest_scan(text: str, source: str = "mdtest output") -> list[dict[str
         raise ParseError(f"{source}: mdtest reported an error: {errors[0][:160]}")
     if not any(ln.startswith("-- finished at") for ln in lines):
         raise ParseError(f"{source}: no '-- finished at' line: mdtest was killed or aborted")
-    blocks: list[list[Any]] = []          # [tasks match, {kind: table}, stonewall]
+    blocks: list[list[Any]] = []  # [tasks match, {kind: table}, stonewall]
     i = 0
     while i < len(lines):
         line = lines[i].strip()
@@ -345,8 +409,11 @@ def parse_mdtest_scan(text: str, source: str = "mdtest output") -> list[dict[str
         elif stonewall:
             if not blocks:
                 blocks.append([None, {}, None])
-            blocks[-1][2] = {"min": int(stonewall.group(1)), "max": int(stonewall.group(2)),
-                             "avg": float(stonewall.group(3))}
+            blocks[-1][2] = {
+                "min": int(stonewall.group(1)),
+                "max": int(stonewall.group(2)),
+                "avg": float(stonewall.group(3)),
+            }
         elif table:
             if not blocks:
                 blocks.append([None, {}, None])
@@ -356,18 +423,25 @@ def parse_mdtest_scan(text: str, source: str = "mdtest output") -> list[dict[str
             if i + 1 >= len(lines):
                 raise ParseError(f"{source}: SUMMARY {kind} table has no header")
             rows, i = _mdtest_table(lines, i + 1, source)
-            blocks[-1][1][kind] = {"unit": table.group(2), "iterations": int(table.group(3)),
-                                   "rows": rows}
+            blocks[-1][1][kind] = {
+                "unit": table.group(2),
+                "iterations": int(table.group(3)),
+                "rows": rows,
+            }
             continue
         i += 1
-    command = next((ln.split(":", 1)[1].strip() for ln in lines
-                    if ln.startswith("Command line used:")), "")
+    command = next(
+        (ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Command line used:")), ""
+    )
     try:
         command_line = shlex.split(command)
     except ValueError:
         command_line = command.split()
-    results = [_mdtest_block(tasks, tables, stonewall, command_line)
-               for tasks, tables, stonewall in blocks if tables]
+    results = [
+        _mdtest_block(tasks, tables, stonewall, command_line)
+        for tasks, tables, stonewall in blocks
+        if tables
+    ]
     if not results:
         raise ParseError(f"{source}: no SUMMARY table")
     return results
@@ -382,13 +456,14 @@ def parse_mdtest(text: str, source: str = "mdtest output") -> dict[str, Any]:
     results = parse_mdtest_scan(text, source)
     if len(results) > 1:
         counts = ", ".join(str(r["tasks"]) for r in results)
-        raise ParseError(f"{source}: a task scan (-f/-l/-s) with results for {counts} tasks; "
-                         "one result was expected (use parse_mdtest_scan for a scan)")
+        raise ParseError(
+            f"{source}: a task scan (-f/-l/-s) with results for {counts} tasks; "
+            "one result was expected (use parse_mdtest_scan for a scan)"
+        )
     return results[0]
 
 
-def parse_mdtest_rank_details(text: str,
-                              source: str = "mdtest rank details") -> dict[str, Any]:
+def parse_mdtest_rank_details(text: str, source: str = "mdtest rank details") -> dict[str, Any]:
     """mdtest's ``--saveRankPerformanceDetails=FILE`` CSV -> items and phase figures.
 
     Returns ``{"items_per_rank": int, "phases": {op: {"rate": ops/s, "time": s}}}``
@@ -401,8 +476,7 @@ def parse_mdtest_rank_details(text: str,
         raise ParseError(f"{source} is empty: mdtest died before writing it")
     header = rows[0]
     if header[:2] != ["rank", "items"]:
-        raise ParseError(f"{source}: header {','.join(header[:3])!r}..., expected "
-                         "'rank,items,...'")
+        raise ParseError(f"{source}: header {','.join(header[:3])!r}..., expected 'rank,items,...'")
     total = next((r for r in rows[1:] if r[0] == "all"), None)
     if total is None or len(total) < len(header):
         raise ParseError(f"{source}: no complete 'all' row: mdtest stopped while writing it")
@@ -425,10 +499,14 @@ def _mdtest_option(command_line: list[str], option: str) -> str | None:
     return None
 
 
-def mdtest_problems(result: dict[str, Any], details: dict[str, Any] | None = None,
-                    expected_tasks: int | None = None, phases: Sequence[str] = (),
-                    stonewall_s: float | None = None,
-                    expected_items: int | None = None) -> list[str]:
+def mdtest_problems(
+    result: dict[str, Any],
+    details: dict[str, Any] | None = None,
+    expected_tasks: int | None = None,
+    phases: Sequence[str] = (),
+    stonewall_s: float | None = None,
+    expected_items: int | None = None,
+) -> list[str]:
     """Reasons why one mdtest run (one or more phases) is invalid, empty when valid.
 
     ``result`` is parse_mdtest's, ``details`` parse_mdtest_rank_details' of the same
@@ -447,21 +525,29 @@ def mdtest_problems(result: dict[str, Any], details: dict[str, Any] | None = Non
     if stonewall_s:
         asked = _mdtest_option(result["command_line"], "-W")
         if asked is None or float(asked) != float(stonewall_s):
-            problems.append(f"mdtest ran with stonewall {asked or 'none'}, {stonewall_s:g} s "
-                            "was asked: the options did not reach mdtest")
+            problems.append(
+                f"mdtest ran with stonewall {asked or 'none'}, {stonewall_s:g} s "
+                "was asked: the options did not reach mdtest"
+            )
     if (stonewall_s or expected_items is not None) and details is None:
-        problems.append("mdtest wrote no rank details (--saveRankPerformanceDetails): items "
-                        "and phase times cannot be checked")
+        problems.append(
+            "mdtest wrote no rank details (--saveRankPerformanceDetails): items "
+            "and phase times cannot be checked"
+        )
         return problems
     if details is None:
-        return problems   # (no stonewall and no item count: nothing below applies)
+        return problems  # (no stonewall and no item count: nothing below applies)
     if stonewall_s and "file_creation" in phases:
         create = details["phases"].get("file_creation", {}).get("time")
         if create is None or create < float(stonewall_s) * 0.99:
             took = "no time" if create is None else f"{create:.3f} s"
-            problems.append(f"the create phase took {took}, shorter than its {stonewall_s:g} s "
-                            "stonewall: too little work for a valid figure")
+            problems.append(
+                f"the create phase took {took}, shorter than its {stonewall_s:g} s "
+                "stonewall: too little work for a valid figure"
+            )
     if expected_items is not None and details["items_per_rank"] != int(expected_items):
-        problems.append(f"mdtest processed {details['items_per_rank']} items per rank, "
-                        f"{expected_items} expected: phases did not see the same files")
+        problems.append(
+            f"mdtest processed {details['items_per_rank']} items per rank, "
+            f"{expected_items} expected: phases did not see the same files"
+        )
     return problems

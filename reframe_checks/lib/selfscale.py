@@ -46,8 +46,9 @@ RESULT = "selfscale.json"
 REPORTS = "selfscale-reports"
 DRIVER = paths.CHECKS_DIR / "scripts" / "selfscale_search.py"
 
-CHART_TITLES = {p: f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)"
-                for p in ss.PARAMETERS}
+CHART_TITLES = {
+    p: f"Throughput against {ss.PAPER_NAMES[p]} (self-scaling, seed 003)" for p in ss.PARAMETERS
+}
 
 
 def curve_figure_name(parameter: str, value: float, regime: str | None = None) -> str:
@@ -72,14 +73,22 @@ class SelfScaleCheckBase(ScratchCheck):
     def set_layout(self) -> None:
         p = self.params
         self.layout(1, p.get("processes", "cores"))
-        unique = "up to 1.25 x the node's memory" if str(p.get("unique_max", "memory")) == \
-            "memory" else f"up to {p['unique_max']}"
-        window = f"{p.get('requests')} requests" if p.get("requests") else \
-            f"{p.get('passes', 3)} windows of {p.get('duration', 0.4)} s per point"
-        self.workload_words = (f"uniqueBytes {unique}, processNum 1 to "
-                               f"{self.tasks_per_node_used}, {window}, at most "
-                               f"{p.get('max_rounds', 3)} rounds, {p.get('validate', 20)} "
-                               "held-out workloads")
+        unique = (
+            "up to 1.25 x the node's memory"
+            if str(p.get("unique_max", "memory")) == "memory"
+            else f"up to {p['unique_max']}"
+        )
+        window = (
+            f"{p.get('requests')} requests"
+            if p.get("requests")
+            else f"{p.get('passes', 3)} windows of {p.get('duration', 0.4)} s per point"
+        )
+        self.workload_words = (
+            f"uniqueBytes {unique}, processNum 1 to "
+            f"{self.tasks_per_node_used}, {window}, at most "
+            f"{p.get('max_rounds', 3)} rounds, {p.get('validate', 20)} "
+            "held-out workloads"
+        )
 
     @run_before("run")
     def set_driver_command(self) -> None:
@@ -94,28 +103,53 @@ class SelfScaleCheckBase(ScratchCheck):
                 rules[key] = float(p[key])
         self.executable = shlex.quote(sys.executable)
         self.executable_opts = [
-            shlex.quote(str(DRIVER)), "--kernel", shlex.quote(self.kernel.binary),
-            "--launcher", shlex.quote(launch),
+            shlex.quote(str(DRIVER)),
+            "--kernel",
+            shlex.quote(self.kernel.binary),
+            "--launcher",
+            shlex.quote(launch),
             # a template such as $MYSANSCRATCH is expanded by the job's shell
-            "--dir", f'"{self.scratch_path}"', "--processes", str(self.num_tasks),
-            "--out", RESULT, "--reports", REPORTS,
-            "--unique-max", str(p.get("unique_max", "memory")),
-            "--size-max", str(p.get("size_max", "16m")),
-            "--duration", str(p.get("duration", 0.4)), "--warmup", str(p.get("warmup", 0.2)),
-            "--passes", str(p.get("passes", 3)),
-            "--fsync", str(p.get("fsync", "outside")), "--repeat", str(p.get("repeat", 5)),
-            "--validate", str(p.get("validate", 20)), "--rules", shlex.quote(json.dumps(rules))]
+            "--dir",
+            f'"{self.scratch_path}"',
+            "--processes",
+            str(self.num_tasks),
+            "--out",
+            RESULT,
+            "--reports",
+            REPORTS,
+            "--unique-max",
+            str(p.get("unique_max", "memory")),
+            "--size-max",
+            str(p.get("size_max", "16m")),
+            "--duration",
+            str(p.get("duration", 0.4)),
+            "--warmup",
+            str(p.get("warmup", 0.2)),
+            "--passes",
+            str(p.get("passes", 3)),
+            "--fsync",
+            str(p.get("fsync", "outside")),
+            "--repeat",
+            str(p.get("repeat", 5)),
+            "--validate",
+            str(p.get("validate", 20)),
+            "--rules",
+            shlex.quote(json.dumps(rules)),
+        ]
         self.keep_files = [RESULT, REPORTS]
 
     def search_result(self) -> dict[str, Any]:
         def parse(text: str) -> dict[str, Any]:
             data = json.loads(text)
             if data.get("schema") != "scratchbench-selfscale 1":
-                raise ValueError(f"{RESULT}: schema {data.get('schema')!r}, expected "
-                                 "'scratchbench-selfscale 1'")
+                raise ValueError(
+                    f"{RESULT}: schema {data.get('schema')!r}, expected 'scratchbench-selfscale 1'"
+                )
             return data
-        return self.parsed_output(RESULT, _guard(parse), "the search died before writing "
-                                                         "its result")
+
+        return self.parsed_output(
+            RESULT, _guard(parse), "the search died before writing its result"
+        )
 
     @sanity_function
     def search_completed(self) -> Any:
@@ -137,8 +171,7 @@ class SelfScaleCheckBase(ScratchCheck):
             result = self.search_result()
         except sn.SanityError:
             return
-        if result.get("error") or not result.get("exploration") or \
-                not result.get("validation"):
+        if result.get("error") or not result.get("exploration") or not result.get("validation"):
             return
         figures, samples = declared_figures(result)
         for name, (value, declaration) in figures.items():
@@ -148,27 +181,39 @@ class SelfScaleCheckBase(ScratchCheck):
         # model's figures are no timed phase)
         if not self.params.get("requests"):
             window = float(self.params.get("duration", 0.4))
-            self.phase_seconds = dict(self.phase_seconds, **{
-                name: window for name in figures
-                if name.startswith(("focal_throughput_", "request_rate_"))})
+            self.phase_seconds = dict(
+                self.phase_seconds,
+                **{
+                    name: window
+                    for name in figures
+                    if name.startswith(("focal_throughput_", "request_rate_"))
+                },
+            )
 
 
 #: the pages' x axes: sizes in MiB and KiB read better than in bytes
-AXES = {"unique_bytes": ("uniqueBytes (MiB touched per node)", MIB),
-        "size_mean": ("sizeMean (mean request size, KiB)", KIB)}
+AXES = {
+    "unique_bytes": ("uniqueBytes (MiB touched per node)", MIB),
+    "size_mean": ("sizeMean (mean request size, KiB)", KIB),
+}
 
 
 def _chart(parameter: str, x: float, line: str, meta: dict[str, Any]) -> dict[str, Any]:
     """A point on a parameter's chart; ``selfscale`` holds it for the model, with x in
     bytes (or a fraction, or processes) and the value's factor to bytes/s."""
     words, scale = AXES.get(parameter, (ss.AXIS_WORDS[parameter], 1.0))
-    return {"title": CHART_TITLES[parameter], "kind": "lines",
-            "x": [words, round(x / scale, 6) if scale != 1.0 else x], "line": line,
-            "selfscale": dict(meta, parameter=parameter, x=x, to_base=MIB)}
+    return {
+        "title": CHART_TITLES[parameter],
+        "kind": "lines",
+        "x": [words, round(x / scale, 6) if scale != 1.0 else x],
+        "line": line,
+        "selfscale": dict(meta, parameter=parameter, x=x, to_base=MIB),
+    }
 
 
-def declared_figures(result: dict[str, Any]) -> tuple[dict[str, tuple[float, FigureDeclaration]],
-                                                     dict[str, list[float]]]:
+def declared_figures(
+    result: dict[str, Any],
+) -> tuple[dict[str, tuple[float, FigureDeclaration]], dict[str, list[float]]]:
     """({name: (value, FigureDeclaration)}, {name: [samples]}) of a search result: what
     a self-scaling check stores (values in MiB/s, %, MiB and s)."""
     exploration = ss.Exploration.from_dict(result["exploration"])
@@ -181,94 +226,178 @@ def declared_figures(result: dict[str, Any]) -> tuple[dict[str, tuple[float, Fig
 
     curve = model.unique_curve
     for x, y in zip(curve.xs, curve.ys):
-        add(curve_figure_name("unique_bytes", x), y / MIB, unit="MiB/s", better="higher",
+        add(
+            curve_figure_name("unique_bytes", x),
+            y / MIB,
+            unit="MiB/s",
+            better="higher",
             label=f"Throughput at uniqueBytes {size_words(x)}",
-            chart=_chart("unique_bytes", x, "measured", {"role": "curve", "regime": None}))
+            chart=_chart("unique_bytes", x, "measured", {"role": "curve", "regime": None}),
+        )
     for regime, r in model.regimes.items():
         line = regime_words(regime, r.focal.as_dict())
         for parameter, c in r.curves.items():
             for x, y in zip(c.xs, c.ys):
-                add(curve_figure_name(parameter, x, regime), y / MIB, unit="MiB/s",
+                add(
+                    curve_figure_name(parameter, x, regime),
+                    y / MIB,
+                    unit="MiB/s",
                     better="higher",
                     label=f"Throughput at {ss.PAPER_NAMES[parameter]} "
-                          f"{ss.value_words(parameter, x)}, {regime} regime",
-                    chart=_chart(parameter, x, line, {"role": "curve", "regime": regime}))
+                    f"{ss.value_words(parameter, x)}, {regime} regime",
+                    chart=_chart(parameter, x, line, {"role": "curve", "regime": regime}),
+                )
 
     # each regime's focal point, as a marker on every chart; the one on the uniqueBytes
     # chart carries the whole focal workload (the model needs it)
     for regime, r in model.regimes.items():
         focal = r.focal.as_dict()
-        add(f"focal_unique_bytes_{regime}", r.throughput / MIB, unit="MiB/s", better="higher",
+        add(
+            f"focal_unique_bytes_{regime}",
+            r.throughput / MIB,
+            unit="MiB/s",
+            better="higher",
             label=f"Throughput at the focal point, {regime} regime ({r.focal.words()})",
-            chart=_chart("unique_bytes", focal["unique_bytes"], f"focal point, {regime} regime",
-                         {"role": "focal", "regime": regime, "workload": focal}))
+            chart=_chart(
+                "unique_bytes",
+                focal["unique_bytes"],
+                f"focal point, {regime} regime",
+                {"role": "focal", "regime": regime, "workload": focal},
+            ),
+        )
         for parameter, c in r.curves.items():
             x = focal[parameter]
-            add(f"focal_{parameter}_{regime}", c.at(x) / MIB, unit="MiB/s", better="higher",
+            add(
+                f"focal_{parameter}_{regime}",
+                c.at(x) / MIB,
+                unit="MiB/s",
+                better="higher",
                 label=f"Focal {ss.PAPER_NAMES[parameter]} of the {regime} regime: "
-                      f"{ss.value_words(parameter, x)}",
-                chart=_chart(parameter, x, f"focal point, {regime} regime",
-                             {"role": "marker", "regime": regime}))
+                f"{ss.value_words(parameter, x)}",
+                chart=_chart(
+                    parameter,
+                    x,
+                    f"focal point, {regime} regime",
+                    {"role": "marker", "regime": regime},
+                ),
+            )
     if model.knee:
         knee = model.knee
-        add("knee_throughput", knee.throughput / MIB, unit="MiB/s", better="higher",
+        add(
+            "knee_throughput",
+            knee.throughput / MIB,
+            unit="MiB/s",
+            better="higher",
             label=f"Throughput at the knee, uniqueBytes {size_words(knee.unique_bytes)}",
-            chart=_chart("unique_bytes", knee.unique_bytes, "knee",
-                         {"role": "knee", "cache_level": knee.cache_level / MIB,
-                          "device_level": knee.device_level / MIB,
-                          # what the page cache held of the largest uniqueBytes: an
-                          # upper regime it held is no "beyond the page cache"
-                          "top_resident": knee.top_resident}))
+            chart=_chart(
+                "unique_bytes",
+                knee.unique_bytes,
+                "knee",
+                {
+                    "role": "knee",
+                    "cache_level": knee.cache_level / MIB,
+                    "device_level": knee.device_level / MIB,
+                    # what the page cache held of the largest uniqueBytes: an
+                    # upper regime it held is no "beyond the page cache"
+                    "top_resident": knee.top_resident,
+                },
+            ),
+        )
 
     # the performance variables
     samples: dict[str, list[float]] = {}
     for regime, r in model.regimes.items():
-        headline = "Self-scaling focal point, page cache" if regime == "cache" else \
-            "Self-scaling focal point, beyond the page cache"
+        headline = (
+            "Self-scaling focal point, page cache"
+            if regime == "cache"
+            else "Self-scaling focal point, beyond the page cache"
+        )
         # role "focal": where the search put the focal point differs between file
         # systems (4 KiB on one, 16 KiB on another), so its throughput is shown, never
         # ranked across them
-        add(f"focal_throughput_{regime}", r.throughput / MIB, unit="MiB/s", better="higher",
-            headline=headline, role="focal",
+        add(
+            f"focal_throughput_{regime}",
+            r.throughput / MIB,
+            unit="MiB/s",
+            better="higher",
+            headline=headline,
+            role="focal",
             # A label that does not move with the focal point: the pages and verdicts
             # follow a figure by its label, night after night (the focal workload itself
             # is on the charts' markers).
-            label=f"Throughput at the {regime} regime's focal point, wherever the search "
-                  "put it")
+            label=f"Throughput at the {regime} regime's focal point, wherever the search put it",
+        )
         if exploration.repeat.get(regime):
             samples[f"focal_throughput_{regime}"] = [v / MIB for v in exploration.repeat[regime]]
         cv = exploration.repeat_cv(regime)
         if cv is not None:
-            add(f"focal_variation_{regime}", 100.0 * cv, unit="%", better="lower",
+            add(
+                f"focal_variation_{regime}",
+                100.0 * cv,
+                unit="%",
+                better="lower",
                 label=f"Variation (cv) of {len(exploration.repeat[regime])} repeated "
-                      f"measurements of the {regime} regime's focal point")
+                f"measurements of the {regime} regime's focal point",
+            )
     if model.knee:
-        add("knee_unique_bytes", model.knee.unique_bytes / MIB, unit="MiB", better="higher",
-            headline="Self-scaling knee between page cache and device", role="knee",
-            label="uniqueBytes where throughput falls from the page cache to the device "
-                  "(the knee)")
-    add("prediction_error_median", 100.0 * validation.median_error, unit="%", better="lower",
-        headline="Self-scaling prediction error (median)", role="model_error_median",
+        add(
+            "knee_unique_bytes",
+            model.knee.unique_bytes / MIB,
+            unit="MiB",
+            better="higher",
+            headline="Self-scaling knee between page cache and device",
+            role="knee",
+            label="uniqueBytes where throughput falls from the page cache to the device (the knee)",
+        )
+    add(
+        "prediction_error_median",
+        100.0 * validation.median_error,
+        unit="%",
+        better="lower",
+        headline="Self-scaling prediction error (median)",
+        role="model_error_median",
         label=f"Median error of predicted throughput, {len(validation.workloads)} held-out "
-              "workloads")
-    add("prediction_error_max", 100.0 * validation.max_error, unit="%", better="lower",
-        role="model_error_max", label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
-              "workloads")
+        "workloads",
+    )
+    add(
+        "prediction_error_max",
+        100.0 * validation.max_error,
+        unit="%",
+        better="lower",
+        role="model_error_max",
+        label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
+        "workloads",
+    )
     rates = result.get("request_rates") or {}
     for direction in ("read", "write"):
         if rates.get(direction):
-            add(f"request_rate_{direction}", rates[direction], unit="ops/s", better="higher",
+            add(
+                f"request_rate_{direction}",
+                rates[direction],
+                unit="ops/s",
+                better="higher",
                 role=f"{direction}_requests_per_s",
                 label=f"{direction.capitalize()} requests per second, "
-                      f"{ss.size_words(rates['size'])} sequential, 1 process, "
-                      f"{ss.size_words(rates['unique_bytes'])} touched (in the page cache)")
+                f"{ss.size_words(rates['size'])} sequential, 1 process, "
+                f"{ss.size_words(rates['unique_bytes'])} touched (in the page cache)",
+            )
     if validation.spread is not None:
-        add("validation_spread", 100.0 * validation.spread, unit="%", better="lower",
+        add(
+            "validation_spread",
+            100.0 * validation.spread,
+            unit="%",
+            better="lower",
             label="Noise under the prediction error: how far one measurement of a held-out "
-                  "workload lies from the median of its passes (median)")
-    add("exploration_time", result["timing"]["total_s"], unit="s", better="lower",
+            "workload lies from the median of its passes (median)",
+        )
+    add(
+        "exploration_time",
+        result["timing"]["total_s"],
+        unit="s",
+        better="lower",
         label=f"Time of the exploration ({exploration.points_measured} points, "
-              f"{len(exploration.rounds)} rounds) and its validation")
+        f"{len(exploration.rounds)} rounds) and its validation",
+    )
     return out, samples
 
 
@@ -278,9 +407,11 @@ def _constant(value: float) -> Callable[[], float]:
 
 def _guard(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """JSON and schema errors as the ParseError parsed_output reports."""
+
     def wrapped(text: str) -> Any:
         try:
             return parse(text)
         except ValueError as exc:
             raise ParseError(f"{RESULT}: {exc}") from None
+
     return wrapped

@@ -25,8 +25,7 @@ from reframe_checks.lib.parsers import ParseError
 from reframe_checks.lib.targets import declared_targets, target_info
 from scratchbench.units import MIB, size_words
 
-SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "scripts")
+SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
 STAGING_REPORT = "staging.json"
 
 
@@ -34,16 +33,20 @@ STAGING_REPORT = "staging.json"
 #: per-file cost shows), a burst of a few large files (a copy small enough for the page
 #: cache to absorb: its bandwidth) and many large files (what a copy costs per byte past
 #: the burst's volume, once the page cache has to write back)
-SETS = {"small": ("small_files", "small_file_bytes"), "burst": ("burst_files", "file_bytes"),
-        "large": ("files", "file_bytes")}
+SETS = {
+    "small": ("small_files", "small_file_bytes"),
+    "burst": ("burst_files", "file_bytes"),
+    "large": ("files", "file_bytes"),
+}
 #: floors of the fitted costs: a cost the timings cannot see (below their noise) is
 #: reported as this, a rate far above anything measured, rather than as infinite
 MIN_SECONDS_PER_FILE = 1e-6
-MIN_SECONDS_PER_BYTE = 1.0 / (100 * 1024.0 ** 3)
+MIN_SECONDS_PER_BYTE = 1.0 / (100 * 1024.0**3)
 
 
-def make_dataset(home: str | os.PathLike[str], sets: Mapping[str, tuple[int, int]],
-                 seed: int = 2004) -> None:
+def make_dataset(
+    home: str | os.PathLike[str], sets: Mapping[str, tuple[int, int]], seed: int = 2004
+) -> None:
     """Write each set {name: (files, file_bytes)} as seeded random files under
     home/input/<name>/ and the checksums the job must reproduce: input.sha256 and
     results.sha256 (the result of a file is its bytes swapped pairwise, what
@@ -51,8 +54,10 @@ def make_dataset(home: str | os.PathLike[str], sets: Mapping[str, tuple[int, int
     inputs, results = [], []
     for offset, (set_name, (files, file_bytes)) in enumerate(sorted(sets.items())):
         if file_bytes % 2:
-            raise ValueError(f"{set_name} files of {file_bytes} bytes: expected an even size "
-                             "(bytes are swapped in pairs)")
+            raise ValueError(
+                f"{set_name} files of {file_bytes} bytes: expected an even size "
+                "(bytes are swapped in pairs)"
+            )
         os.makedirs(os.path.join(home, "input", set_name), exist_ok=False)
         for i in range(files):
             name = f"{set_name}/f{i:06d}"
@@ -69,8 +74,9 @@ def make_dataset(home: str | os.PathLike[str], sets: Mapping[str, tuple[int, int
         f.writelines(results)
 
 
-def copy_costs(timings: Sequence[tuple[float, float, float]],
-               start: float = 0.0) -> tuple[float, float]:
+def copy_costs(
+    timings: Sequence[tuple[float, float, float]], start: float = 0.0
+) -> tuple[float, float]:
     """(seconds per file, seconds per byte) of a copy, from [(files, bytes, seconds)]
     of sets of different shapes and what any copy costs before its first file
     (`start`, an empty copy timed the same way): the non-negative least-squares fit of
@@ -79,10 +85,11 @@ def copy_costs(timings: Sequence[tuple[float, float, float]],
     not zero."""
     shapes = np.array([[float(f), float(b)] for f, b, _ in timings])
     seconds = np.array([max(0.0, float(t) - start) for _, _, t in timings])
-    if len(timings) < 2 or abs(np.linalg.det(shapes.T @ shapes)) < 1e-12 * (
-            shapes ** 2).sum() ** 2:
-        raise ValueError("the sets' shapes do not separate the per-file from the per-byte "
-                         "cost: expected sets of different file sizes")
+    if len(timings) < 2 or abs(np.linalg.det(shapes.T @ shapes)) < 1e-12 * (shapes**2).sum() ** 2:
+        raise ValueError(
+            "the sets' shapes do not separate the per-file from the per-byte "
+            "cost: expected sets of different file sizes"
+        )
     fits = [np.linalg.lstsq(shapes, seconds, rcond=None)[0]]
     # Where the joint fit makes a cost negative, the best non-negative fit has that
     # cost at zero: fit the other alone, keep the better of the two.
@@ -93,12 +100,12 @@ def copy_costs(timings: Sequence[tuple[float, float, float]],
         fits.append(alone)
     feasible = [f for f in fits if (f >= 0).all()]
     best = min(feasible, key=lambda f: float(((shapes @ f - seconds) ** 2).sum()))
-    return max(float(best[0]), MIN_SECONDS_PER_FILE), max(float(best[1]),
-                                                          MIN_SECONDS_PER_BYTE)
+    return max(float(best[0]), MIN_SECONDS_PER_FILE), max(float(best[1]), MIN_SECONDS_PER_BYTE)
 
 
-def copy_costs_by_volume(sets: Mapping[str, tuple[float, float, float]],
-                         start: float = 0.0) -> tuple[float, float, float, float]:
+def copy_costs_by_volume(
+    sets: Mapping[str, tuple[float, float, float]], start: float = 0.0
+) -> tuple[float, float, float, float]:
     """(seconds per file, seconds per byte of the first bytes of a copy, how many bytes
     that is, seconds per byte past them), from the staging report's timings of one leg:
     {"small"|"burst"|"large": (files, bytes, seconds)}.  The small and burst sets, both
@@ -109,10 +116,13 @@ def copy_costs_by_volume(sets: Mapping[str, tuple[float, float, float]],
     files, large_bytes, seconds = sets["large"]
     first_bytes = sets["burst"][1]
     if large_bytes <= first_bytes:
-        raise ValueError(f"the large set ({large_bytes} bytes) is not larger than the burst "
-                         f"set ({first_bytes} bytes): expected burst_files < files")
-    beyond = (float(seconds) - start - files * per_file - first_bytes * per_byte_first) / \
-        (large_bytes - first_bytes)
+        raise ValueError(
+            f"the large set ({large_bytes} bytes) is not larger than the burst "
+            f"set ({first_bytes} bytes): expected burst_files < files"
+        )
+    beyond = (float(seconds) - start - files * per_file - first_bytes * per_byte_first) / (
+        large_bytes - first_bytes
+    )
     return per_file, per_byte_first, first_bytes, max(beyond, MIN_SECONDS_PER_BYTE)
 
 
@@ -138,9 +148,12 @@ class StagingCheckBase(ScratchCheck):
         # Seed 004's job script stages with plain cp in the batch script: no launcher.
         self.layout(1, 1)
         self.job.launcher = getlauncher("local")()
-        self.workload_words = " and ".join(
-            f"{files} files of {size_words(size)}" for files, size in self.sets().values()) + \
-            " staged in and back, checksums verified both ways"
+        self.workload_words = (
+            " and ".join(
+                f"{files} files of {size_words(size)}" for files, size in self.sets().values()
+            )
+            + " staged in and back, checksums verified both ways"
+        )
 
     def sets(self) -> dict[str, tuple[int, int]]:
         """{set name: (files, file_bytes)} from workloads.yaml."""
@@ -152,13 +165,17 @@ class StagingCheckBase(ScratchCheck):
             try:
                 out[name] = (int(params[files_key]), int(params[bytes_key]))
             except KeyError as exc:
-                raise ValueError(f"workloads file: staging.{self.workload_tag} has no "
-                                 f"{exc.args[0]}: expected a number (the {name} files' "
-                                 "set of the staged data set)") from None
+                raise ValueError(
+                    f"workloads file: staging.{self.workload_tag} has no "
+                    f"{exc.args[0]}: expected a number (the {name} files' "
+                    "set of the staged data set)"
+                ) from None
         if not 0 < out["burst"][0] < out["large"][0]:
-            raise ValueError(f"workloads file: staging.{self.workload_tag}: burst_files "
-                             f"{out['burst'][0]}: expected at least 1 and fewer than files "
-                             f"({out['large'][0]})")
+            raise ValueError(
+                f"workloads file: staging.{self.workload_tag}: burst_files "
+                f"{out['burst'][0]}: expected at least 1 and fewer than files "
+                f"({out['large'][0]})"
+            )
         return out
 
     @run_before("run")
@@ -166,13 +183,18 @@ class StagingCheckBase(ScratchCheck):
         home = os.path.join(self.stagedir, "home")
         if not self.is_dry_run():
             make_dataset(home, self.sets())
-        self.executable_opts = ["stage.sh", f'"{self.scratch_path}"', f'"{home}"',
-                                "1" if self.scratch_per_job else "0"]
+        self.executable_opts = [
+            "stage.sh",
+            f'"{self.scratch_path}"',
+            f'"{home}"',
+            "1" if self.scratch_per_job else "0",
+        ]
         self.keep_files = [STAGING_REPORT]
 
     def staging_report(self) -> dict[str, Any]:
-        return self.parsed_output(STAGING_REPORT, parse_staging_report,
-                                  "the job died before staging finished")
+        return self.parsed_output(
+            STAGING_REPORT, parse_staging_report, "the job died before staging finished"
+        )
 
     @sanity_function
     def staged_and_verified(self) -> Any:
@@ -180,14 +202,22 @@ class StagingCheckBase(ScratchCheck):
         if not report.get("ok"):
             raise sn.SanityError(f"staging failed: {report.get('error', 'no reason given')}")
         sets = self.sets()
-        return sn.all([
-            sn.assert_eq(report["files"], sum(f for f, _ in sets.values()),
-                         msg="staged {0} files, expected {1}"),
-            sn.assert_eq(report["checksums_in"], "verified"),
-            sn.assert_eq(report["checksums_out"], "verified"),
-            sn.assert_eq(report["bytes_in"], sum(f * b for f, b in sets.values()),
-                         msg="staged {0} bytes, expected {1}"),
-        ])
+        return sn.all(
+            [
+                sn.assert_eq(
+                    report["files"],
+                    sum(f for f, _ in sets.values()),
+                    msg="staged {0} files, expected {1}",
+                ),
+                sn.assert_eq(report["checksums_in"], "verified"),
+                sn.assert_eq(report["checksums_out"], "verified"),
+                sn.assert_eq(
+                    report["bytes_in"],
+                    sum(f * b for f, b in sets.values()),
+                    msg="staged {0} bytes, expected {1}",
+                ),
+            ]
+        )
 
     @run_before("performance")
     def record_phase_seconds(self) -> None:
@@ -198,10 +228,15 @@ class StagingCheckBase(ScratchCheck):
         report = self.staging_report()
         for leg in ("in", "out"):
             shortest = min(s[f"stage_{leg}_s"] for s in report["sets"].values())
-            self.phase_seconds = dict(self.phase_seconds, **{
-                f"stage_{leg}_bw": report[f"stage_{leg}_s"],
-                f"stage_{leg}_byte_bw": shortest, f"stage_{leg}_burst_bw": shortest,
-                f"stage_{leg}_file_rate": shortest})
+            self.phase_seconds = dict(
+                self.phase_seconds,
+                **{
+                    f"stage_{leg}_bw": report[f"stage_{leg}_s"],
+                    f"stage_{leg}_byte_bw": shortest,
+                    f"stage_{leg}_burst_bw": shortest,
+                    f"stage_{leg}_file_rate": shortest,
+                },
+            )
 
     def _rate(self, amount: float, seconds_key: str) -> float:
         seconds = self.staging_report()[seconds_key]
@@ -212,16 +247,26 @@ class StagingCheckBase(ScratchCheck):
         to repeat for each of the leg's figures)."""
         report = self.staging_report()
         return copy_costs_by_volume(
-            {name: (s["files"], s["bytes"], s[f"stage_{leg}_s"])
-             for name, s in report["sets"].items()}, start=report["copy_start_s"][leg])
+            {
+                name: (s["files"], s["bytes"], s[f"stage_{leg}_s"])
+                for name, s in report["sets"].items()
+            },
+            start=report["copy_start_s"][leg],
+        )
 
-    @figure("MiB/s", "Stage-in bandwidth (copy into scratch, the whole data set)",
-            headline="Stage a data set into scratch")
+    @figure(
+        "MiB/s",
+        "Stage-in bandwidth (copy into scratch, the whole data set)",
+        headline="Stage a data set into scratch",
+    )
     def stage_in_bw(self) -> float:
         return self._rate(self.staging_report()["bytes_in"] / MIB, "stage_in_s")
 
-    @figure("MiB/s", "Stage-out bandwidth (copy results home, the whole data set)",
-            headline="Copy results home from scratch")
+    @figure(
+        "MiB/s",
+        "Stage-out bandwidth (copy results home, the whole data set)",
+        headline="Copy results home from scratch",
+    )
     def stage_out_bw(self) -> float:
         return self._rate(self.staging_report()["bytes_out"] / MIB, "stage_out_s")
 
@@ -229,43 +274,68 @@ class StagingCheckBase(ScratchCheck):
     # past it, separated by the three sets' timings: the advisor predicts a job's
     # staging as files / file rate + the first bytes / their bandwidth + the rest /
     # the sustained bandwidth.
-    @figure("MiB/s", "Stage-in bandwidth past the burst's volume, per-file cost taken out",
-            role="stage_in_bytes_per_s")
+    @figure(
+        "MiB/s",
+        "Stage-in bandwidth past the burst's volume, per-file cost taken out",
+        role="stage_in_bytes_per_s",
+    )
     def stage_in_byte_bw(self) -> float:
         return 1.0 / self._costs("in")[3] / MIB
 
-    @figure("MiB/s", "Stage-out bandwidth past the burst's volume, per-file cost taken out",
-            role="stage_out_bytes_per_s")
+    @figure(
+        "MiB/s",
+        "Stage-out bandwidth past the burst's volume, per-file cost taken out",
+        role="stage_out_bytes_per_s",
+    )
     def stage_out_byte_bw(self) -> float:
         return 1.0 / self._costs("out")[3] / MIB
 
-    @figure("MiB/s", "Stage-in bandwidth of a burst (a copy the page cache absorbs), "
-            "per-file cost taken out", role="stage_in_first_bytes_per_s")
+    @figure(
+        "MiB/s",
+        "Stage-in bandwidth of a burst (a copy the page cache absorbs), per-file cost taken out",
+        role="stage_in_first_bytes_per_s",
+    )
     def stage_in_burst_bw(self) -> float:
         return 1.0 / self._costs("in")[1] / MIB
 
-    @figure("MiB/s", "Stage-out bandwidth of a burst (a copy the page cache absorbs), "
-            "per-file cost taken out", role="stage_out_first_bytes_per_s")
+    @figure(
+        "MiB/s",
+        "Stage-out bandwidth of a burst (a copy the page cache absorbs), per-file cost taken out",
+        role="stage_out_first_bytes_per_s",
+    )
     def stage_out_burst_bw(self) -> float:
         return 1.0 / self._costs("out")[1] / MIB
 
-    @figure("MiB", "Size of the burst: the copy the burst bandwidths were measured on",
-            role="stage_first_bytes")
+    @figure(
+        "MiB",
+        "Size of the burst: the copy the burst bandwidths were measured on",
+        role="stage_first_bytes",
+    )
     def stage_burst_size(self) -> float:
         return self._costs("in")[2] / MIB
 
-    @figure("MiB", "Size of the largest copy timed (the large set): the sustained "
-            "bandwidths are measured up to it", role="stage_largest_bytes")
+    @figure(
+        "MiB",
+        "Size of the largest copy timed (the large set): the sustained "
+        "bandwidths are measured up to it",
+        role="stage_largest_bytes",
+    )
     def stage_largest_copy(self) -> float:
         return self.staging_report()["sets"]["large"]["bytes"] / MIB
 
-    @figure("files/s", "Files staged in per second, their bytes' time taken out",
-            role="stage_in_files_per_s")
+    @figure(
+        "files/s",
+        "Files staged in per second, their bytes' time taken out",
+        role="stage_in_files_per_s",
+    )
     def stage_in_file_rate(self) -> float:
         return 1.0 / self._costs("in")[0]
 
-    @figure("files/s", "Files staged out per second, their bytes' time taken out",
-            role="stage_out_files_per_s")
+    @figure(
+        "files/s",
+        "Files staged out per second, their bytes' time taken out",
+        role="stage_out_files_per_s",
+    )
     def stage_out_file_rate(self) -> float:
         return 1.0 / self._costs("out")[0]
 
@@ -291,9 +361,11 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
     @run_after("setup")
     def same_nodes_as_the_staging_job(self) -> None:
         info = target_info(self.current_partition, self.scratch_target)
-        self.skip_because(not info.get("per_job"),
-                          f"scratch target {self.scratch_target} is not a per-job directory: "
-                          "the scheduler does not remove it, so there is nothing to confirm")
+        self.skip_because(
+            not info.get("per_job"),
+            f"scratch target {self.scratch_target} is not a per-job directory: "
+            "the scheduler does not remove it, so there is nothing to confirm",
+        )
         parent = self.getdep(self.staging_test)
         if self.is_dry_run():
             self.scratch_dir = "<the staging job's per-job directory>"
@@ -303,12 +375,17 @@ class ScratchRemovedCheckBase(rfm.RunOnlyRegressionTest, SuiteTest):
         if on_slurm(self.current_partition):
             self.job.pin_nodes = list(parent.job.nodelist)
         self.executable_opts = [
-            "-c", f"'if [ -e \"{self.scratch_dir}\" ]; then echo \"PRESENT {self.scratch_dir}\";"
-                  f" ls -la \"{self.scratch_dir}\" | head -5; else echo \"REMOVED "
-                  f"{self.scratch_dir}\"; fi'"]
+            "-c",
+            f'\'if [ -e "{self.scratch_dir}" ]; then echo "PRESENT {self.scratch_dir}";'
+            f' ls -la "{self.scratch_dir}" | head -5; else echo "REMOVED '
+            f"{self.scratch_dir}\"; fi'",
+        ]
 
     @sanity_function
     def directory_removed(self) -> Any:
-        return sn.assert_found(r"^REMOVED ", self.stdout,
-                               msg=f"per-job scratch directory {self.scratch_dir} still exists "
-                                   "after the job ended: the scheduler's clean-up did not run")
+        return sn.assert_found(
+            r"^REMOVED ",
+            self.stdout,
+            msg=f"per-job scratch directory {self.scratch_dir} still exists "
+            "after the job ended: the scheduler's clean-up did not run",
+        )

@@ -38,21 +38,32 @@ def declared_targets() -> list[str]:
     Inside a ReFrame run a system without any is an error naming the site config: an
     empty parameter would make every check silently vanish.
     """
-    names = sorted({name for part in _partitions()
-                    for name in part.extras.get("scratch_targets", {})})
+    names = sorted(
+        {name for part in _partitions() for name in part.extras.get("scratch_targets", {})}
+    )
     runtime = _runtime()
     if runtime and not names:
-        sources = ", ".join(str(s) for s in getattr(runtime.site_config, "sources", [])
-                            if str(s).endswith(".py")) or "the site config"
-        raise ValueError(f"{sources}: system '{runtime.system.name}' declares no scratch "
-                         "targets: add ScratchTarget entries with with_scratch_targets()")
+        sources = (
+            ", ".join(
+                str(s)
+                for s in getattr(runtime.site_config, "sources", [])
+                if str(s).endswith(".py")
+            )
+            or "the site config"
+        )
+        raise ValueError(
+            f"{sources}: system '{runtime.system.name}' declares no scratch "
+            "targets: add ScratchTarget entries with with_scratch_targets()"
+        )
     return names
 
 
 def per_job_somewhere(name: str) -> bool:
     """Whether any partition of the current system declares target `name` per job."""
-    return any(part.extras.get("scratch_targets", {}).get(name, {}).get("per_job")
-               for part in _partitions())
+    return any(
+        part.extras.get("scratch_targets", {}).get(name, {}).get("per_job")
+        for part in _partitions()
+    )
 
 
 def target_info(partition: SystemPartition, name: str) -> dict[str, Any]:
@@ -65,8 +76,10 @@ def max_nodes() -> int:
 
 
 def max_cores() -> int:
-    return max([int(p.extras.get("cpus_per_node", p.processor.num_cpus or 1))
-                for p in _partitions()] or [1])
+    return max(
+        [int(p.extras.get("cpus_per_node", p.processor.num_cpus or 1)) for p in _partitions()]
+        or [1]
+    )
 
 
 def halving(n: int) -> list[int]:

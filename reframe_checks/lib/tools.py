@@ -42,13 +42,24 @@ import reframe.utility.sanity as sn
 import yaml
 from reframe.core.environments import Environment
 from reframe.core.exceptions import EnvironError, ReframeError
-from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
-                                   variable)
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 from reframe.core.systems import SystemPartition
 
 from reframe_checks.lib.base import ScratchCheck, SuiteTest, figure
-from reframe_checks.lib.parsers import (ior_problems, mdtest_problems, parse_ior_json,
-                                        parse_mdtest, parse_mdtest_rank_details)
+from reframe_checks.lib.parsers import (
+    ior_problems,
+    mdtest_problems,
+    parse_ior_json,
+    parse_mdtest,
+    parse_mdtest_rank_details,
+)
 from scratchbench import paths
 from scratchbench.errors import one_line
 
@@ -60,8 +71,10 @@ CACHE_RESIDENCY = "cache_residency.txt"
 #: largest share of the data still in the page cache before a read that counts as cold
 MAX_RESIDENT_FRACTION = 0.01
 #: the MPI families a provider can tell apart, by a library its binary links
-_MPI_LIBRARIES = (("openmpi", re.compile(r"\blib(open-pal|open-rte|mpi)\.so\.40\b")),
-                  ("mpich", re.compile(r"\blibmpich\.so")))
+_MPI_LIBRARIES = (
+    ("openmpi", re.compile(r"\blib(open-pal|open-rte|mpi)\.so\.40\b")),
+    ("mpich", re.compile(r"\blibmpich\.so")),
+)
 _MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
 
 
@@ -77,30 +90,31 @@ def _mpi_of_ldd(out: str) -> tuple[str | None, str]:
 def mpi_of_binary(path: str) -> tuple[str | None, str]:
     """(MPI family, evidence) of an executable from ``ldd``; family None if unknown."""
     try:
-        out = subprocess.run(["ldd", path], capture_output=True, text=True,
-                             timeout=60).stdout
+        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"ldd {path} failed: {exc}"
     return _mpi_of_ldd(out)
 
 
-def mpi_of_module(partition: SystemPartition, environ: Environment,
-                  module: str) -> tuple[str | None, str]:
+def mpi_of_module(
+    partition: SystemPartition, environ: Environment, module: str
+) -> tuple[str | None, str]:
     """(MPI family, evidence) of the ior a module provides in an environment, found by
     loading it in a shell as the job will (the partition's and environment's setup,
     then the module) and running ``ldd`` on its ior.  A module that does not load or
     gives no ior raises :class:`ToolUnavailableError` with the module system's words."""
     try:
         commands = list(partition.prepare_cmds) + rt.emit_loadenv_commands(
-            partition.local_env, environ, Environment(f"ior-{module}", modules=[module]))
+            partition.local_env, environ, Environment(f"ior-{module}", modules=[module])
+        )
     except EnvironError as exc:
-        raise ToolUnavailableError(f"IOR: module {module} cannot be loaded "
-                                   f"({one_line(exc)[:400]})") from None
+        raise ToolUnavailableError(
+            f"IOR: module {module} cannot be loaded ({one_line(exc)[:400]})"
+        ) from None
     # ldd fails on a static binary or a script: that is no MPI found, not a bad module
-    script = "\n".join(commands + ['ior=$(command -v ior) || exit 7', 'ldd "$ior" || true'])
+    script = "\n".join(commands + ["ior=$(command -v ior) || exit 7", 'ldd "$ior" || true'])
     try:
-        result = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                                timeout=120)
+        result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolUnavailableError(f"IOR: loading module {module} failed: {exc}") from None
     if result.returncode != 0:
@@ -125,9 +139,22 @@ class SpackEnvironmentError(ToolUnavailableError):
 #: Spack's own configuration variables ("Config file variables" in Spack's docs):
 #: paths using them are resolved by Spack, not here; ``$env`` is the environment's
 #: directory, so what follows it is a relative include
-_SPACK_VARIABLES = ("spack", "user", "tempdir", "user_cache_path", "architecture", "arch",
-                    "platform", "operating_system", "os", "target", "target_family", "date",
-                    "spack_short_version", "spack_instance_id")
+_SPACK_VARIABLES = (
+    "spack",
+    "user",
+    "tempdir",
+    "user_cache_path",
+    "architecture",
+    "arch",
+    "platform",
+    "operating_system",
+    "os",
+    "target",
+    "target_family",
+    "date",
+    "spack_short_version",
+    "spack_instance_id",
+)
 _SPACK_VARIABLE = re.compile(r"\$(\{)?(" + "|".join(_SPACK_VARIABLES) + r")(?(1)\}|\b)")
 _ENV_DIR_PREFIX = re.compile(r"^\$(env\b|\{env\})/")
 
@@ -147,27 +174,38 @@ def spack_includes(spack_yaml: str | os.PathLike[str]) -> list[Any]:
         with open(spack_yaml) as f:
             data = yaml.safe_load(f)
     except OSError as exc:
-        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: cannot read it "
-                                    f"({exc.strerror})") from None
+        raise SpackEnvironmentError(
+            f"Spack environment {spack_yaml}: cannot read it ({exc.strerror})"
+        ) from None
     except yaml.YAMLError as exc:
-        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: not valid YAML "
-                                    f"({_yaml_problem(exc)})") from None
+        raise SpackEnvironmentError(
+            f"Spack environment {spack_yaml}: not valid YAML ({_yaml_problem(exc)})"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("spack"), dict):
-        found = ("an empty 'spack:'" if isinstance(data, dict) and "spack" in data and
-                 data["spack"] is None else f"a {type(data).__name__} at the top level"
-                 if not isinstance(data, dict) else "no 'spack:' mapping")
-        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: expected a mapping "
-                                    f"'spack:' holding specs (and include), found {found}")
+        found = (
+            "an empty 'spack:'"
+            if isinstance(data, dict) and "spack" in data and data["spack"] is None
+            else f"a {type(data).__name__} at the top level"
+            if not isinstance(data, dict)
+            else "no 'spack:' mapping"
+        )
+        raise SpackEnvironmentError(
+            f"Spack environment {spack_yaml}: expected a mapping "
+            f"'spack:' holding specs (and include), found {found}"
+        )
     includes = data["spack"].get("include") or []
     if not isinstance(includes, list):
-        raise SpackEnvironmentError(f"Spack environment {spack_yaml}: 'include' must be a "
-                                    f"list of paths, found {includes!r} (write it as "
-                                    f"'include: [{includes}]')")
+        raise SpackEnvironmentError(
+            f"Spack environment {spack_yaml}: 'include' must be a "
+            f"list of paths, found {includes!r} (write it as "
+            f"'include: [{includes}]')"
+        )
     return includes
 
 
-def stage_spack_environment(spack_yaml: str | os.PathLike[str],
-                            env_dir: str | os.PathLike[str]) -> list[str]:
+def stage_spack_environment(
+    spack_yaml: str | os.PathLike[str], env_dir: str | os.PathLike[str]
+) -> list[str]:
     """Copy a Spack environment into env_dir: spack.yaml and every file it includes by
     a relative path (such as the site's spack-externals.yaml), at the same relative
     place, so the staged environment concretizes as the original would.  Absolute
@@ -186,15 +224,16 @@ def stage_spack_environment(spack_yaml: str | os.PathLike[str],
     staged = ["spack.yaml"]
     for entry in includes:
         if isinstance(entry, dict) and "git" in entry:
-            continue   # fetched by Spack from the repository
+            continue  # fetched by Spack from the repository
         path = entry if isinstance(entry, str) else (entry or {}).get("path")
         optional = isinstance(entry, dict) and bool(entry.get("optional", False))
         if not isinstance(path, str) or not path:
-            raise SpackEnvironmentError(f"Spack environment {spack_yaml}: include entry "
-                                        f"{entry!r} names no path")
+            raise SpackEnvironmentError(
+                f"Spack environment {spack_yaml}: include entry {entry!r} names no path"
+            )
         path = _ENV_DIR_PREFIX.sub("", path)
         if "://" in path or _SPACK_VARIABLE.search(path):
-            continue   # a URL or a path only Spack can resolve
+            continue  # a URL or a path only Spack can resolve
         expanded = os.path.expanduser(os.path.expandvars(path))
         source = os.path.normpath(os.path.join(source_dir, expanded))
         if not os.path.exists(source):
@@ -203,13 +242,16 @@ def stage_spack_environment(spack_yaml: str | os.PathLike[str],
             raise SpackEnvironmentError(
                 f"{spack_yaml} includes {path}, which is not at {source}: put the site's "
                 "file there (for spack-externals.yaml, the compilers, MPI and mirror; "
-                "spack.yaml's comments show an example)")
+                "spack.yaml's comments show an example)"
+            )
         if os.path.isabs(expanded):
             continue
         relative = os.path.normpath(expanded)
         if relative.startswith(".."):
-            raise SpackEnvironmentError(f"{spack_yaml} includes {path}, outside the "
-                                        "environment's directory: give it as an absolute path")
+            raise SpackEnvironmentError(
+                f"{spack_yaml} includes {path}, outside the "
+                "environment's directory: give it as an absolute path"
+            )
         target = os.path.join(env_dir, relative)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if os.path.isdir(source):
@@ -256,19 +298,24 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
         if self.source not in ("spack", "path") and not self.source.startswith("module:"):
             raise ToolUnavailableError(
                 f"IOR: extras 'ior' of environment {env} is {asked!r}; expected 'spack', "
-                "'module:NAME' or 'path'")
-        self.unavailable(env_mpi is None,
-                         f"IOR: environment {env} does not say which MPI it uses (set extras "
-                         "{'mpi': 'openmpi'} or a feature 'openmpi'/'mpich'), so no IOR build "
-                         "can be matched to it")
-        assert env_mpi is not None   # (unavailable() raised or skipped)
+                "'module:NAME' or 'path'"
+            )
+        self.unavailable(
+            env_mpi is None,
+            f"IOR: environment {env} does not say which MPI it uses (set extras "
+            "{'mpi': 'openmpi'} or a feature 'openmpi'/'mpich'), so no IOR build "
+            "can be matched to it",
+        )
+        assert env_mpi is not None  # (unavailable() raised or skipped)
         # (ReFrame's build_system variable turns a build system's name into the object;
         # mypy, without ReFrame's types, sees the str)
         if self.source == "spack":
-            self.unavailable(shutil.which("spack") is None,
-                             f"IOR: environment {env} asks for a Spack build (extras 'ior': "
-                             "'spack') but 'spack' is not on PATH: load Spack's setup-env.sh "
-                             "before `scratchbench run`")
+            self.unavailable(
+                shutil.which("spack") is None,
+                f"IOR: environment {env} asks for a Spack build (extras 'ior': "
+                "'spack') but 'spack' is not on PATH: load Spack's setup-env.sh "
+                "before `scratchbench run`",
+            )
             self.tool_mpi = env_mpi
             self.build_system = "Spack"
             self.build_system.environment = SPACK_ENV  # type: ignore[attr-defined]
@@ -276,27 +323,35 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
             name = self.source.split(":", 1)[1]
             self.tool_mpi = self.built_with(
                 f"module {name}'s ior",
-                mpi_of_module(self.current_partition, self.current_environ, name), env_mpi)
+                mpi_of_module(self.current_partition, self.current_environ, name),
+                env_mpi,
+            )
             self.modules_needed = [name]
             self.build_system = "CustomBuild"
             self.build_system.commands = [  # type: ignore[attr-defined]
-                "command -v ior && command -v mdtest"]
+                "command -v ior && command -v mdtest"
+            ]
             self.modules = self.modules_needed
         else:
             missing = [t for t in ("ior", "mdtest") if shutil.which(t) is None]
-            self.unavailable(bool(missing),
-                             f"IOR/mdtest not available: {' and '.join(missing)} not on PATH"
-                             + (f" (environment {env} asks for it with extras 'ior': 'path')"
-                                if asked else
-                                ", no module or Spack build configured for this environment "
-                                "(set extras {'ior': 'spack'} or {'ior': 'module:NAME'} in "
-                                "the site config; see spack.yaml)"))
+            self.unavailable(
+                bool(missing),
+                f"IOR/mdtest not available: {' and '.join(missing)} not on PATH"
+                + (
+                    f" (environment {env} asks for it with extras 'ior': 'path')"
+                    if asked
+                    else ", no module or Spack build configured for this environment "
+                    "(set extras {'ior': 'spack'} or {'ior': 'module:NAME'} in "
+                    "the site config; see spack.yaml)"
+                ),
+            )
             binary = shutil.which("ior")
-            assert binary is not None   # (unavailable() raised or skipped)
+            assert binary is not None  # (unavailable() raised or skipped)
             self.tool_mpi = self.built_with(binary, mpi_of_binary(binary), env_mpi)
             self.build_system = "CustomBuild"
             self.build_system.commands = [  # type: ignore[attr-defined]
-                "command -v ior && command -v mdtest"]
+                "command -v ior && command -v mdtest"
+            ]
 
     def unavailable(self, condition: bool, reason: str) -> None:
         """The tool cannot be had this way: a failure with the reason when the
@@ -317,20 +372,27 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
         declared = self.current_environ.extras.get("ior_mpi")
         env = self.current_environ.name
         if declared and family and declared != family:
-            self.unavailable(True, f"IOR: {what} is built with {_MPI_NAMES[family]} "
-                             f"({evidence}), but extras 'ior_mpi' of environment {env} says "
-                             f"{declared}")
+            self.unavailable(
+                True,
+                f"IOR: {what} is built with {_MPI_NAMES[family]} "
+                f"({evidence}), but extras 'ior_mpi' of environment {env} says "
+                f"{declared}",
+            )
         if declared and not family:
             family, evidence = str(declared), f"extras 'ior_mpi' of environment {env}"
-        self.unavailable(family is None,
-                         f"IOR: cannot tell which MPI {what} is built with ({evidence}); state "
-                         "it with extras {'ior_mpi': 'openmpi'} or use a dynamically linked "
-                         "build")
-        assert family is not None   # (unavailable() raised or skipped)
-        self.unavailable(family != env_mpi,
-                         f"IOR: {what} is built with {_MPI_NAMES.get(family, family)} "
-                         f"({evidence}), environment {env} uses "
-                         f"{_MPI_NAMES.get(env_mpi, env_mpi)}")
+        self.unavailable(
+            family is None,
+            f"IOR: cannot tell which MPI {what} is built with ({evidence}); state "
+            "it with extras {'ior_mpi': 'openmpi'} or use a dynamically linked "
+            "build",
+        )
+        assert family is not None  # (unavailable() raised or skipped)
+        self.unavailable(
+            family != env_mpi,
+            f"IOR: {what} is built with {_MPI_NAMES.get(family, family)} "
+            f"({evidence}), environment {env} uses "
+            f"{_MPI_NAMES.get(env_mpi, env_mpi)}",
+        )
         return family
 
     @run_before("compile")
@@ -340,19 +402,23 @@ class IORProvider(rfm.CompileOnlyRegressionTest, SuiteTest):
             self.spack_files = stage_spack_environment(self.spack_env_file, env)
             # kept with the run: what was asked for, with the site's includes, and
             # what Spack made of it
-            self.keep_files = [os.path.join(SPACK_ENV, f)
-                               for f in self.spack_files + ["spack.lock"]]
+            self.keep_files = [
+                os.path.join(SPACK_ENV, f) for f in self.spack_files + ["spack.lock"]
+            ]
             self.load_cmds = [f'eval "$(spack -e {env} load --sh ior)"']
 
     @sanity_function
     def provided(self) -> Any:
         if self.source == "spack":
             lock = os.path.join(self.stagedir, SPACK_ENV, "spack.lock")
-            return sn.assert_true(os.path.isfile(lock),
-                                  msg="Spack wrote no spack.lock: the environment did not "
-                                      "concretize; see rfm_build.err")
-        return sn.assert_found(r"/mdtest$", self.stdout,
-                               msg="ior/mdtest not found after loading the tool")
+            return sn.assert_true(
+                os.path.isfile(lock),
+                msg="Spack wrote no spack.lock: the environment did not "
+                "concretize; see rfm_build.err",
+            )
+        return sn.assert_found(
+            r"/mdtest$", self.stdout, msg="ior/mdtest not found after loading the tool"
+        )
 
 
 class ToolCheck(ScratchCheck):
@@ -397,8 +463,10 @@ class ToolCheck(ScratchCheck):
         """The workload's cache choice, plus 'shift' across nodes."""
         cache = str(self.params.get("cache", "fadvise"))
         if cache not in allowed:
-            raise ValueError(f"workloads.yaml {self.workload_family}.{self.workload_tag}: "
-                             f"cache {cache!r}, expected one of {', '.join(allowed)}")
+            raise ValueError(
+                f"workloads.yaml {self.workload_family}.{self.workload_tag}: "
+                f"cache {cache!r}, expected one of {', '.join(allowed)}"
+            )
         methods = ([cache] if cache else []) + (["shift"] if self.num_nodes_used > 1 else [])
         self.cache_method = "+".join(methods)
 
@@ -412,8 +480,8 @@ class ToolCheck(ScratchCheck):
         launch = " ".join(self.job.launcher.run_command(self.job).split())
         self.prerun_cmds = list(self.tool.load_cmds) + [
             f'{self.workdir_var}=$(mktemp -d "{self.scratch_path}/sbtool.XXXXXX") || exit 3',
-            f'mkdir {self.data_dir} || exit 3',
-            f'rm -f {TOOL_STATUS} {CACHE_RESIDENCY}',
+            f"mkdir {self.data_dir} || exit 3",
+            f"rm -f {TOOL_STATUS} {CACHE_RESIDENCY}",
             # srun and mpirun exit with the highest exit status of all ranks
             f'sb_status() {{ local rc=$?; echo "$1 $rc" >> {TOOL_STATUS}; '
             'if [ "$rc" -ne 0 ] && [ -z "$SB_FAILED" ]; then SB_FAILED=$rc; fi; }',
@@ -424,20 +492,20 @@ class ToolCheck(ScratchCheck):
             'sb_drop_cache() { sync -f "$2" 2>/dev/null || sync; '
             'find "$2" -type f -exec dd if={} iflag=nocache count=0 status=none \\; ; '
             'echo "$1 $(find "$2" -type f -exec fincore --bytes --raw --noheadings '
-            '--output RES,SIZE {} + | awk \'{r += ($1 < $2 ? $1 : $2); s += $2} '
+            "--output RES,SIZE {} + | awk '{r += ($1 < $2 ? $1 : $2); s += $2} "
             'END {printf "%.0f %.0f", r, s}\')"'
-            f' >> {CACHE_RESIDENCY}; }}',
+            f" >> {CACHE_RESIDENCY}; }}",
         ]
         first_name, first_args, _ = self.phases[0]
         self.executable_opts = list(first_args)
         steps = [f"sb_status {first_name}"]
         for name, args, drop_cache in self.phases[1:]:
             if drop_cache:
-                steps.append(f'if sb_ok; then sb_drop_cache {name} {self.data_dir}; fi')
-            steps.append(f"if sb_ok; then {launch} {self.executable} {' '.join(args)}; "
-                         f"sb_status {name}; fi")
-        self.postrun_cmds = steps + [f'rm -rf -- "${self.workdir_var}"',
-                                     'exit "${SB_FAILED:-0}"']
+                steps.append(f"if sb_ok; then sb_drop_cache {name} {self.data_dir}; fi")
+            steps.append(
+                f"if sb_ok; then {launch} {self.executable} {' '.join(args)}; sb_status {name}; fi"
+            )
+        self.postrun_cmds = steps + [f'rm -rf -- "${self.workdir_var}"', 'exit "${SB_FAILED:-0}"']
 
     def tool_problems(self) -> list[str]:
         """Exit statuses of the phases: a missing or non-zero one makes the run invalid."""
@@ -449,13 +517,17 @@ class ToolCheck(ScratchCheck):
         for name, _, _ in self.phases:
             status = statuses.get(name)
             if status is None:
-                return [f"{self.executable} phase {name} never finished: the job stopped "
-                        "before it (killed, out of time, or the working directory could "
-                        "not be made); see rfm_job.err"]
+                return [
+                    f"{self.executable} phase {name} never finished: the job stopped "
+                    "before it (killed, out of time, or the working directory could "
+                    "not be made); see rfm_job.err"
+                ]
             if status != "0":
-                return [f"{self.executable} exited with code {status} in phase {name} (the "
-                        "launcher reports the highest exit code of all ranks); see "
-                        "rfm_job.err"]
+                return [
+                    f"{self.executable} exited with code {status} in phase {name} (the "
+                    "launcher reports the highest exit code of all ranks); see "
+                    "rfm_job.err"
+                ]
         return []
 
     def cache_problems(self, read_phases: Iterable[str]) -> list[str]:
@@ -464,30 +536,40 @@ class ToolCheck(ScratchCheck):
             return []
         try:
             with open(os.path.join(self.stagedir, CACHE_RESIDENCY)) as f:
-                rows = {p[0]: (float(p[1]), float(p[2])) for p in
-                        (line.split() for line in f) if len(p) == 3}
+                rows = {
+                    p[0]: (float(p[1]), float(p[2]))
+                    for p in (line.split() for line in f)
+                    if len(p) == 3
+                }
         except (OSError, ValueError):
             rows = {}
         problems, shares = [], {}
         for name in read_phases:
             resident, size = rows.get(name, (0.0, 0.0))
             if size <= 0:
-                problems.append(f"phase {name}: the page-cache residency of the data could not "
-                                "be measured (no files, or no fincore from util-linux): a "
-                                "cache-served read cannot be ruled out")
+                problems.append(
+                    f"phase {name}: the page-cache residency of the data could not "
+                    "be measured (no files, or no fincore from util-linux): a "
+                    "cache-served read cannot be ruled out"
+                )
                 continue
             shares[name] = resident / size
             if resident > MAX_RESIDENT_FRACTION * size:
-                problems.append(f"phase {name} would read from the page cache: "
-                                f"{100 * resident / size:.0f}% of the {size:.0f} bytes stayed "
-                                "resident after the cache drop (a memory file system, or one "
-                                "that ignores POSIX_FADV_DONTNEED): not a file-system figure")
+                problems.append(
+                    f"phase {name} would read from the page cache: "
+                    f"{100 * resident / size:.0f}% of the {size:.0f} bytes stayed "
+                    "resident after the cache drop (a memory file system, or one "
+                    "that ignores POSIX_FADV_DONTNEED): not a file-system figure"
+                )
         self.cache_resident = shares
         return problems
 
     def parsed_phase(self, filename: str, parse: Callable[..., Any]) -> Any:
-        return self.parsed_output(filename, lambda text: parse(text, source=filename),
-                                  f"{self.executable} wrote no {filename}; see rfm_job.err")
+        return self.parsed_output(
+            filename,
+            lambda text: parse(text, source=filename),
+            f"{self.executable} wrote no {filename}; see rfm_job.err",
+        )
 
     def mean_over_reps(self, values: Sequence[float], what: str) -> float:
         if not values:
@@ -518,33 +600,68 @@ class IORCheckBase(ToolCheck):
             shape = ["-t", "47008", "-b", "47008", "-s", str(p["segments"])]
         self.choose_cache_method(("fadvise", "direct"))
         if "direct" in self.cache_method and self.transfer_size % 4096:
-            raise ValueError(f"workloads.yaml ior.{self.workload_tag}: cache 'direct' needs "
-                             f"transfers aligned to 4096 bytes; ior-{self.shape}'s "
-                             f"{self.transfer_size} are not (use 'fadvise')")
+            raise ValueError(
+                f"workloads.yaml ior.{self.workload_tag}: cache 'direct' needs "
+                f"transfers aligned to 4096 bytes; ior-{self.shape}'s "
+                f"{self.transfer_size} are not (use 'fadvise')"
+            )
         target = ["-o", f'"${self.workdir_var}/data/ior_file_{self.shape}"']
         status = f'"${self.workdir_var}/stonewall.status"'
         common = ["-a", self.io_api, "-k", "-i", "1", "-O", "summaryFormat=JSON"]
         write_sw = read_sw = []
         if self.stonewall_s:
-            write_sw = ["-D", f"{self.stonewall_s:g}", "-O", "stoneWallingWearOut=1",
-                        "-O", f"stoneWallingStatusFile={status}"]
+            write_sw = [
+                "-D",
+                f"{self.stonewall_s:g}",
+                "-O",
+                "stoneWallingWearOut=1",
+                "-O",
+                f"stoneWallingStatusFile={status}",
+            ]
             read_sw = ["-O", f"stoneWallingStatusFile={status}"]
-        read_cache = (["-C"] if "shift" in self.cache_method else []) + \
-            (["--posix.odirect"] if "direct" in self.cache_method else [])
+        read_cache = (["-C"] if "shift" in self.cache_method else []) + (
+            ["--posix.odirect"] if "direct" in self.cache_method else []
+        )
         self.phases = []
         for rep in range(1, int(p["reps"]) + 1):
-            self.phases.append((f"write-{rep}", common + ["-w", "-e"] + write_sw + [
-                "-O", f"summaryFile=ior-write-{rep}.json"] + shape + target, False))
-            self.phases.append((f"read-{rep}", common + ["-r"] + read_sw + read_cache + [
-                "-O", f"summaryFile=ior-read-{rep}.json"] + shape + target,
-                "fadvise" in self.cache_method))
-        self.variant_words = ("easy: file per process, 2 MiB transfers" if self.shape == "easy"
-                              else "hard: one shared file, 47008-byte transfers")
-        self.workload_words = (f"{self.ranks_in_words()}, {p['reps']} repetitions" +
-                               (f", {self.stonewall_s:g} s stonewall" if self.stonewall_s else ""))
+            self.phases.append(
+                (
+                    f"write-{rep}",
+                    common
+                    + ["-w", "-e"]
+                    + write_sw
+                    + ["-O", f"summaryFile=ior-write-{rep}.json"]
+                    + shape
+                    + target,
+                    False,
+                )
+            )
+            self.phases.append(
+                (
+                    f"read-{rep}",
+                    common
+                    + ["-r"]
+                    + read_sw
+                    + read_cache
+                    + ["-O", f"summaryFile=ior-read-{rep}.json"]
+                    + shape
+                    + target,
+                    "fadvise" in self.cache_method,
+                )
+            )
+        self.variant_words = (
+            "easy: file per process, 2 MiB transfers"
+            if self.shape == "easy"
+            else "hard: one shared file, 47008-byte transfers"
+        )
+        self.workload_words = f"{self.ranks_in_words()}, {p['reps']} repetitions" + (
+            f", {self.stonewall_s:g} s stonewall" if self.stonewall_s else ""
+        )
         self.keep_files = [TOOL_STATUS, CACHE_RESIDENCY] + [
-            f"ior-{op}-{rep}.json" for rep in range(1, int(p["reps"]) + 1)
-            for op in ("write", "read")]
+            f"ior-{op}-{rep}.json"
+            for rep in range(1, int(p["reps"]) + 1)
+            for op in ("write", "read")
+        ]
 
     def reps(self) -> range:
         return range(1, len(self.phases) // 2 + 1)
@@ -559,10 +676,18 @@ class IORCheckBase(ToolCheck):
             for rep in self.reps():
                 write, read = self.ior_result("write", rep), self.ior_result("read", rep)
                 written = write["operations"]["write"]["aggregate_MiB"]
-                problems += [f"write-{rep}: {p}" for p in ior_problems(
-                    write, expected_tasks=self.num_tasks, stonewall_s=self.stonewall_s)]
-                problems += [f"read-{rep}: {p}" for p in ior_problems(
-                    read, expected_tasks=self.num_tasks, stonewall_s=0, expected_MiB=written)]
+                problems += [
+                    f"write-{rep}: {p}"
+                    for p in ior_problems(
+                        write, expected_tasks=self.num_tasks, stonewall_s=self.stonewall_s
+                    )
+                ]
+                problems += [
+                    f"read-{rep}: {p}"
+                    for p in ior_problems(
+                        read, expected_tasks=self.num_tasks, stonewall_s=0, expected_MiB=written
+                    )
+                ]
                 problems += self.read_cache_problems(read, rep)
             problems += self.cache_problems([f"read-{rep}" for rep in self.reps()])
         return sn.assert_false(problems, msg="; ".join(problems))
@@ -574,10 +699,15 @@ class IORCheckBase(ToolCheck):
             return
         self.samples = {f"{op}_bw": self.per_rep(op) for op in ("write", "read")}
         # IOR's totalTime: first open to last close of one iteration
-        self.phase_seconds = {f"{op}_bw": min(r["totalTime"] for rep in self.reps()
-                                              for r in self.ior_result(op, rep)["results"]
-                                              if r["access"] == op)
-                              for op in ("write", "read")}
+        self.phase_seconds = {
+            f"{op}_bw": min(
+                r["totalTime"]
+                for rep in self.reps()
+                for r in self.ior_result(op, rep)["results"]
+                if r["access"] == op
+            )
+            for op in ("write", "read")
+        }
 
     def read_cache_problems(self, read: dict[str, Any], rep: int) -> list[str]:
         """O_DIRECT and the node shift must show in what IOR reports it did."""
@@ -602,10 +732,12 @@ class IORCheckBase(ToolCheck):
 
 
 # mdtest's phase flags, the operation each measures, and the figure it yields
-_MDTEST_PHASES = {"create": ("-C", "file_creation", "create_rate"),
-                  "stat": ("-T", "file_stat", "stat_rate"),
-                  "read": ("-E", "file_read", "read_rate"),
-                  "remove": ("-r", "file_removal", "remove_rate")}
+_MDTEST_PHASES = {
+    "create": ("-C", "file_creation", "create_rate"),
+    "stat": ("-T", "file_stat", "stat_rate"),
+    "read": ("-E", "file_read", "read_rate"),
+    "remove": ("-r", "file_removal", "remove_rate"),
+}
 
 
 class MdtestCheckBase(ToolCheck):
@@ -644,31 +776,44 @@ class MdtestCheckBase(ToolCheck):
         base = ["-F", "-N", str(stride), "-n", str(self.files_per_rank), "-d", self.data_dir]
         base += ["-u", "-L"] if self.shape == "easy" else ["-t"]
         status = ["-x", f'"${self.workdir_var}/stonewall.status"'] if self.stonewall_s else []
-        extra = {"create": (["-W", f"{self.stonewall_s:g}"] if self.stonewall_s else []) +
-                 (["-w", "3901"] if self.shape == "hard" else []),
-                 "read": ["-e", "3901"]}
+        extra = {
+            "create": (["-W", f"{self.stonewall_s:g}"] if self.stonewall_s else [])
+            + (["-w", "3901"] if self.shape == "hard" else []),
+            "read": ["-e", "3901"],
+        }
         self.phases = []
         for rep in range(1, int(p["reps"]) + 1):
             for phase in self.phase_names():
                 name = f"{phase}-{rep}"
                 # each phase's table to a file of its own (mdtest has no summary file)
-                args = ([_MDTEST_PHASES[phase][0]] + extra.get(phase, []) + base + status +
-                        [f"--saveRankPerformanceDetails=mdtest-{name}.csv",
-                         ">", f"mdtest-{name}.out"])
+                args = (
+                    [_MDTEST_PHASES[phase][0]]
+                    + extra.get(phase, [])
+                    + base
+                    + status
+                    + [f"--saveRankPerformanceDetails=mdtest-{name}.csv", ">", f"mdtest-{name}.out"]
+                )
                 self.phases.append((name, args, phase == "read"))
-        self.variant_words = ("easy: a directory per rank, empty files" if self.shape == "easy"
-                              else "hard: one shared directory, 3901-byte files")
-        self.workload_words = (f"{self.files_per_rank} files per rank, {self.ranks_in_words()}" +
-                               (f", {self.stonewall_s:g} s stonewall" if self.stonewall_s else ""))
+        self.variant_words = (
+            "easy: a directory per rank, empty files"
+            if self.shape == "easy"
+            else "hard: one shared directory, 3901-byte files"
+        )
+        self.workload_words = f"{self.files_per_rank} files per rank, {self.ranks_in_words()}" + (
+            f", {self.stonewall_s:g} s stonewall" if self.stonewall_s else ""
+        )
         self.keep_files = [TOOL_STATUS, CACHE_RESIDENCY] + [
-            f"mdtest-{name}.{ext}" for name, _, _ in self.phases for ext in ("out", "csv")]
+            f"mdtest-{name}.{ext}" for name, _, _ in self.phases for ext in ("out", "csv")
+        ]
 
     def reps(self) -> range:
         return range(1, len(self.phases) // len(self.phase_names()) + 1)
 
     def mdtest_result(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        return (self.parsed_phase(f"mdtest-{name}.out", parse_mdtest),
-                self.parsed_phase(f"mdtest-{name}.csv", parse_mdtest_rank_details))
+        return (
+            self.parsed_phase(f"mdtest-{name}.out", parse_mdtest),
+            self.parsed_phase(f"mdtest-{name}.csv", parse_mdtest_rank_details),
+        )
 
     @sanity_function
     def valid_mdtest_run(self) -> Any:
@@ -683,11 +828,17 @@ class MdtestCheckBase(ToolCheck):
                         # fastest did before it (wear-out); without, what -n said.
                         hit = result["stonewall"]
                         created = hit["max"] if hit else self.files_per_rank
-                    problems += [f"{phase}-{rep}: {p}" for p in mdtest_problems(
-                        result, details, expected_tasks=self.num_tasks,
-                        phases=[_MDTEST_PHASES[phase][1]],
-                        stonewall_s=self.stonewall_s if phase == "create" else None,
-                        expected_items=created)]
+                    problems += [
+                        f"{phase}-{rep}: {p}"
+                        for p in mdtest_problems(
+                            result,
+                            details,
+                            expected_tasks=self.num_tasks,
+                            phases=[_MDTEST_PHASES[phase][1]],
+                            stonewall_s=self.stonewall_s if phase == "create" else None,
+                            expected_items=created,
+                        )
+                    ]
             if "read" in self.phase_names():
                 problems += self.cache_problems([f"read-{rep}" for rep in self.reps()])
         return sn.assert_false(problems, msg="; ".join(problems))
@@ -701,15 +852,18 @@ class MdtestCheckBase(ToolCheck):
         # the phase's time to after its closing barrier, from the rank details
         self.phase_seconds = {}
         for ph in self.phase_names():
-            times = [self.mdtest_result(f"{ph}-{rep}")[1]["phases"]
-                     .get(_MDTEST_PHASES[ph][1], {}).get("time") for rep in self.reps()]
+            times = [
+                self.mdtest_result(f"{ph}-{rep}")[1]["phases"]
+                .get(_MDTEST_PHASES[ph][1], {})
+                .get("time")
+                for rep in self.reps()
+            ]
             if times and None not in times:
                 self.phase_seconds[_MDTEST_PHASES[ph][2]] = min(times)
 
     def per_rep(self, phase: str) -> list[float]:
         op = _MDTEST_PHASES[phase][1]
-        return [self.mdtest_result(f"{phase}-{rep}")[0]["rate"][op]["mean"]
-                for rep in self.reps()]
+        return [self.mdtest_result(f"{phase}-{rep}")[0]["rate"][op]["mean"] for rep in self.reps()]
 
     @figure("ops/s", "File creations per second (mdtest)", headline="mdtest create")
     def create_rate(self) -> float:

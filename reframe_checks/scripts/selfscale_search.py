@@ -52,8 +52,10 @@ def parse_size(text):
     try:
         return units.parse_size(text)
     except ValueError:
-        raise SystemExit(f"selfscale_search: error: expected a size such as 512m or 4g, or "
-                         f"'memory', got '{text}'") from None
+        raise SystemExit(
+            f"selfscale_search: error: expected a size such as 512m or 4g, or "
+            f"'memory', got '{text}'"
+        ) from None
 
 
 def node_memory():
@@ -66,17 +68,27 @@ class Kernel:
     def __init__(self, args):
         self.args = args
         self.launch = shlex.split(args.launcher)
-        self.run_dir = None           # the kept run directory, once the first launch made it
-        self.launches = []            # seconds per launch
-        self.points = []              # every point measured, with what the kernel saw
+        self.run_dir = None  # the kept run directory, once the first launch made it
+        self.launches = []  # seconds per launch
+        self.points = []  # every point measured, with what the kernel saw
         self.prepare_bytes = 0
         self.process = None
         Path(args.reports).mkdir(parents=True, exist_ok=True)
 
     def common(self):
         a = self.args
-        opts = ["--seed", str(a.seed), "--fsync", a.fsync, "--size-spread", str(a.size_spread),
-                "--warmup", str(a.warmup), "--progress", "--prime"]
+        opts = [
+            "--seed",
+            str(a.seed),
+            "--fsync",
+            a.fsync,
+            "--size-spread",
+            str(a.size_spread),
+            "--warmup",
+            str(a.warmup),
+            "--progress",
+            "--prime",
+        ]
         if a.requests:
             opts += ["--requests", str(a.requests)]
         else:
@@ -87,8 +99,15 @@ class Kernel:
 
     def run(self, extra, label):
         report = Path(self.args.reports) / f"launch-{len(self.launches) + 1:03d}.json"
-        argv = [*self.launch, self.args.kernel, "selfscale", *extra, *self.common(),
-                "--output", str(report)]
+        argv = [
+            *self.launch,
+            self.args.kernel,
+            "selfscale",
+            *extra,
+            *self.common(),
+            "--output",
+            str(report),
+        ]
         start = time.monotonic()
         self.process = subprocess.Popen(argv, start_new_session=True)
         code = self.process.wait()
@@ -102,10 +121,15 @@ class Kernel:
             self.run_dir = data["filesystem"]["run_dir"]
         if code != 0 or not data or not data.get("complete"):
             errors = (data or {}).get("errors") or []
-            why = errors[0]["message"] if errors else f"it exited with code {code} and " \
+            why = (
+                errors[0]["message"]
+                if errors
+                else f"it exited with code {code} and "
                 f"{'an incomplete report' if data else 'no report'} ({report})"
-            raise LaunchFailed(code or 1, f"kernel launch {len(self.launches)} ({label}) "
-                                          f"failed: {why}")
+            )
+            raise LaunchFailed(
+                code or 1, f"kernel launch {len(self.launches)} ({label}) failed: {why}"
+            )
         return data
 
     def measure(self, workloads, reps, label="sweep", last=False):
@@ -116,8 +140,9 @@ class Kernel:
         ``last``: the data is discarded after this launch."""
         order = list(range(len(workloads)))
         random.Random(self.args.seed * 7919 + len(self.launches)).shuffle(order)
-        results = self._measure([workloads[i] for i in order], max(reps, self.args.passes),
-                                label, last)
+        results = self._measure(
+            [workloads[i] for i in order], max(reps, self.args.passes), label, last
+        )
         out = [None] * len(workloads)
         for position, index in enumerate(order):
             out[index] = results[position]
@@ -141,17 +166,27 @@ class Kernel:
             phase = f"p{i}"
             values = [rep["phases"][phase]["throughput_Bps"] for rep in report["repetitions"]]
             final = report["repetitions"][-1]["phases"][phase]
-            self.points.append({"launch": len(self.launches), "label": label,
-                                "workload": w.as_dict(), "throughput_Bps": values,
-                                "requests_per_s": [rep["phases"][phase]["requests_per_s"]
-                                                   for rep in report["repetitions"]],
-                                "resident_fraction_before": final["resident_fraction_before"],
-                                "resident_fraction_after": final["resident_fraction_after"],
-                                "primed_bytes": final.get("primed_bytes", 0),
-                                "measured": final["measured"]})
+            self.points.append(
+                {
+                    "launch": len(self.launches),
+                    "label": label,
+                    "workload": w.as_dict(),
+                    "throughput_Bps": values,
+                    "requests_per_s": [
+                        rep["phases"][phase]["requests_per_s"] for rep in report["repetitions"]
+                    ],
+                    "resident_fraction_before": final["resident_fraction_before"],
+                    "resident_fraction_after": final["resident_fraction_after"],
+                    "primed_bytes": final.get("primed_bytes", 0),
+                    "measured": final["measured"],
+                }
+            )
             if any(v is None or not v > 0 for v in values):
-                raise LaunchFailed(1, f"kernel launch {len(self.launches)} ({label}): point "
-                                      f"{w.words()} measured no throughput")
+                raise LaunchFailed(
+                    1,
+                    f"kernel launch {len(self.launches)} ({label}): point "
+                    f"{w.words()} measured no throughput",
+                )
             out.append(values)
         return out
 
@@ -204,44 +239,71 @@ def search(args, kernel, result):
     started = time.monotonic()
     free = os.statvfs(args.dir)
     rules = ss.Rules.from_dict(json.loads(args.rules)) if args.rules else ss.Rules()
-    domain = ss.Domain.for_node(node_memory(), free.f_bavail * free.f_frsize, args.processes,
-                                rules, unique_max=args.unique_max,
-                                size_mean=(args.size_min, args.size_max),
-                                size_spread=args.size_spread)
-    result.update(node_memory_bytes=node_memory(), free_bytes=free.f_bavail * free.f_frsize,
-                  domain=domain.as_dict(), rules=rules.as_dict())
-    say(f"{args.dir}: uniqueBytes {units.size_words(domain.unique_bytes[0])} to "
+    domain = ss.Domain.for_node(
+        node_memory(),
+        free.f_bavail * free.f_frsize,
+        args.processes,
+        rules,
+        unique_max=args.unique_max,
+        size_mean=(args.size_min, args.size_max),
+        size_spread=args.size_spread,
+    )
+    result.update(
+        node_memory_bytes=node_memory(),
+        free_bytes=free.f_bavail * free.f_frsize,
+        domain=domain.as_dict(),
+        rules=rules.as_dict(),
+    )
+    say(
+        f"{args.dir}: uniqueBytes {units.size_words(domain.unique_bytes[0])} to "
         f"{units.size_words(domain.unique_bytes[1])} (node memory "
         f"{units.size_words(node_memory())}), sizeMean {units.size_words(domain.size_mean[0])} to "
-        f"{units.size_words(domain.size_mean[1])}, processNum 1 to {args.processes}")
+        f"{units.size_words(domain.size_mean[1])}, processNum 1 to {args.processes}"
+    )
     # The data is written once, as large as the search can go.
     args.prepare = domain.unique_bytes[1]
-    exploration = ss.explore(lambda ws, reps: kernel.measure(ws, reps), domain, rules,
-                             repeats=args.repeat, progress=say, resident=kernel.resident)
+    exploration = ss.explore(
+        lambda ws, reps: kernel.measure(ws, reps),
+        domain,
+        rules,
+        repeats=args.repeat,
+        progress=say,
+        resident=kernel.resident,
+    )
     result["exploration"] = exploration.as_dict()
     result["timing"]["search_s"] = time.monotonic() - started
     model = exploration.model
-    say(f"search: {exploration.points_measured} points in "
+    say(
+        f"search: {exploration.points_measured} points in "
         f"{result['timing']['search_s']:.0f} s, "
         f"{'settled' if exploration.settled else 'not settled'} after "
-        f"{len(exploration.rounds)} round(s)")
+        f"{len(exploration.rounds)} round(s)"
+    )
 
     result["request_rates"] = request_rates(kernel, model, domain)
 
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
-    say(f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed}), "
-        f"{args.passes} passes each")
+    say(
+        f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed}), "
+        f"{args.passes} passes each"
+    )
     t0 = time.monotonic()
     validation = ss.validate(
-        model, lambda ws, reps: kernel.measure(ws, reps, label="validation", last=True),
-        held_out)
+        model, lambda ws, reps: kernel.measure(ws, reps, label="validation", last=True), held_out
+    )
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
     spread = validation.spread
-    say(f"validation: prediction error median {100 * validation.median_error:.1f}%, "
-        f"maximum {100 * validation.max_error:.1f}%" +
-        (f"; one measurement lies {100 * spread:.1f}% from the median of its passes "
-         "(median over the workloads): the noise the errors stand on" if spread else ""))
+    say(
+        f"validation: prediction error median {100 * validation.median_error:.1f}%, "
+        f"maximum {100 * validation.max_error:.1f}%"
+        + (
+            f"; one measurement lies {100 * spread:.1f}% from the median of its passes "
+            "(median over the workloads): the noise the errors stand on"
+            if spread
+            else ""
+        )
+    )
 
 
 def request_rates(kernel, model, domain):
@@ -254,9 +316,16 @@ def request_rates(kernel, model, domain):
     data)."""
     base = model.regimes["cache"].focal
     size = domain.size_mean[0]
-    points = [ss.Workload(unique_bytes=base.unique_bytes, size_mean=size,
-                          read_frac=frac, seq_frac=1.0, process_num=1)
-              for frac in (1.0, 0.0)]
+    points = [
+        ss.Workload(
+            unique_bytes=base.unique_bytes,
+            size_mean=size,
+            read_frac=frac,
+            seq_frac=1.0,
+            process_num=1,
+        )
+        for frac in (1.0, 0.0)
+    ]
     kernel.measure(points, 1, label="request rate")
     measured = kernel.points[-2:]
     rates = {"size": size, "unique_bytes": base.unique_bytes}
@@ -264,44 +333,70 @@ def request_rates(kernel, model, domain):
         direction = "read" if point["workload"]["read_frac"] == 1.0 else "write"
         values = sorted(v for v in point["requests_per_s"] if v)
         rates[direction] = values[len(values) // 2] if values else None
-    say(f"request rate at {ss.size_words(size)} sequential requests, 1 process, "
+    say(
+        f"request rate at {ss.size_words(size)} sequential requests, 1 process, "
         f"{ss.size_words(base.unique_bytes)} touched: "
-        + ", ".join(f"{d} {rates[d]:,.0f}/s" for d in ("read", "write") if rates.get(d)))
+        + ", ".join(f"{d} {rates[d]:,.0f}/s" for d in ("read", "write") if rates.get(d))
+    )
     return rates
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernel", required=True, help="scratchbench-kernel binary")
-    p.add_argument("--launcher", required=True,
-                   help="the MPI launch command, e.g. 'srun' or 'mpirun -np 8'")
+    p.add_argument(
+        "--launcher", required=True, help="the MPI launch command, e.g. 'srun' or 'mpirun -np 8'"
+    )
     p.add_argument("--dir", required=True, help="the scratch directory to explore")
-    p.add_argument("--processes", type=int, required=True,
-                   help="ranks the launcher starts: processNum goes from 1 to this")
+    p.add_argument(
+        "--processes",
+        type=int,
+        required=True,
+        help="ranks the launcher starts: processNum goes from 1 to this",
+    )
     p.add_argument("--out", required=True, help="the result JSON")
-    p.add_argument("--reports", default="selfscale-reports",
-                   help="directory for the kernel's report of every launch")
+    p.add_argument(
+        "--reports",
+        default="selfscale-reports",
+        help="directory for the kernel's report of every launch",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--duration", type=float, default=0.4, help="timed window per point (s)")
     p.add_argument("--warmup", type=float, default=0.2, help="untimed start of each point (s)")
-    p.add_argument("--passes", type=int, default=3,
-                   help="measurements of every point, a sweep apart; a curve takes their "
-                        "median")
-    p.add_argument("--requests", type=int, default=0,
-                   help="a fixed number of requests per rank instead of --duration")
-    p.add_argument("--fsync", choices=("none", "outside", "inside"), default="outside",
-                   help="after each point's writes: outside (the default) writes them back "
-                        "untimed, so every point starts without dirty pages and points do "
-                        "not depend on the ones before; inside times it; none leaves "
-                        "write-back to the kernel")
+    p.add_argument(
+        "--passes",
+        type=int,
+        default=3,
+        help="measurements of every point, a sweep apart; a curve takes their median",
+    )
+    p.add_argument(
+        "--requests",
+        type=int,
+        default=0,
+        help="a fixed number of requests per rank instead of --duration",
+    )
+    p.add_argument(
+        "--fsync",
+        choices=("none", "outside", "inside"),
+        default="outside",
+        help="after each point's writes: outside (the default) writes them back "
+        "untimed, so every point starts without dirty pages and points do "
+        "not depend on the ones before; inside times it; none leaves "
+        "write-back to the kernel",
+    )
     p.add_argument("--size-spread", type=float, default=0.5)
     p.add_argument("--size-min", type=parse_size, default=units.KIB)
     p.add_argument("--size-max", type=parse_size, default=16 * units.MIB)
-    p.add_argument("--unique-max", type=parse_size, default=None,
-                   help="largest uniqueBytes, or 'memory' for the rule of the node's memory")
+    p.add_argument(
+        "--unique-max",
+        type=parse_size,
+        default=None,
+        help="largest uniqueBytes, or 'memory' for the rule of the node's memory",
+    )
     p.add_argument("--rules", default="", help="JSON of scratchbench.selfscale.Rules fields")
-    p.add_argument("--repeat", type=int, default=5,
-                   help="measure each regime's focal point this many times")
+    p.add_argument(
+        "--repeat", type=int, default=5, help="measure each regime's focal point this many times"
+    )
     p.add_argument("--validate", type=int, default=20, help="held-out workloads")
     p.add_argument("--validate-seed", type=int, default=2003)
     p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
@@ -316,12 +411,30 @@ def main(argv=None):
     args.prepare = 0
 
     kernel = Kernel(args)
-    result = {"schema": SCHEMA, "target": args.dir, "processes": args.processes,
-              "settings": {k: getattr(args, k) for k in (
-                  "seed", "duration", "warmup", "passes", "requests", "fsync", "size_spread",
-                  "repeat",
-                  "validate", "validate_seed", "direct", "launcher")},
-              "timing": {}, "error": None}
+    result = {
+        "schema": SCHEMA,
+        "target": args.dir,
+        "processes": args.processes,
+        "settings": {
+            k: getattr(args, k)
+            for k in (
+                "seed",
+                "duration",
+                "warmup",
+                "passes",
+                "requests",
+                "fsync",
+                "size_spread",
+                "repeat",
+                "validate",
+                "validate_seed",
+                "direct",
+                "launcher",
+            )
+        },
+        "timing": {},
+        "error": None,
+    }
 
     def stopped(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
@@ -340,8 +453,10 @@ def main(argv=None):
         code = exc.code
     except KeyboardInterrupt as exc:
         kernel.stop()
-        result["error"] = {"code": 143, "message": f"stopped by {exc} during launch "
-                                                   f"{len(kernel.launches) + 1}"}
+        result["error"] = {
+            "code": 143,
+            "message": f"stopped by {exc} during launch {len(kernel.launches) + 1}",
+        }
         code = 143
     finally:
         if kernel.run_dir and code not in (0, 143):
@@ -350,16 +465,21 @@ def main(argv=None):
             except (LaunchFailed, KeyboardInterrupt):
                 pass
         kernel.remove_kept_data()
-        result["timing"].update(total_s=time.monotonic() - started,
-                                launches=len(kernel.launches),
-                                launch_s=kernel.launches, prepare_bytes=kernel.prepare_bytes)
+        result["timing"].update(
+            total_s=time.monotonic() - started,
+            launches=len(kernel.launches),
+            launch_s=kernel.launches,
+            prepare_bytes=kernel.prepare_bytes,
+        )
         result["points"] = kernel.points
         Path(args.out).write_text(json.dumps(result, indent=1))
     if result["error"]:
         print(f"selfscale_search: error: {result['error']['message']}", file=sys.stderr)
     else:
-        say(f"done in {result['timing']['total_s']:.0f} s ({len(kernel.launches)} kernel "
-            f"launches); result in {args.out}")
+        say(
+            f"done in {result['timing']['total_s']:.0f} s ({len(kernel.launches)} kernel "
+            f"launches); result in {args.out}"
+        )
     return code
 
 
