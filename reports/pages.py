@@ -280,10 +280,12 @@ def fs_page(
         standing = r.standings.get(target)
         if standing is None:
             continue
+        line = "value per run"
         spec, notes = history_plot(
-            [("value per run", [(t, v, run) for t, run, v in standing.runs])],
+            [(line, [(t, v, run) for t, run, v in standing.runs])],
             r.unit,
             r.better == "higher",
+            short_latest={line} if standing.too_short else set(),
         )
         headlines.append(plots.add(spec, ranking=r, standing=standing, notes=notes))
     charts = _chart_sections(mine, plots)
@@ -300,7 +302,10 @@ def fs_page(
         tag, check, variant, partition, label, unit, better = key
         ss.sort(key=lambda s: s.environ)
         spec, notes = history_plot(
-            [(s.environ or "value", s.points) for s in ss], unit, better == "higher"
+            [(s.environ or "value", s.points) for s in ss],
+            unit,
+            better == "higher",
+            short_latest=(short := {s.environ or "value" for s in ss if s.too_short}),
         )
         judged = [(s.environ, verdicts.get((s.key, s.metric))) for s in ss]
         headline = any(s.headline for s in ss)
@@ -312,6 +317,7 @@ def fs_page(
                 label=label,
                 unit=unit,
                 notes=notes,
+                short=short,
                 headline=headline,
                 verdicts=[(e, v) for e, v in judged if v],
                 anchors=_anchors(ss),

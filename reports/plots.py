@@ -12,7 +12,7 @@ validate every property: too slow at scale), and which plotly.js bundle a page n
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
@@ -84,11 +84,16 @@ def _time_range(stamps):
 
 
 def history_plot(
-    lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]], unit: str, higher: bool
+    lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]],
+    unit: str,
+    higher: bool,
+    short_latest: Collection[str] = (),
 ) -> tuple[dict[str, Any], list[tuple[str, float, str | None]]]:
     """UMAMI's layout: the history on the left with the latest value marked and coloured
     by the quarter of earlier runs it falls in; a box plot of the earlier runs on the
-    right (from MIN_EARLIER_FOR_BOX earlier runs on).  lines: [(name, [(t, v, run)])].
+    right (from MIN_EARLIER_FOR_BOX earlier runs on).  lines: [(name, [(t, v, run)])];
+    short_latest: the lines whose latest value was timed in a phase too short to trust,
+    which get no quarter (their place among earlier runs would be noise).
     Returns (spec, [(name, latest, quartile words or None)])."""
     data: list[dict[str, Any]]
     data, notes, stamps = [], [], []
@@ -101,7 +106,7 @@ def history_plot(
         ys = [v for _, v, _ in points]
         stamps += [t for t, _, _ in points]
         earlier, latest = ys[:-1], ys[-1]
-        q = _quartile(earlier, latest, higher)
+        q = None if name in short_latest else _quartile(earlier, latest, higher)
         notes.append((name, latest, QUARTILE_WORDS[q] if q is not None else None))
         marker = QUARTILE_COLOURS[q] if q is not None else colour
         data.append(

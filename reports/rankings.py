@@ -162,6 +162,11 @@ class Standing:
     def n(self) -> int:
         return len(self.recent)
 
+    @property
+    def too_short(self) -> bool:
+        """The latest run timed this figure in a phase too short to trust."""
+        return any(s.too_short for s in self.series)
+
     def spread_words(self, unit: str) -> str:
         if self.n == 1:
             return "one run so far"

@@ -383,6 +383,16 @@ def test_a_figure_too_short_to_time_is_shown_but_never_ranked():
         fast.figure, {"fastfs": [fast], "slowfs": [series("slowfs", 1000.0, None)]}
     )
     assert unknown.status == "winner"
+    # on the file system's page the short value is shown, but not placed among earlier
+    # runs: no quarter (words, colour) for the headline nor for the figure's own plot
+    slow = series("slowfs", 1000.0, 0.041)
+    page = pages.fs_page("slowfs", {(slow.key, slow.metric): slow}, [short], {}, plots.Plots())
+    (headline,) = page["headlines"]
+    assert headline["standing"].too_short and headline["notes"][0][2] is None
+    (folded,) = [p for section in page["sections"] for v in section["variants"] for p in v["plots"]]
+    assert folded["short"] == {"gnu"} and folded["notes"][0][2] is None
+    latest_marker = folded["spec"]["data"][1]["marker"]["color"]
+    assert latest_marker not in plots.QUARTILE_COLOURS
 
 
 def test_index_names_the_right_winners(made_up_site):
