@@ -570,6 +570,21 @@ def _counted(parts: Sequence[tuple[int, Rate, tuple[str, ...]]], what: str) -> P
         runs.append(rate.runs)
         dates.append(rate.date)
         rests.append(f"{count_words(count, *words)} at {units.number(rate.value)}/s")
+    notes = short_phase_note([rate for count, rate, _ in parts if count])
+    return _part(seconds, low, high, runs, dates, "; ".join(rests) or "nothing to do", notes)
+
+
+def _part(
+    seconds: float,
+    low: float,
+    high: float,
+    runs: Sequence[int],
+    dates: Sequence[float],
+    rests_on: str,
+    notes: list[str],
+) -> Part:
+    """A part of the prediction: its interval only where every rate it used has a
+    spread (more than one run), its age that of its newest rate."""
     spread = bool(runs) and min(runs) > 1
     return Part(
         seconds=seconds,
@@ -577,8 +592,8 @@ def _counted(parts: Sequence[tuple[int, Rate, tuple[str, ...]]], what: str) -> P
         high=high if spread else None,
         runs=min(runs) if runs else 0,
         date=max(dates) if dates else None,
-        rests_on="; ".join(rests) or "nothing to do",
-        notes=short_phase_note([rate for count, rate, _ in parts if count]),
+        rests_on=rests_on,
+        notes=notes,
     )
 
 
@@ -693,16 +708,7 @@ def predict_staging(profile: Profile, figures: TargetFigures) -> Part:
                 for count, rate in rated
             )
         )
-    spread = bool(runs) and min(runs) > 1
-    return Part(
-        seconds=seconds,
-        low=low if spread else None,
-        high=high if spread else None,
-        runs=min(runs) if runs else 0,
-        date=max(dates) if dates else None,
-        rests_on="; ".join(rests) or "nothing staged",
-        notes=notes,
-    )
+    return _part(seconds, low, high, runs, dates, "; ".join(rests) or "nothing staged", notes)
 
 
 PARTS = ("data", "metadata", "deletion", "staging")
