@@ -105,7 +105,15 @@ def history_plot(
     return {"data": data, "layout": _history_layout(lines, unit, boxes, single, stamps)}, notes
 
 
-def _history_traces(name, points, colour, unit, higher, single, boxes):
+def _history_traces(
+    name: str,
+    points: Sequence[tuple[float, float, str]],
+    colour: str,
+    unit: str,
+    higher: bool,
+    single: bool,
+    boxes: bool,
+) -> tuple[list[dict[str, Any]], tuple[str, float, str | None]]:
     """One line's traces (its history, its latest value marked and, with enough earlier
     runs, their box beside it) and its note (name, latest, quartile words or None)."""
     data: list[dict[str, Any]] = []
@@ -176,7 +184,13 @@ def _history_traces(name, points, colour, unit, higher, single, boxes):
     return data, note
 
 
-def _history_layout(lines, unit, boxes, single, stamps):
+def _history_layout(
+    lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]],
+    unit: str,
+    boxes: bool,
+    single: bool,
+    stamps: list[float],
+) -> dict[str, Any]:
     """The history plot's layout: a date axis (a category for one run), the legend's
     rows above the plot, the box plots' axis at the right."""
     top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480) if len(lines) > 1 else 0)
