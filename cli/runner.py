@@ -299,63 +299,12 @@ def _run_reframe(
 ):
     report = run_dir / "report.json"
     revision = git_revision()
-    partitions = {
-        p["name"]: {
-            "scheduler": p["scheduler"],
-            "access": p.get("access", []),
-            "descr": p.get("descr", ""),
-        }
-        for s in config["systems"]
-        if s["name"] == system.split(":")[0]
-        for p in s["partitions"]
-    }
-    meta = {
-        "run_id": run_dir.name,
-        "site": str(site_path),
-        "system": system,
-        "tag": tag,
-        "target": target,
-        "note": note,
-        "revision": revision,
-        "partitions": partitions,
-        "scheduler_fallback": fallback,
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    meta = _run_meta(run_dir, tag, site_path, config, system, target, note, fallback, revision)
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 
-    reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
-    cmd = [
-        reframe,
-        "-C",
-        str(site_path),
-        "-c",
-        str(paths.CHECKS_DIR),
-        "--system",
-        system,
-        "-t",
-        f"^{checks_tag}$",
-        "-S",
-        f"workload_tag={tag}",
-        "-r",
-        "--warn-as-error",
-        "--prefix",
-        str(paths.results_dir()),
-        "-o",
-        str(run_dir / "output"),
-        "-s",
-        str(run_dir / "stage"),
-        "--report-file",
-        str(report),
-        "--session-extras",
-        f"scratchbench_run={run_dir.name},tag={tag},revision={revision}",
-    ]
-    if target:
-        cmd += ["-t", f"^fs:{target}$"]
-    for name in names:
-        cmd += ["-n", name]
-    cmd += list(extra_args)
+    cmd = _reframe_command(
+        run_dir, tag, site_path, system, target, names, extra_args, checks_tag, revision, report
+    )
     (run_dir / "command.txt").write_text(" ".join(cmd) + "\n")
 
     log_path = run_dir / "reframe.out"
@@ -366,37 +315,7 @@ def _run_reframe(
     out = stream or sys.stdout
     env = reframe_env(slurm_conf)
     env["SCRATCHBENCH_RUN_ID"] = run_dir.name
-    signalled = []
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            cwd=str(run_dir),
-        )
-
-        def stop_reframe(signum, _frame):
-            # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
-            signalled.append(signum)
-            progress(
-                f"received signal {signum}: stopping ReFrame, which cancels its jobs "
-                "and writes what finished"
-            )
-            proc.send_signal(signal.SIGTERM)
-
-        previous = {
-            sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM, signal.SIGINT)
-        }
-        try:
-            for line in proc.stdout:
-                log.write(line)
-                out.write(line)
-            rc = proc.wait()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    rc, signalled = _stream_reframe(cmd, env, run_dir, log_path, out)
     wall = time.monotonic() - t0
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta["wall_seconds"] = round(wall, 1)
@@ -436,6 +355,112 @@ def _run_reframe(
         )
         return 128 + signalled[0], summary
     return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
+
+
+def _run_meta(run_dir, tag, site_path, config, system, target, note, fallback, revision):
+    """The run's run.json: what runs where, from which revision, by which process."""
+    partitions = {
+        p["name"]: {
+            "scheduler": p["scheduler"],
+            "access": p.get("access", []),
+            "descr": p.get("descr", ""),
+        }
+        for s in config["systems"]
+        if s["name"] == system.split(":")[0]
+        for p in s["partitions"]
+    }
+    meta = {
+        "run_id": run_dir.name,
+        "site": str(site_path),
+        "system": system,
+        "tag": tag,
+        "target": target,
+        "note": note,
+        "revision": revision,
+        "partitions": partitions,
+        "scheduler_fallback": fallback,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    return meta
+
+
+def _reframe_command(
+    run_dir, tag, site_path, system, target, names, extra_args, checks_tag, revision, report
+):
+    """ReFrame's command line for the run: the checks of checks_tag (of one target and
+    of the names given, when given), the run's directories and its run report."""
+    reframe = shutil.which("reframe") or str(Path(sys.executable).parent / "reframe")
+    cmd = [
+        reframe,
+        "-C",
+        str(site_path),
+        "-c",
+        str(paths.CHECKS_DIR),
+        "--system",
+        system,
+        "-t",
+        f"^{checks_tag}$",
+        "-S",
+        f"workload_tag={tag}",
+        "-r",
+        "--warn-as-error",
+        "--prefix",
+        str(paths.results_dir()),
+        "-o",
+        str(run_dir / "output"),
+        "-s",
+        str(run_dir / "stage"),
+        "--report-file",
+        str(report),
+        "--session-extras",
+        f"scratchbench_run={run_dir.name},tag={tag},revision={revision}",
+    ]
+    if target:
+        cmd += ["-t", f"^fs:{target}$"]
+    for name in names:
+        cmd += ["-n", name]
+    cmd += list(extra_args)
+    return cmd
+
+
+def _stream_reframe(cmd, env, run_dir, log_path, out):
+    """Run ReFrame, its output to the log and to out; a SIGTERM or SIGINT meanwhile is
+    passed on as a SIGTERM (ReFrame then cancels its jobs and writes its run report).
+    Returns (its exit code, [the signals received])."""
+    signalled = []
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=str(run_dir),
+        )
+
+        def stop_reframe(signum, _frame):
+            # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
+            signalled.append(signum)
+            progress(
+                f"received signal {signum}: stopping ReFrame, which cancels its jobs "
+                "and writes what finished"
+            )
+            proc.send_signal(signal.SIGTERM)
+
+        previous = {
+            sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                out.write(line)
+            rc = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return rc, signalled
 
 
 def summarise_report(report):

@@ -460,11 +460,58 @@ def profile_of_modules(
     fcounters = fcounters.fillna(0)
     posix = counters[counters["module"] == "POSIX"]
     stdio = counters[counters["module"] == "STDIO"]
+    histogram = {
+        d: {name: _total(f"SIZE_{d.upper()}_{name}", posix) for name, _, _ in DARSHAN_BINS}
+        for d in ("read", "write")
+    }
+    classes = _size_classes(posix, stdio, histogram)
 
-    def total(column: str, rows: Any = counters) -> int:
-        return int(rows[column].sum()) if column in rows else 0
+    def share(counted: str, requests: str) -> float:
+        return _in_order_share(counters, posix, stdio, nprocs, counted, requests)
 
-    reads, writes = total("READS"), total("WRITES")
+    grouped = _per_file(counters)
+    touched = grouped[grouped["moved"] > 0]
+    read_only = grouped[(grouped["read"] > 0) & (grouped["written"] == 0)]
+    written = grouped[grouped["written"] > 0]
+    return Profile(
+        source=source,
+        processes=int(nprocs),
+        bytes_read=_total("BYTES_READ", counters),
+        bytes_written=_total("BYTES_WRITTEN", counters),
+        reads=_total("READS", counters),
+        writes=_total("WRITES", counters),
+        size_classes={"read": classes["read"], "write": classes["write"]},
+        histogram=histogram,
+        consecutive={
+            "read": share("CONSEC_READS", "READS"),
+            "write": share("CONSEC_WRITES", "WRITES"),
+        },
+        sequential={"read": share("SEQ_READS", "READS"), "write": share("SEQ_WRITES", "WRITES")},
+        unique_bytes=int(touched["span"].sum()),
+        files=int(len(grouped)),
+        files_written=int(len(written)),
+        opens=_total("OPENS", counters),
+        stats=_total("STATS", posix),
+        inputs={"bytes": int(read_only["span"].sum()), "files": int(len(read_only))},
+        outputs={"bytes": int(written["span"].sum()), "files": int(len(written))},
+        observed_io_s=_observed_io_s(fcounters),
+        observed={
+            "read_s": float(fcounters["F_READ_TIME"].sum()),
+            "write_s": float(fcounters["F_WRITE_TIME"].sum()),
+            "meta_s": float(fcounters["F_META_TIME"].sum()),
+        },
+        run_time_s=run_time or None,
+    )
+
+
+def _total(column: str, rows: Any) -> int:
+    """The sum of a counter over the rows (0 for a counter the module lacks)."""
+    return int(rows[column].sum()) if column in rows else 0
+
+
+def _size_classes(posix: Any, stdio: Any, histogram: dict[str, dict[str, int]]) -> dict:
+    """{direction: [[size, bytes], ...]}: POSIX's from its histogram and its most common
+    access sizes, STDIO's from each record's mean request size, merged by size."""
     access: dict[int, int] = {}
     for k in range(1, 5):
         if f"ACCESS{k}_ACCESS" not in posix:
@@ -472,17 +519,12 @@ def profile_of_modules(
         for size, count in zip(posix[f"ACCESS{k}_ACCESS"], posix[f"ACCESS{k}_COUNT"]):
             if count > 0:
                 access[int(size)] = access.get(int(size), 0) + int(count)
-    histogram = {
-        d: {name: total(f"SIZE_{d.upper()}_{name}", posix) for name, _, _ in DARSHAN_BINS}
-        for d in ("read", "write")
-    }
-    bytes_read, bytes_written = total("BYTES_READ"), total("BYTES_WRITTEN")
     classes = {}
     for d, requests, moved in (
         ("read", "READS", "BYTES_READ"),
         ("write", "WRITES", "BYTES_WRITTEN"),
     ):
-        classes[d] = size_classes_of(histogram[d], access, total(moved, posix))
+        classes[d] = size_classes_of(histogram[d], access, _total(moved, posix))
         # STDIO records no sizes: each record's requests at their mean size
         stdio_sizes: dict[int, int] = {}
         stdio_bins: dict[str, int] = {}
@@ -497,88 +539,64 @@ def profile_of_modules(
                 )
                 stdio_bins[name] = stdio_bins.get(name, 0) + int(n)
         merged: dict[float, float] = {}
-        for size, b in classes[d] + size_classes_of(stdio_bins, stdio_sizes, total(moved, stdio)):
+        for size, b in classes[d] + size_classes_of(stdio_bins, stdio_sizes, _total(moved, stdio)):
             merged[size] = merged.get(size, 0.0) + b
         classes[d] = [[size, b] for size, b in sorted(merged.items())]
+    return classes
 
-    def share(counted: str, requests: str) -> float:
-        """Of the requests, those counted consecutive (sequential), plus each record's
-        first request: Darshan compares a request with the one before it on the same
-        rank, so a rank's first access is never counted, and a job of one request per
-        rank would read as random.  A shared record (rank -1) has up to nprocs first
-        requests.  STDIO records no order: its requests count as consecutive but one
-        per seek."""
-        if not total(requests):
-            return 1.0
-        firsts = (
-            posix[requests].clip(upper=posix["rank"].map(lambda r: 1 if r >= 0 else nprocs))
-            if len(posix)
-            else posix[requests]
-        )
-        stdio_in_order = (
-            (
-                stdio[requests]
-                - stdio["SEEKS"]
-                * stdio[requests]
-                / (stdio["READS"] + stdio["WRITES"]).clip(lower=1)
-            ).clip(lower=0)
-            if len(stdio)
-            else stdio[requests]
-        )
-        in_order = total(counted, posix) + float(firsts.sum()) + float(stdio_in_order.sum())
-        return min(1.0, in_order / total(requests))
 
-    # per file (a record id), over its ranks: the bytes it spans, whether it was written
+def _in_order_share(
+    counters: Any, posix: Any, stdio: Any, nprocs: int, counted: str, requests: str
+) -> float:
+    """Of the requests, those counted consecutive (sequential), plus each record's
+    first request: Darshan compares a request with the one before it on the same
+    rank, so a rank's first access is never counted, and a job of one request per
+    rank would read as random.  A shared record (rank -1) has up to nprocs first
+    requests.  STDIO records no order: its requests count as consecutive but one
+    per seek."""
+    if not _total(requests, counters):
+        return 1.0
+    firsts = (
+        posix[requests].clip(upper=posix["rank"].map(lambda r: 1 if r >= 0 else nprocs))
+        if len(posix)
+        else posix[requests]
+    )
+    stdio_in_order = (
+        (
+            stdio[requests]
+            - stdio["SEEKS"] * stdio[requests] / (stdio["READS"] + stdio["WRITES"]).clip(lower=1)
+        ).clip(lower=0)
+        if len(stdio)
+        else stdio[requests]
+    )
+    in_order = _total(counted, posix) + float(firsts.sum()) + float(stdio_in_order.sum())
+    return min(1.0, in_order / _total(requests, counters))
+
+
+def _per_file(counters: Any) -> Any:
+    """Per file (a record id), over its ranks: the bytes it spans, moved, written, read."""
     per_file = counters.assign(
         span=1 + counters[["MAX_BYTE_READ", "MAX_BYTE_WRITTEN"]].max(axis=1),
         moved=counters["BYTES_READ"] + counters["BYTES_WRITTEN"],
     )
-    grouped = per_file.groupby("id").agg(
+    return per_file.groupby("id").agg(
         span=("span", "max"),
         moved=("moved", "sum"),
         written=("BYTES_WRITTEN", "sum"),
         read=("BYTES_READ", "sum"),
     )
-    touched = grouped[grouped["moved"] > 0]
-    read_only = grouped[(grouped["read"] > 0) & (grouped["written"] == 0)]
-    written = grouped[grouped["written"] > 0]
-    # Darshan's estimate of the job's I/O time: the slowest rank's time in files of its
-    # own, plus each shared file's slowest rank (darshan-util's agg_time_by_slowest),
-    # over POSIX and STDIO together
+
+
+def _observed_io_s(fcounters: Any) -> float:
+    """Darshan's estimate of the job's I/O time: the slowest rank's time in files of its
+    own, plus each shared file's slowest rank (darshan-util's agg_time_by_slowest), over
+    POSIX and STDIO together."""
     times = fcounters.assign(
         io=fcounters["F_READ_TIME"] + fcounters["F_WRITE_TIME"] + fcounters["F_META_TIME"]
     )
     own = times[times["rank"] >= 0].groupby("rank")["io"].sum()
     shared = times[times["rank"] < 0]["F_SLOWEST_RANK_TIME"].sum()
-    return Profile(
-        source=source,
-        processes=int(nprocs),
-        bytes_read=bytes_read,
-        bytes_written=bytes_written,
-        reads=reads,
-        writes=writes,
-        size_classes={"read": classes["read"], "write": classes["write"]},
-        histogram=histogram,
-        consecutive={
-            "read": share("CONSEC_READS", "READS"),
-            "write": share("CONSEC_WRITES", "WRITES"),
-        },
-        sequential={"read": share("SEQ_READS", "READS"), "write": share("SEQ_WRITES", "WRITES")},
-        unique_bytes=int(touched["span"].sum()),
-        files=int(len(grouped)),
-        files_written=int(len(written)),
-        opens=total("OPENS"),
-        stats=total("STATS", posix),
-        inputs={"bytes": int(read_only["span"].sum()), "files": int(len(read_only))},
-        outputs={"bytes": int(written["span"].sum()), "files": int(len(written))},
-        observed_io_s=float((own.max() if len(own) else 0.0) + shared),
-        observed={
-            "read_s": float(fcounters["F_READ_TIME"].sum()),
-            "write_s": float(fcounters["F_WRITE_TIME"].sum()),
-            "meta_s": float(fcounters["F_META_TIME"].sum()),
-        },
-        run_time_s=run_time or None,
-    )
+    return float((own.max() if len(own) else 0.0) + shared)
 
 
 # ---- workload descriptions -----------------------------------------------------------------

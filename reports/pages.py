@@ -987,20 +987,7 @@ def _build(conn, out, nightly_verdicts, title):
             verdicts[(v["series"], v["metric"])] = v
     targets = sorted({s.target for s in series.values()} | set(latest))
     fs_pages = {t: fs_page_name(t) for t in targets}
-    common = {
-        "title": title,
-        "generated": when(time.time()),
-        "run_count": len(runs),
-        "targets": targets,
-        "fs_pages": fs_pages,
-        "run_page": _run_page_name,
-        "min_runs": MIN_RUNS_TO_RANK,
-        "recent_runs": RECENT_RUNS,
-        "log_ratio": LOG_SCALE_RATIO,
-        "quartiles": False,
-        "screenful": SCREENFUL,
-        "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()},
-    }
+    common = _common_context(title, runs, targets, fs_pages, latest)
     all_rankings = rankings(series)
     headline_rankings = [r for r in all_rankings if r.headline]
     for r in headline_rankings:
@@ -1027,42 +1014,19 @@ def _build(conn, out, nightly_verdicts, title):
             verdict_counts[s.target][v["verdict"]] += 1
     config_changes = fs_diary.change_dates(conn)
     for target in targets:
-        run, cases = latest.get(target, (None, []))
-        state = problems(cases)
-        fs_plots = Plots()
-        page = fs_page(target, series, headline_rankings, verdicts, fs_plots)
-        fs_diary.mark_plots(page, config_changes.get(target))
-        # what the target was in its latest run, in the site's words
-        page["kind"] = next((c["scratch_kind"] for c in cases if c["scratch_kind"]), page["kind"])
-        page["description"] = next(
-            (c["scratch_description"] for c in cases if c["scratch_description"]), ""
-        )
-        write(
-            fs_pages[target],
-            "fs.html",
-            name=target,
-            page=page,
-            run=run,
-            state=state,
-            advice=advice(target, headline_rankings, series),
-            diary=fs_diary.diary_section(conn, target, _run_page_name),
-            verdict_counts=sorted(verdict_counts[target].items()),
-            plots=fs_plots.bundle,
-            quartiles=True,
-        )
         summary.append(
-            {
-                "name": target,
-                "kind": page["kind"],
-                "partitions": page["partitions"],
-                "description": page["description"],
-                "page": fs_pages[target],
-                "run": run,
-                "state": state,
-                "verdicts": [
-                    (verdict_words(v), n, v) for v, n in sorted(verdict_counts[target].items())
-                ],
-            }
+            _write_fs_page(
+                conn,
+                write,
+                target,
+                latest,
+                series,
+                headline_rankings,
+                verdicts,
+                config_changes,
+                verdict_counts,
+                fs_pages,
+            )
         )
 
     compare_plots = Plots("c")
@@ -1102,6 +1066,72 @@ def _build(conn, out, nightly_verdicts, title):
         write(page["file"], "across.html", page=page, plots=page["bundle"])
     written += _run_pages(conn, env, common, out, runs)
     return written
+
+
+def _common_context(title, runs, targets, fs_pages, latest):
+    """What every page's template is given."""
+    return {
+        "title": title,
+        "generated": when(time.time()),
+        "run_count": len(runs),
+        "targets": targets,
+        "fs_pages": fs_pages,
+        "run_page": _run_page_name,
+        "min_runs": MIN_RUNS_TO_RANK,
+        "recent_runs": RECENT_RUNS,
+        "log_ratio": LOG_SCALE_RATIO,
+        "quartiles": False,
+        "screenful": SCREENFUL,
+        "latest_run_of": {t: run["run_id"] for t, (run, _) in latest.items()},
+    }
+
+
+def _write_fs_page(
+    conn,
+    write,
+    target,
+    latest,
+    series,
+    headline_rankings,
+    verdicts,
+    config_changes,
+    verdict_counts,
+    fs_pages,
+):
+    """Write one scratch target's page; returns its entry in the index's summary."""
+    run, cases = latest.get(target, (None, []))
+    state = problems(cases)
+    fs_plots = Plots()
+    page = fs_page(target, series, headline_rankings, verdicts, fs_plots)
+    fs_diary.mark_plots(page, config_changes.get(target))
+    # what the target was in its latest run, in the site's words
+    page["kind"] = next((c["scratch_kind"] for c in cases if c["scratch_kind"]), page["kind"])
+    page["description"] = next(
+        (c["scratch_description"] for c in cases if c["scratch_description"]), ""
+    )
+    write(
+        fs_pages[target],
+        "fs.html",
+        name=target,
+        page=page,
+        run=run,
+        state=state,
+        advice=advice(target, headline_rankings, series),
+        diary=fs_diary.diary_section(conn, target, _run_page_name),
+        verdict_counts=sorted(verdict_counts[target].items()),
+        plots=fs_plots.bundle,
+        quartiles=True,
+    )
+    return {
+        "name": target,
+        "kind": page["kind"],
+        "partitions": page["partitions"],
+        "description": page["description"],
+        "page": fs_pages[target],
+        "run": run,
+        "state": state,
+        "verdicts": [(verdict_words(v), n, v) for v, n in sorted(verdict_counts[target].items())],
+    }
 
 
 def _run_page_name(run_id: str) -> str:

@@ -102,71 +102,104 @@ def history_plot(
     single = len({t for _, points in lines for t, _, _ in points}) == 1
     for i, (name, points) in enumerate(lines):
         colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-        xs = [f"{when(t)} UTC" if single else int(t * 1000) for t, _, _ in points]
-        ys = [v for _, v, _ in points]
+        short = name in short_latest
+        traces, note = _history_traces(name, points, colour, unit, higher, single, boxes, short)
+        data += traces
+        notes.append(note)
         stamps += [t for t, _, _ in points]
-        earlier, latest = ys[:-1], ys[-1]
-        q = None if name in short_latest else _quartile(earlier, latest, higher)
-        notes.append((name, latest, QUARTILE_WORDS[q] if q is not None else None))
-        marker = QUARTILE_COLOURS[q] if q is not None else colour
+    return {"data": data, "layout": _history_layout(lines, unit, boxes, single, stamps)}, notes
+
+
+def _history_traces(
+    name: str,
+    points: Sequence[tuple[float, float, str]],
+    colour: str,
+    unit: str,
+    higher: bool,
+    single: bool,
+    boxes: bool,
+    short: bool,
+) -> tuple[list[dict[str, Any]], tuple[str, float, str | None]]:
+    """One line's traces (its history, its latest value marked and, with enough earlier
+    runs, their box beside it) and its note (name, latest, quartile words or None; None
+    too when the latest value's phase was too short to trust)."""
+    data: list[dict[str, Any]] = []
+    xs = [f"{when(t)} UTC" if single else int(t * 1000) for t, _, _ in points]
+    ys = [v for _, v, _ in points]
+    earlier, latest = ys[:-1], ys[-1]
+    q = None if short else _quartile(earlier, latest, higher)
+    note = (name, latest, QUARTILE_WORDS[q] if q is not None else None)
+    marker = QUARTILE_COLOURS[q] if q is not None else colour
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": xs,
+            "y": ys,
+            "text": [r for _, _, r in points],
+            "name": name,
+            "line": {"color": colour, "width": 1},
+            "marker": {"size": 5, "color": colour},
+            "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
+            f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
+            "<br>run %{text}<extra></extra>",
+        }
+    )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": [xs[-1]],
+            "y": [latest],
+            "showlegend": False,
+            "name": f"{name}, latest",
+            "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
+            "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
+        }
+    )
+    if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
         data.append(
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "x": xs,
-                "y": ys,
-                "text": [r for _, _, r in points],
-                "name": name,
-                "line": {"color": colour, "width": 1},
-                "marker": {"size": 5, "color": colour},
-                "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
-                f"<br>%{{y:{HOVER_NUMBER}}} {unit}"
-                "<br>run %{text}<extra></extra>",
-            }
+            dict(
+                _box(earlier),
+                type="box",
+                name=name,
+                x=[name],
+                xaxis="x2",
+                showlegend=False,
+                marker={"color": colour},
+                hoverinfo="y",
+            )
         )
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
-                "x": [xs[-1]],
+                "x": [name],
                 "y": [latest],
+                "xaxis": "x2",
                 "showlegend": False,
                 "name": f"{name}, latest",
-                "marker": {"size": 11, "color": marker, "line": {"color": "#222", "width": 1}},
-                "hovertemplate": f"{name}, latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
+                "marker": {
+                    "size": 12,
+                    "color": marker,
+                    "symbol": "diamond",
+                    "line": {"color": "#222", "width": 1},
+                },
+                "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
             }
         )
-        if boxes and len(earlier) >= MIN_EARLIER_FOR_BOX:
-            data.append(
-                dict(
-                    _box(earlier),
-                    type="box",
-                    name=name,
-                    x=[name],
-                    xaxis="x2",
-                    showlegend=False,
-                    marker={"color": colour},
-                    hoverinfo="y",
-                )
-            )
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "markers",
-                    "x": [name],
-                    "y": [latest],
-                    "xaxis": "x2",
-                    "showlegend": False,
-                    "name": f"{name}, latest",
-                    "marker": {
-                        "size": 12,
-                        "color": marker,
-                        "symbol": "diamond",
-                        "line": {"color": "#222", "width": 1},
-                    },
-                    "hovertemplate": f"latest: %{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
-                }
-            )
+    return data, note
+
+
+def _history_layout(
+    lines: Sequence[tuple[str, Sequence[tuple[float, float, str]]]],
+    unit: str,
+    boxes: bool,
+    single: bool,
+    stamps: list[float],
+) -> dict[str, Any]:
+    """The history plot's layout: a date axis (a category for one run), the legend's
+    rows above the plot, the box plots' axis at the right."""
     top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480) if len(lines) > 1 else 0)
     layout: dict[str, Any]
     layout = {
@@ -196,7 +229,7 @@ def history_plot(
             "type": "category",
             "title": {"text": "earlier runs", "font": {"size": 11}},
         }
-    return {"data": data, "layout": layout}, notes
+    return layout
 
 
 def _axis_type(values):
@@ -323,30 +356,7 @@ def surface_plots(
         for y in ys
     ]
     shade = [[math.log10(v) if log and v and v > 0 else v for v in row] for row in z]
-    scene_axis = {"x": (x_name, xs), "y": (y_name, ys)}
-    scene = {
-        f"{a}axis": {
-            "title": {"text": name},
-            "type": _axis_type(values_),
-            "tickvals": values_,
-            "ticktext": [words(a, v) for v in values_],
-        }
-        for a, (name, values_) in scene_axis.items()
-    }
-    scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
-    if log:
-        scene["zaxis"]["dtick"] = 1  # a tick per power of ten, no crowded minor labels
-    if high > low and log:
-        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)]
-    elif high > low:
-        # Ticks above zero only (a "0" sits on the corner where the x and y labels
-        # meet) and room above the top one (at the very top its label was cut: "000").
-        values_ = _round_ticks(high)
-        scene["zaxis"].update(
-            range=[0, max(high, values_[-1]) * 1.1],
-            tickvals=values_,
-            ticktext=[fmt(v) for v in values_],
-        )
+    scene = _surface_scene(x_name, y_name, xs, ys, unit, log, low, high, words)
     surface: dict[str, Any]
     surface = {
         "data": [
@@ -388,63 +398,99 @@ def surface_plots(
         },
     }
     for mark in marks:
-        axis = mark["axis"]
-        position = _category_position(xs if axis == "x" else ys, mark["value"])
-        if position is None:
-            continue
-        other = ys if axis == "x" else xs
-        plane = (
-            {"x": [[mark["value"]] * 2] * 2, "y": [[other[0], other[-1]]] * 2}
-            if axis == "x"
-            else {"y": [[mark["value"]] * 2] * 2, "x": [[other[0], other[-1]]] * 2}
-        )
-        bottom, top = (low, high) if high > low else (low or 0, (low or 0) + 1)
-        surface["data"].append(
-            dict(
-                plane,
-                type="surface",
-                z=[[bottom, bottom], [top, top]],
-                opacity=0.25,
-                showscale=False,
-                colorscale=[[0, "#c0392b"], [1, "#c0392b"]],
-                name=mark["label"],
-                hovertemplate=f"{escape(mark['label'])}<extra></extra>",
-            )
-        )
-        where = (
-            {"x": [mark["value"]], "y": [other[-1]]}
-            if axis == "x"
-            else {"y": [mark["value"]], "x": [other[-1]]}
-        )
-        surface["data"].append(
-            dict(
-                where,
-                type="scatter3d",
-                mode="text",
-                z=[top],
-                text=[mark["label"]],
-                showlegend=False,
-                hoverinfo="skip",
-                textfont={"color": "#c0392b"},
-            )
-        )
-        line = {"type": "line", "line": {"color": "#c0392b", "width": 2, "dash": "dash"}}
-        note = {"text": mark["label"], "showarrow": False, "font": {"color": "#c0392b"}}
-        if axis == "x":
-            heat["layout"].setdefault("shapes", []).append(
-                dict(line, xref="x", yref="paper", x0=position, x1=position, y0=0, y1=1)
-            )
-            heat["layout"].setdefault("annotations", []).append(
-                dict(note, xref="x", yref="paper", x=position, y=1.02, yanchor="bottom")
-            )
-        else:
-            heat["layout"].setdefault("shapes", []).append(
-                dict(line, xref="paper", yref="y", y0=position, y1=position, x0=0, x1=1)
-            )
-            heat["layout"].setdefault("annotations", []).append(
-                dict(note, xref="paper", yref="y", y=position, x=1, xanchor="right")
-            )
+        _draw_mark(surface, heat, mark, xs, ys, low, high)
     return surface, heat
+
+
+def _surface_scene(x_name, y_name, xs, ys, unit, log, low, high, words):
+    """The 3-D scene's axes: x and y ticked at the measured values in their declared
+    words, z on a log or a rounded linear scale."""
+    scene_axis = {"x": (x_name, xs), "y": (y_name, ys)}
+    scene = {
+        f"{a}axis": {
+            "title": {"text": name},
+            "type": _axis_type(values_),
+            "tickvals": values_,
+            "ticktext": [words(a, v) for v in values_],
+        }
+        for a, (name, values_) in scene_axis.items()
+    }
+    scene["zaxis"] = {"title": {"text": unit}, "type": "log" if log else "linear"}
+    if log:
+        scene["zaxis"]["dtick"] = 1  # a tick per power of ten, no crowded minor labels
+    if high > low and log:
+        scene["zaxis"]["range"] = [math.log10(low), math.log10(high)]
+    elif high > low:
+        # Ticks above zero only (a "0" sits on the corner where the x and y labels
+        # meet) and room above the top one (at the very top its label was cut: "000").
+        values_ = _round_ticks(high)
+        scene["zaxis"].update(
+            range=[0, max(high, values_[-1]) * 1.1],
+            tickvals=values_,
+            ticktext=[fmt(v) for v in values_],
+        )
+    return scene
+
+
+def _draw_mark(surface, heat, mark, xs, ys, low, high):
+    """Draw a declared threshold where it falls inside the measured range: a plane and
+    its label on the surface, a dashed line and its label on the heat map."""
+    axis = mark["axis"]
+    position = _category_position(xs if axis == "x" else ys, mark["value"])
+    if position is None:
+        return
+    other = ys if axis == "x" else xs
+    plane = (
+        {"x": [[mark["value"]] * 2] * 2, "y": [[other[0], other[-1]]] * 2}
+        if axis == "x"
+        else {"y": [[mark["value"]] * 2] * 2, "x": [[other[0], other[-1]]] * 2}
+    )
+    bottom, top = (low, high) if high > low else (low or 0, (low or 0) + 1)
+    surface["data"].append(
+        dict(
+            plane,
+            type="surface",
+            z=[[bottom, bottom], [top, top]],
+            opacity=0.25,
+            showscale=False,
+            colorscale=[[0, "#c0392b"], [1, "#c0392b"]],
+            name=mark["label"],
+            hovertemplate=f"{escape(mark['label'])}<extra></extra>",
+        )
+    )
+    where = (
+        {"x": [mark["value"]], "y": [other[-1]]}
+        if axis == "x"
+        else {"y": [mark["value"]], "x": [other[-1]]}
+    )
+    surface["data"].append(
+        dict(
+            where,
+            type="scatter3d",
+            mode="text",
+            z=[top],
+            text=[mark["label"]],
+            showlegend=False,
+            hoverinfo="skip",
+            textfont={"color": "#c0392b"},
+        )
+    )
+    line = {"type": "line", "line": {"color": "#c0392b", "width": 2, "dash": "dash"}}
+    note = {"text": mark["label"], "showarrow": False, "font": {"color": "#c0392b"}}
+    if axis == "x":
+        heat["layout"].setdefault("shapes", []).append(
+            dict(line, xref="x", yref="paper", x0=position, x1=position, y0=0, y1=1)
+        )
+        heat["layout"].setdefault("annotations", []).append(
+            dict(note, xref="x", yref="paper", x=position, y=1.02, yanchor="bottom")
+        )
+    else:
+        heat["layout"].setdefault("shapes", []).append(
+            dict(line, xref="paper", yref="y", y0=position, y1=position, x0=0, x1=1)
+        )
+        heat["layout"].setdefault("annotations", []).append(
+            dict(note, xref="paper", yref="y", y=position, x=1, xanchor="right")
+        )
 
 
 def _round_ticks(high, count=4):

@@ -189,101 +189,12 @@ def ingest_report(
         if exists:
             conn.execute("ROLLBACK")
             return 0
-        _insert(
-            conn,
-            "runs",
-            {
-                "run_id": run_id,
-                "session_uuid": session,
-                "site": meta.get("site"),
-                "system": meta.get("system") or None,
-                "tag": meta.get("tag") or extras.get("tag"),
-                "revision": meta.get("revision") or extras.get("revision"),
-                "note": meta.get("note", ""),
-                "started": info.get("time_start_unix"),
-                "finished": info.get("time_end_unix"),
-                "reframe_version": info.get("version"),
-                "hostname": info.get("hostname"),
-                "source": source,
-                "ingested_at": time.time(),
-            },
-        )
+        _insert(conn, "runs", _run_row(run_id, session, meta, info, extras, source))
         for index, case in enumerate(cases):
             if case.get("fixture"):
                 continue  # builds and tool providers: no figures of their own
-            display = case.get("display_name") or case.get("name")
-            params = {k: str(v) for k, v in runreport.parameters(case).items()}
-            cur = _insert(
-                conn,
-                "cases",
-                {
-                    "run_id": run_id,
-                    "series": series_key(case, display),
-                    "check_name": runreport.check_name(case),
-                    "display_name": display,
-                    "system": case.get("system"),
-                    "partition": case.get("partition"),
-                    "environ": case.get("environ"),
-                    "scratch_target": case.get("scratch_target"),
-                    "scratch_kind": case.get("scratch_kind"),
-                    "scratch_description": case.get("scratch_description") or None,
-                    "nodes": _num(case.get("num_nodes_used")),
-                    "tasks_per_node": _num(case.get("tasks_per_node_used")),
-                    "num_tasks": _num(case.get("num_tasks")),
-                    "transfer_size": _num(case.get("transfer_size")) or None,
-                    "api": case.get("io_api") or None,
-                    "workload": case.get("workload_tag"),
-                    "params": json.dumps(params, sort_keys=True),
-                    "result": case.get("result"),
-                    "fail_phase": case.get("fail_phase"),
-                    "fail_reason": case.get("fail_reason"),
-                    "skip_reason": reasons.get(index),
-                    "jobid": str(case.get("jobid") or ""),
-                    "nodelist": ",".join(case.get("job_nodelist") or []),
-                    "exclusive": int(bool(case.get("exclusive_access"))),
-                    "access": " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
-                    "completed": case.get("job_completion_time_unix"),
-                    "title": case.get("title") or None,
-                    "variant": case.get("variant_words") or None,
-                    "workload_words": case.get("workload_words") or None,
-                    "scaling_parameter": case.get("scaling_parameter") or None,
-                },
-            )
-            case_id = cur.lastrowid
-            samples = case.get("samples") or {}
-            phases = case.get("phase_seconds") or {}
-            declared = case.get("figures") or {}
-            for metric, value, unit, ref, lower, upper, result in runreport.perf_figures(case):
-                meaning = declared.get(metric) or {}
-                fig = _insert(
-                    conn,
-                    "figures",
-                    {
-                        "case_id": case_id,
-                        "metric": metric,
-                        "value": _num(value),
-                        "unit": unit,
-                        "reference": _num(ref),
-                        "lower": _num(lower),
-                        "upper": _num(upper),
-                        "result": result,
-                        "label": meaning.get("label"),
-                        "better": meaning.get("better"),
-                        "headline": meaning.get("headline") or None,
-                        "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None,
-                        "role": meaning.get("role") or None,
-                        "phase_seconds": _num(phases.get(metric)),
-                        "too_short": None
-                        if _num(phases.get(metric)) is None
-                        else int(too_short(phases[metric])),
-                    },
-                )
-                added += 1
-                values = samples.get(metric) or []
-                conn.executemany(
-                    "INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
-                    [(fig.lastrowid, i, v) for i, v in enumerate(values) if _num(v) is not None],
-                )
+            row = _case_row(run_id, case, reasons.get(index), partitions)
+            added += _insert_figures(conn, _insert(conn, "cases", row).lastrowid, case)
         _insert_filesystem_configs(conn, run_id, cases)
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
@@ -296,6 +207,103 @@ def ingest_report(
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return added
+
+
+def _run_row(run_id, session, meta, info, extras, source):
+    """The runs row of a run report's session."""
+    return {
+        "run_id": run_id,
+        "session_uuid": session,
+        "site": meta.get("site"),
+        "system": meta.get("system") or None,
+        "tag": meta.get("tag") or extras.get("tag"),
+        "revision": meta.get("revision") or extras.get("revision"),
+        "note": meta.get("note", ""),
+        "started": info.get("time_start_unix"),
+        "finished": info.get("time_end_unix"),
+        "reframe_version": info.get("version"),
+        "hostname": info.get("hostname"),
+        "source": source,
+        "ingested_at": time.time(),
+    }
+
+
+def _case_row(run_id, case, skip_reason, partitions):
+    """The cases row of one test case of a run report."""
+    display = case.get("display_name") or case.get("name")
+    params = {k: str(v) for k, v in runreport.parameters(case).items()}
+    return {
+        "run_id": run_id,
+        "series": series_key(case, display),
+        "check_name": runreport.check_name(case),
+        "display_name": display,
+        "system": case.get("system"),
+        "partition": case.get("partition"),
+        "environ": case.get("environ"),
+        "scratch_target": case.get("scratch_target"),
+        "scratch_kind": case.get("scratch_kind"),
+        "scratch_description": case.get("scratch_description") or None,
+        "nodes": _num(case.get("num_nodes_used")),
+        "tasks_per_node": _num(case.get("tasks_per_node_used")),
+        "num_tasks": _num(case.get("num_tasks")),
+        "transfer_size": _num(case.get("transfer_size")) or None,
+        "api": case.get("io_api") or None,
+        "workload": case.get("workload_tag"),
+        "params": json.dumps(params, sort_keys=True),
+        "result": case.get("result"),
+        "fail_phase": case.get("fail_phase"),
+        "fail_reason": case.get("fail_reason"),
+        "skip_reason": skip_reason,
+        "jobid": str(case.get("jobid") or ""),
+        "nodelist": ",".join(case.get("job_nodelist") or []),
+        "exclusive": int(bool(case.get("exclusive_access"))),
+        "access": " ".join(partitions.get(case.get("partition"), {}).get("access", [])),
+        "completed": case.get("job_completion_time_unix"),
+        "title": case.get("title") or None,
+        "variant": case.get("variant_words") or None,
+        "workload_words": case.get("workload_words") or None,
+        "scaling_parameter": case.get("scaling_parameter") or None,
+    }
+
+
+def _insert_figures(conn, case_id, case):
+    """Insert one case's performance figures and their samples; returns how many."""
+    added = 0
+    samples = case.get("samples") or {}
+    phases = case.get("phase_seconds") or {}
+    declared = case.get("figures") or {}
+    for metric, value, unit, ref, lower, upper, result in runreport.perf_figures(case):
+        meaning = declared.get(metric) or {}
+        fig = _insert(
+            conn,
+            "figures",
+            {
+                "case_id": case_id,
+                "metric": metric,
+                "value": _num(value),
+                "unit": unit,
+                "reference": _num(ref),
+                "lower": _num(lower),
+                "upper": _num(upper),
+                "result": result,
+                "label": meaning.get("label"),
+                "better": meaning.get("better"),
+                "headline": meaning.get("headline") or None,
+                "chart": json.dumps(meaning["chart"]) if meaning.get("chart") else None,
+                "role": meaning.get("role") or None,
+                "phase_seconds": _num(phases.get(metric)),
+                "too_short": None
+                if _num(phases.get(metric)) is None
+                else int(too_short(phases[metric])),
+            },
+        )
+        added += 1
+        values = samples.get(metric) or []
+        conn.executemany(
+            "INSERT INTO samples (figure_id, idx, value) VALUES (?,?,?)",
+            [(fig.lastrowid, i, v) for i, v in enumerate(values) if _num(v) is not None],
+        )
     return added
 
 

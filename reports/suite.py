@@ -275,12 +275,7 @@ def night(
     group_of = np.asarray(group_of)
     f, n = matrix.shape
     centred = matrix - _median(matrix, axis=1, keepdims=True)
-    # The run effect: the median shift of the log-scale figures each night.
-    if logs.sum() >= MIN_RUN_EFFECT:
-        effect = _median(centred[logs], axis=0)
-        effect = np.nan_to_num(effect - _median(effect, axis=0))
-    else:
-        effect = np.zeros(n)
+    effect = _run_effect(centred, logs, n)
     adjusted = np.where(logs[:, None], centred - effect[None, :], centred)
     # Standardise each figure (its spread from its history) so that a group's series
     # weighs its members alike.
@@ -307,32 +302,10 @@ def night(
     p_group = alpha * GROUP_SHARE / max(tested_groups, 1) / per_k
     p_single = alpha * (1 - GROUP_SHARE) / (tested_figures + 1) / per_k
     fired: dict[tuple[int, str], tuple[int, float, float, int]] = {}
-
-    def consider(
-        keys: np.ndarray, down: np.ndarray, up: np.ndarray, df: np.ndarray, p: float
-    ) -> None:
-        """Record the rows that pass their critical value, the strongest per (group,
-        direction)."""
-        crit = _critical(p, df)
-        for direction, sign, z in (("regression", -1, down), ("improvement", 1, up)):
-            s = np.where(np.isfinite(z), sign * z, -np.inf)
-            j = np.argmax(s, axis=1)
-            best = s[np.arange(len(s)), j]
-            for r in np.flatnonzero(best >= crit):
-                key, strength = int(keys[r]), best[r] / crit[r]
-                old = fired.get((key, direction))
-                if old is None or strength > abs(old[1]) / old[2]:
-                    fired[(key, direction)] = (
-                        SCAN[j[r]],
-                        float(z[r, j[r]]),
-                        float(crit[r]),
-                        int(j[r]),
-                    )
-
     if groups:
-        consider(np.arange(groups), g_down, g_up, g_df, p_group)
-    consider(group_of, fig_down, fig_up, fig_df, p_single)
-    consider(np.array([-1]), e_down, e_up, e_df, p_single)
+        _consider(fired, np.arange(groups), g_down, g_up, g_df, p_group)
+    _consider(fired, group_of, fig_down, fig_up, fig_df, p_single)
+    _consider(fired, np.array([-1]), e_down, e_up, e_df, p_single)
     out = {}
     for (key, direction), (k, z, crit, j) in fired.items():
         idx = members[key] if key >= 0 else np.arange(f)
@@ -361,6 +334,42 @@ def night(
         "figures": tested_figures,
     }
     return out, details
+
+
+def _run_effect(centred: np.ndarray, logs: np.ndarray, n: int) -> np.ndarray:
+    """The run effect: the median shift of the log-scale figures each night (none with
+    fewer than MIN_RUN_EFFECT of them)."""
+    if logs.sum() >= MIN_RUN_EFFECT:
+        effect = _median(centred[logs], axis=0)
+        return np.nan_to_num(effect - _median(effect, axis=0))
+    return np.zeros(n)
+
+
+def _consider(
+    fired: dict[tuple[int, str], tuple[int, float, float, int]],
+    keys: np.ndarray,
+    down: np.ndarray,
+    up: np.ndarray,
+    df: np.ndarray,
+    p: float,
+) -> None:
+    """Record in fired the rows that pass their critical value, the strongest per
+    (group, direction)."""
+    crit = _critical(p, df)
+    for direction, sign, z in (("regression", -1, down), ("improvement", 1, up)):
+        s = np.where(np.isfinite(z), sign * z, -np.inf)
+        j = np.argmax(s, axis=1)
+        best = s[np.arange(len(s)), j]
+        for r in np.flatnonzero(best >= crit):
+            key, strength = int(keys[r]), best[r] / crit[r]
+            old = fired.get((key, direction))
+            if old is None or strength > abs(old[1]) / old[2]:
+                fired[(key, direction)] = (
+                    SCAN[j[r]],
+                    float(z[r, j[r]]),
+                    float(crit[r]),
+                    int(j[r]),
+                )
 
 
 def news(

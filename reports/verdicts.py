@@ -632,8 +632,9 @@ def _was_regression(earlier, before, after, p, min_effect):
     return before < earlier and abs(fell) >= min_effect and after - before >= (earlier - before) / 2
 
 
-def _judge_block(prepared, min_effect):
-    """States of histories with the same number of runs in their window (>= MIN_HISTORY)."""
+def _scan_block(prepared, min_effect):
+    """The block's arrays: the analysis, the recent scan's significant changes in each
+    direction and the latest run alone against its level (the suspect test)."""
     raw = np.array([p.sign * (np.log(p.values) if p.log else p.values) for p in prepared])
     logs = np.array([p.log for p in prepared])[:, None]
     # Identical values have no spread: a change would be infinitely many of it.
@@ -641,8 +642,8 @@ def _judge_block(prepared, min_effect):
         logs[:, 0], NOISE_FLOOR**2, (NOISE_FLOOR * np.median(np.abs(raw), axis=1)) ** 2
     )
     x = _analyse(raw, np.maximum(floor, np.finfo(float).tiny))
-    a, s, s2, phi, reference, ks = x.a, x.s, x.s2, x.phi, x.reference, x.ks
-    f, n = a.shape
+    s, s2, reference, ks = x.s, x.s2, x.reference, x.ks
+    f, n = x.a.shape
     (z_down, down, drop_down), (z_up, up, drop_up) = x.down, x.up
     crit = np.where(ks <= RECENT_EARLY, _critical(CRITICAL_RECENT, n), _critical(CRITICAL_LATER, n))
     signs = np.array([p.sign for p in prepared])[:, None]
@@ -658,92 +659,129 @@ def _judge_block(prepared, min_effect):
         z1 = (raw[:, -1] - level1) / np.sqrt(s2)
     big1 = np.abs(_relative(level1, raw[:, -1], logs[:, 0], signs[:, 0])) >= min_effect
     suspect = (z1 <= -SUSPECT_Z) & (raw[:, -1] < level1) & big1
+    return SimpleNamespace(
+        raw=raw,
+        x=x,
+        n=n,
+        crit=crit,
+        directions=(
+            ("down", sig_down, z_down, down, drop_down),
+            ("up", sig_up, z_up, up, drop_up),
+        ),
+        sig_down=sig_down,
+        sig_up=sig_up,
+        level1=level1,
+        z1=z1,
+        suspect=suspect,
+    )
 
+
+def _recent_state(i, block):
+    """The recent scan's strongest significant change of history i, or None."""
+    x, raw, n, crit = block.x, block.raw, block.n, block.crit
+    reference, ks = x.reference, x.ks
+    state = None
+    for direction, sig_all, z_all, level_all, drop_all in block.directions:
+        sig, z, level, drop = sig_all[i], z_all[i], level_all[i], drop_all[i]
+        if not sig.any():
+            continue
+        j = int(np.argmax(np.where(sig, np.abs(z), -np.inf)))
+        k = int(ks[j])
+        # The scan's window may reach back over a run of the old level: the change
+        # starts at the first of the newest k runs past the midpoint of the levels.
+        newest = raw[i, n - k :]
+        mid = (reference[i, j] + level[j]) / 2
+        past = newest < mid if direction == "down" else newest > mid
+        first = int(np.argmax(past)) if past.any() else 0
+        after = float(newest[first:].mean()) if first else float(level[j])
+        candidate = _State(
+            "regression" if direction == "down" else "improvement",
+            change=n - k + first,
+            since=int(x.reference_start[i, j]),
+            before=float(reference[i, j]),
+            after=after,
+            z=float(z[j]),
+            threshold=float(crit[j]),
+            source="recent",
+            left_out=bool(drop[j]),
+        )
+        if state is None or abs(candidate.z) > abs(state.z):
+            state = candidate
+    return state
+
+
+def _history_state(i, p, block, history, min_effect):
+    """The last change of level of history i's segmentation (older than the recent
+    scan's runs), or None when it has a single level."""
+    x = block.x
+    if len(history) < 2:
+        return None
+    (b0, _, before), (b1, _, after) = history[-2], history[-1]
+    found = np.isfinite(x.split_z[i, b1])
+    kind = "regression" if after < before else "improvement"
+    if (
+        kind == "improvement"
+        and len(history) >= 3
+        and _was_regression(history[-3][2], before, after, p, min_effect)
+    ):
+        kind = "recovered"
+    return _State(
+        kind,
+        change=b1,
+        since=b0,
+        before=before,
+        after=after,
+        z=float(x.split_z[i, b1]) if found else None,
+        threshold=float(x.split_crit[i, b1]) if found else None,
+        source="history",
+        regressed_from=b0 if kind == "recovered" else None,
+    )
+
+
+def _state_of(i, p, block, min_effect):
+    """The state of history i of the block."""
+    x, n, suspect = block.x, block.n, block.suspect
+    if not (block.sig_down[i].any() or block.sig_up[i].any() or x.found[i].any() or suspect[i]):
+        return _State("ok")
+    row = x.a[i]
+    levels = _levels(row, _merge_small(row, x.found[i], p.log, p.sign, min_effect))
+    # Changes in the newest RECENT runs are the recent scan's to judge.
+    older = x.strong[i].copy()
+    older[n - RECENT :] = False
+    history = _levels(row, _merge_small(row, older, p.log, p.sign, min_effect))
+    state = _recent_state(i, block)
+    if state is not None and state.kind == "improvement":
+        # A recovery: the level before it was a regression from an earlier level,
+        # and the newest runs regained at least half of the loss.
+        before_it = [lv for lv in levels if lv[1] <= state.since]
+        if before_it and _was_regression(
+            before_it[-1][2], state.before, state.after, p, min_effect
+        ):
+            state.kind, state.regressed_from = "recovered", state.since
+    if state is None:
+        state = _history_state(i, p, block, history, min_effect)
+    if state is None:
+        state = _State("suspect" if suspect[i] else "ok")
+    # A crash of the latest night is suspect whatever the level before it was (an
+    # improvement or a recovery there must not hide it).
+    if state.kind == "suspect" or (suspect[i] and state.kind in ("ok", "improvement", "recovered")):
+        state = _State(
+            "suspect",
+            before=float(block.level1[i]),
+            after=float(block.raw[i, -1]),
+            z=float(block.z1[i]),
+            threshold=SUSPECT_Z,
+        )
+    return state
+
+
+def _judge_block(prepared, min_effect):
+    """States of histories with the same number of runs in their window (>= MIN_HISTORY)."""
+    block = _scan_block(prepared, min_effect)
     states, noise = [], []
     for i, p in enumerate(prepared):
-        noise.append((float(np.sqrt(s2[i])), float(phi[i])))
-        if not (sig_down[i].any() or sig_up[i].any() or x.found[i].any() or suspect[i]):
-            states.append(_State("ok"))
-            continue
-        row = a[i]
-        levels = _levels(row, _merge_small(row, x.found[i], p.log, p.sign, min_effect))
-        # Changes in the newest RECENT runs are the recent scan's to judge.
-        older = x.strong[i].copy()
-        older[n - RECENT :] = False
-        history = _levels(row, _merge_small(row, older, p.log, p.sign, min_effect))
-        state = None
-        for direction, sig, z, level, drop in (
-            ("down", sig_down[i], z_down[i], down[i], drop_down[i]),
-            ("up", sig_up[i], z_up[i], up[i], drop_up[i]),
-        ):
-            if not sig.any():
-                continue
-            j = int(np.argmax(np.where(sig, np.abs(z), -np.inf)))
-            k = int(ks[j])
-            # The scan's window may reach back over a run of the old level: the change
-            # starts at the first of the newest k runs past the midpoint of the levels.
-            newest = raw[i, n - k :]
-            mid = (reference[i, j] + level[j]) / 2
-            past = newest < mid if direction == "down" else newest > mid
-            first = int(np.argmax(past)) if past.any() else 0
-            after = float(newest[first:].mean()) if first else float(level[j])
-            candidate = _State(
-                "regression" if direction == "down" else "improvement",
-                change=n - k + first,
-                since=int(x.reference_start[i, j]),
-                before=float(reference[i, j]),
-                after=after,
-                z=float(z[j]),
-                threshold=float(crit[j]),
-                source="recent",
-                left_out=bool(drop[j]),
-            )
-            if state is None or abs(candidate.z) > abs(state.z):
-                state = candidate
-        if state is not None and state.kind == "improvement":
-            # A recovery: the level before it was a regression from an earlier level,
-            # and the newest runs regained at least half of the loss.
-            before_it = [lv for lv in levels if lv[1] <= state.since]
-            if before_it and _was_regression(
-                before_it[-1][2], state.before, state.after, p, min_effect
-            ):
-                state.kind, state.regressed_from = "recovered", state.since
-        if state is None and len(history) >= 2:
-            (b0, _, before), (b1, _, after) = history[-2], history[-1]
-            found = np.isfinite(x.split_z[i, b1])
-            kind = "regression" if after < before else "improvement"
-            if (
-                kind == "improvement"
-                and len(history) >= 3
-                and _was_regression(history[-3][2], before, after, p, min_effect)
-            ):
-                kind = "recovered"
-            state = _State(
-                kind,
-                change=b1,
-                since=b0,
-                before=before,
-                after=after,
-                z=float(x.split_z[i, b1]) if found else None,
-                threshold=float(x.split_crit[i, b1]) if found else None,
-                source="history",
-                regressed_from=b0 if kind == "recovered" else None,
-            )
-        if state is None:
-            state = _State("suspect" if suspect[i] else "ok")
-        # A crash of the latest night is suspect whatever the level before it was (an
-        # improvement or a recovery there must not hide it).
-        if state.kind == "suspect" or (
-            suspect[i] and state.kind in ("ok", "improvement", "recovered")
-        ):
-            state = _State(
-                "suspect",
-                before=float(level1[i]),
-                after=float(raw[i, -1]),
-                z=float(z1[i]),
-                threshold=SUSPECT_Z,
-            )
-        states.append(state)
+        noise.append((float(np.sqrt(block.x.s2[i])), float(block.x.phi[i])))
+        states.append(_state_of(i, p, block, min_effect))
     return states, noise
 
 
@@ -920,7 +958,6 @@ def _known(p, state, earlier):
 def _verdict(p, state, noise, earlier, min_effect):
     h = p.history
     run_ids = list(h.run_ids)
-    unit = f" {h.unit}" if h.unit else ""
     v = NightlyVerdict(
         h.series,
         h.metric,
@@ -949,50 +986,76 @@ def _verdict(p, state, noise, earlier, min_effect):
         return v
     v.statistic, v.threshold = state.z, state.threshold
     if state.kind == "suspect":
+        return _suspect_verdict(v, p, state, left_out)
+    if state.kind == "ok":
+        return _ok_verdict(v, p, earlier, min_effect, left_out)
+    return _change_verdict(v, p, state, earlier, left_out)
+
+
+def _unit_words(p):
+    """' unit' after a figure, or nothing for a figure without a unit."""
+    return f" {p.history.unit}" if p.history.unit else ""
+
+
+def _suspect_verdict(v, p, state, left_out):
+    """v as the suspect verdict of a latest run alone off its level."""
+    unit = _unit_words(p)
+    v.verdict = "suspect"
+    v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
+    v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
+    level = p.sign * state.before
+    v.median_before = float(np.exp(level)) if p.log else level
+    v.detail = (
+        f"the latest run is {_pct(v.relative_change)} from the level "
+        f"{_fmt(v.median_before)}{unit} ({abs(state.z):.1f} times the run-to-run "
+        f"spread): one run, not yet a confirmed change{left_out}"
+    )
+    return v
+
+
+def _ok_verdict(v, p, earlier, min_effect, left_out):
+    """v for a window without a change of level, read against last night's state: a
+    second suspect run, or the end of last night's regression."""
+    unit = _unit_words(p)
+    v.detail = f"no change of level in the last {len(p.values)} runs{left_out}"
+    last, last_p = earlier[0] if earlier else (None, None)
+    again = _suspect_again(p, last, last_p, min_effect)
+    if again is not None:
         v.verdict = "suspect"
-        v.relative_change = float(_relative(state.before, state.after, p.log, p.sign))
-        v.change_low, v.change_high = _interval(v.relative_change, state.z, p.log)
-        level = p.sign * state.before
-        v.median_before = float(np.exp(level)) if p.log else level
+        v.statistic, v.threshold = again, SUSPECT_Z
+        v.median_before = float(np.exp(p.sign * last.before)) if p.log else p.sign * last.before
+        v.relative_change = float(_relative(last.before, _oriented(p, p.latest), p.log, p.sign))
+        v.change_low, v.change_high = _interval(v.relative_change, again, p.log)
         v.detail = (
-            f"the latest run is {_pct(v.relative_change)} from the level "
-            f"{_fmt(v.median_before)}{unit} ({abs(state.z):.1f} times the run-to-run "
-            f"spread): one run, not yet a confirmed change{left_out}"
+            f"the latest run, like the one before it, is "
+            f"{_pct(v.relative_change)} from the level "
+            f"{_fmt(v.median_before)}{unit} ({abs(again):.1f} times the "
+            f"run-to-run spread): not yet a confirmed change{left_out}"
         )
         return v
-    if state.kind == "ok":
-        v.detail = f"no change of level in the last {len(p.values)} runs{left_out}"
-        last, last_p = earlier[0] if earlier else (None, None)
-        again = _suspect_again(p, last, last_p, min_effect)
-        if again is not None:
-            v.verdict = "suspect"
-            v.statistic, v.threshold = again, SUSPECT_Z
-            v.median_before = float(np.exp(p.sign * last.before)) if p.log else p.sign * last.before
-            v.relative_change = float(_relative(last.before, _oriented(p, p.latest), p.log, p.sign))
-            v.change_low, v.change_high = _interval(v.relative_change, again, p.log)
+    if last is not None and last.kind == "regression" and last_p.log == p.log:
+        # A regression last night, none tonight: recovered if the newest runs
+        # regained half of its loss, else only no longer confirmed.
+        start = str(last_p.history.run_ids[int(last_p.index[last.change])])
+        newest = p.values[-LOOK_BACK:]
+        level = p.sign * float(np.mean(np.log(newest) if p.log else newest))
+        if level - last.after >= (last.before - last.after) / 2:
+            v.verdict, v.notify = "recovered", True
             v.detail = (
-                f"the latest run, like the one before it, is "
-                f"{_pct(v.relative_change)} from the level "
-                f"{_fmt(v.median_before)}{unit} ({abs(again):.1f} times the "
-                f"run-to-run spread): not yet a confirmed change{left_out}"
+                f"recovered: the regression since run {start} is no longer "
+                f"seen, the newest {len(newest)} runs regained at least half "
+                f"of its loss; {v.detail}"
             )
-            return v
-        if last is not None and last.kind == "regression" and last_p.log == p.log:
-            # A regression last night, none tonight: recovered if the newest runs
-            # regained half of its loss, else only no longer confirmed.
-            start = str(last_p.history.run_ids[int(last_p.index[last.change])])
-            newest = p.values[-LOOK_BACK:]
-            level = p.sign * float(np.mean(np.log(newest) if p.log else newest))
-            if level - last.after >= (last.before - last.after) / 2:
-                v.verdict, v.notify = "recovered", True
-                v.detail = (
-                    f"recovered: the regression since run {start} is no longer "
-                    f"seen, the newest {len(newest)} runs regained at least half "
-                    f"of its loss; {v.detail}"
-                )
-            else:
-                v.detail = f"the regression since run {start} is no longer confirmed; " + v.detail
-        return v
+        else:
+            v.detail = f"the regression since run {start} is no longer confirmed; " + v.detail
+    return v
+
+
+def _change_verdict(v, p, state, earlier, left_out):
+    """v for a change of level (a regression, a recovery or an improvement), news only
+    the first night it is seen."""
+    run_ids = list(p.history.run_ids)
+    unit = _unit_words(p)
     change, since = state.change, state.since
     v.change_index = int(p.index[change])
     v.change_run = str(run_ids[v.change_index])
@@ -1115,28 +1178,19 @@ def acceptance(
     before_runs, after_runs = list(before_runs), list(after_runs)
     sides = {}
     for name, runs in (("before_runs", before_runs), ("after_runs", after_runs)):
-        medians, count = [], 0
-        for i, run in enumerate(runs):
-            if isinstance(run, (str, bytes)) or not hasattr(run, "__len__"):
-                raise ValueError(f"{name}[{i}]: {run!r}; expected a list of the run's repetitions")
-            reps = [_as_float(x, f"{name}[{i}][{j}]") for j, x in enumerate(run)]
-            if not reps:
-                raise ValueError(f"{name}[{i}]: a run without values")
-            bad = [x for x in reps if not math.isfinite(x)]
-            if bad:
-                return AcceptanceVerdict(
-                    series,
-                    metric,
-                    unit,
-                    better,
-                    "invalid",
-                    len(before_runs),
-                    len(after_runs),
-                    detail=f"{name}[{i}] holds {bad[0]}: not a measurement",
-                )
-            medians.append(float(np.median(reps)))
-            count += len(reps)
-        sides[name] = (np.array(medians), count)
+        medians, count, invalid = _run_medians(name, runs)
+        if invalid:
+            return AcceptanceVerdict(
+                series,
+                metric,
+                unit,
+                better,
+                "invalid",
+                len(before_runs),
+                len(after_runs),
+                detail=invalid,
+            )
+        sides[name] = (medians, count)
     (b, nb_reps), (a, na_reps) = sides["before_runs"], sides["after_runs"]
     v = AcceptanceVerdict(
         series, metric, unit, better, "insufficient", len(b), len(a), nb_reps, na_reps
@@ -1147,15 +1201,7 @@ def acceptance(
     if len(a):
         v.median_after = float(np.median(a))
     if len(b) < MIN_RUNS or len(a) < MIN_RUNS:
-        v.runs_needed_before = max(0, MIN_RUNS - len(b))
-        v.runs_needed_after = max(0, MIN_RUNS - len(a))
-        v.detail = (
-            f"{len(b)} run(s) before and {len(a)} after; {MIN_RUNS} runs a side are "
-            "needed to measure the run-to-run spread (repetitions within a run do "
-            f"not count): {v.runs_needed_before} more run(s) before, "
-            f"{v.runs_needed_after} more run(s) after"
-        )
-        return v
+        return _too_few_runs(v, b, a)
     log = bool((b > 0).all() and (a > 0).all())
     v.scale = "log" if log else "linear"
     xb, xa = (np.log(b), np.log(a)) if log else (b, a)
@@ -1196,6 +1242,18 @@ def acceptance(
         v.verdict = "better" if diff * direction > 0 else "worse"
     else:
         v.verdict = "no significant change"
+    v.detail = _comparison_words(v, b, a, log, low, high, unit_s, alpha)
+    if too_small:
+        v.detail += (
+            f"; significant, but smaller than the {min_effect:.0%} an acceptance counts as a change"
+        )
+    if pooled > 0:
+        _resolution(v, b, a, log, base, pooled, relative, significant, alpha, min_effect)
+    return v
+
+
+def _comparison_words(v, b, a, log, low, high, unit_s, alpha):
+    """The detail of a comparison: the means, their change, its interval, Welch's p."""
     change = (
         _pct(v.relative_change)
         if v.relative_change is not None
@@ -1208,34 +1266,64 @@ def acceptance(
     )
     # The change shown is the one of the means shown beside it (the test's own).
     average = "geometric mean" if log else "mean"
-    v.detail = (
+    return (
         f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
         f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
         f"{interval}, Welch p={v.p_value:.3g})"
     )
-    if too_small:
-        v.detail += (
-            f"; significant, but smaller than the {min_effect:.0%} an acceptance counts as a change"
-        )
-    if pooled > 0:
-        # Runs a side to resolve min_effect with the power asked, at this spread.
-        step = math.log1p(min_effect) if log else min_effect * abs(base)
-        za = stats.norm.isf(alpha / 2) + stats.norm.isf(1 - ACCEPTANCE_POWER)
-        df = len(a) + len(b) - 2
-        t = stats.t.isf(alpha / 2, df) + stats.t.isf(1 - ACCEPTANCE_POWER, df)
-        resolvable = t * pooled * math.sqrt(1 / len(a) + 1 / len(b))
-        v.resolvable_change = relative(resolvable) if log or base else None
-        if step > 0 and not significant:
-            need = math.ceil(2 * (za * pooled / step) ** 2) + 1
-            v.runs_needed_before = max(0, need - len(b))
-            v.runs_needed_after = max(0, need - len(a))
-            v.detail += (
-                f"; these runs resolve changes of about "
-                f"{_pct(v.resolvable_change).lstrip('+')} and more: "
-                f"{v.runs_needed_before} more run(s) before and "
-                f"{v.runs_needed_after} after would resolve {min_effect:.0%}"
-            )
+
+
+def _run_medians(name, runs):
+    """(the runs' medians, the number of repetitions, None), or the one-line detail of
+    the first run holding a value that is not a measurement in place of None; a run
+    that is not a list of numbers is a ValueError."""
+    medians, count = [], 0
+    for i, run in enumerate(runs):
+        if isinstance(run, (str, bytes)) or not hasattr(run, "__len__"):
+            raise ValueError(f"{name}[{i}]: {run!r}; expected a list of the run's repetitions")
+        reps = [_as_float(x, f"{name}[{i}][{j}]") for j, x in enumerate(run)]
+        if not reps:
+            raise ValueError(f"{name}[{i}]: a run without values")
+        bad = [x for x in reps if not math.isfinite(x)]
+        if bad:
+            return None, count, f"{name}[{i}] holds {bad[0]}: not a measurement"
+        medians.append(float(np.median(reps)))
+        count += len(reps)
+    return np.array(medians), count, None
+
+
+def _too_few_runs(v, b, a):
+    """v as the insufficient verdict of fewer than MIN_RUNS runs on a side."""
+    v.runs_needed_before = max(0, MIN_RUNS - len(b))
+    v.runs_needed_after = max(0, MIN_RUNS - len(a))
+    v.detail = (
+        f"{len(b)} run(s) before and {len(a)} after; {MIN_RUNS} runs a side are "
+        "needed to measure the run-to-run spread (repetitions within a run do "
+        f"not count): {v.runs_needed_before} more run(s) before, "
+        f"{v.runs_needed_after} more run(s) after"
+    )
     return v
+
+
+def _resolution(v, b, a, log, base, pooled, relative, significant, alpha, min_effect):
+    """The smallest change these runs resolve and, short of significance, the runs a
+    side that would resolve min_effect with the power asked, at this spread."""
+    step = math.log1p(min_effect) if log else min_effect * abs(base)
+    za = stats.norm.isf(alpha / 2) + stats.norm.isf(1 - ACCEPTANCE_POWER)
+    df = len(a) + len(b) - 2
+    t = stats.t.isf(alpha / 2, df) + stats.t.isf(1 - ACCEPTANCE_POWER, df)
+    resolvable = t * pooled * math.sqrt(1 / len(a) + 1 / len(b))
+    v.resolvable_change = relative(resolvable) if log or base else None
+    if step > 0 and not significant:
+        need = math.ceil(2 * (za * pooled / step) ** 2) + 1
+        v.runs_needed_before = max(0, need - len(b))
+        v.runs_needed_after = max(0, need - len(a))
+        v.detail += (
+            f"; these runs resolve changes of about "
+            f"{_pct(v.resolvable_change).lstrip('+')} and more: "
+            f"{v.runs_needed_before} more run(s) before and "
+            f"{v.runs_needed_after} after would resolve {min_effect:.0%}"
+        )
 
 
 def as_dict(verdict: "DataclassInstance") -> dict[str, Any]:

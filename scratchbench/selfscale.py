@@ -975,7 +975,7 @@ def explore(
     knee: Knee | None
     knee_before: Knee | None
     unique_curve, knee, settled = None, None, False
-    shapes = {}
+    shapes: dict[tuple[str, str], Curve] = {}
 
     def sweep(
         base: Workload, name: str, regime: str | None, values: Sequence[float] | None = None
@@ -1011,45 +1011,11 @@ def explore(
         )
         if knee:
             knee.top_resident = top_resident
-        if knee and top_resident is not None and top_resident >= HELD:
-            say(
-                f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
-                f"largest uniqueBytes ({size_words(unique_curve.xs[-1])}): the fall at "
-                f"{size_words(knee.unique_bytes)} is not the device's (CPU caches to memory,"
-                f" or the load); the upper regime is still in the page cache"
-            )
         unique_focal = regime_focals(knee, unique_curve, domain, rules)
-        say(
-            f"round {round_no}: "
-            + (
-                f"knee at {size_words(knee.unique_bytes)} (cache "
-                f"{knee.cache_level / MIB:.1f} MiB/s, device "
-                f"{knee.device_level / MIB:.1f} MiB/s)"
-                if knee
-                else "no knee within the range: one regime"
-            )
+        _say_knee(say, round_no, knee, top_resident, unique_curve)
+        focal_of = _shape_focals(
+            sweep, say, round_no, unique_focal, focal_of, shapes, domain, rules
         )
-        new_focal = {}
-        for regime, u in unique_focal.items():
-            current = focal_of.get(regime) or focal_of["cache"]
-            current = current.with_value("unique_bytes", u)
-            if current.size_mean > domain.largest_size(u):
-                current = current.with_value("size_mean", domain.largest_size(u))
-            for name in SHAPE_PARAMETERS:
-                curve = sweep(current, name, regime)
-                shapes[(regime, name)] = curve
-                # The focal value is the measured point nearest the rule's value: the
-                # focal point is then a point of the curve, not an interpolation between
-                # two (across a cliff, such as more ranks than cores, that is far off).
-                value = _nearest(curve.xs, focal_value(curve, rules, domain), name)
-                current = current.with_value(name, value)
-                say(
-                    f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
-                    f"{value_words(name, value)} (curve of {len(curve.xs)} points, "
-                    f"{min(curve.ys) / MIB:.1f} to {max(curve.ys) / MIB:.1f} MiB/s)"
-                )
-            new_focal[regime] = current
-        focal_of = new_focal
         rounds.append(
             {
                 "round": round_no,
@@ -1062,26 +1028,125 @@ def explore(
         )
         # Settled: the knee (or its absence) and every shape parameter's focal value
         # stayed within settle_steps grid steps (the regimes' uniqueBytes follow the knee).
-        same_knee = (knee is None) == (knee_before is None) and (
-            knee is None
-            or knee_before is not None
-            and grid_steps("unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
-            <= rules.settle_steps
-        )
-        if (
-            round_no > 1
-            and same_knee
-            and set(before) == set(focal_of)
-            and all(
-                grid_steps(p, before[r].get(p), focal_of[r].get(p), domain) <= rules.settle_steps
-                for r in focal_of
-                for p in SHAPE_PARAMETERS
-            )
-        ):
+        if round_no > 1 and _settled(knee, knee_before, before, focal_of, domain, rules):
             settled = True
             say(f"round {round_no}: the focal values settled")
             break
 
+    regimes, repeat = _focal_regimes(measure, say, focal_of, shapes, repeats)
+    measured += len(repeat)
+    assert unique_curve is not None  # max_rounds is at least 1
+    model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
+    return Exploration(
+        domain=domain,
+        rules=rules,
+        model=model,
+        rounds=rounds,
+        settled=settled,
+        points_measured=measured,
+        repeat=repeat,
+    )
+
+
+def _say_knee(
+    say: Callable[[str], None],
+    round_no: int,
+    knee: Knee | None,
+    top_resident: float | None,
+    unique_curve: Curve,
+) -> None:
+    """Tell the round's knee (or that there is none), and when the page cache held the
+    largest uniqueBytes, that the fall is not the device's."""
+    if knee and top_resident is not None and top_resident >= HELD:
+        say(
+            f"round {round_no}: the page cache held {100 * top_resident:.0f}% of the "
+            f"largest uniqueBytes ({size_words(unique_curve.xs[-1])}): the fall at "
+            f"{size_words(knee.unique_bytes)} is not the device's (CPU caches to memory,"
+            f" or the load); the upper regime is still in the page cache"
+        )
+    say(
+        f"round {round_no}: "
+        + (
+            f"knee at {size_words(knee.unique_bytes)} (cache "
+            f"{knee.cache_level / MIB:.1f} MiB/s, device "
+            f"{knee.device_level / MIB:.1f} MiB/s)"
+            if knee
+            else "no knee within the range: one regime"
+        )
+    )
+
+
+def _shape_focals(
+    sweep: Callable[..., Curve],
+    say: Callable[[str], None],
+    round_no: int,
+    unique_focal: dict[str, float],
+    focal_of: dict[str, Workload],
+    shapes: dict[tuple[str, str], Curve],
+    domain: Domain,
+    rules: Rules,
+) -> dict[str, Workload]:
+    """Each regime's new focal point: at its uniqueBytes, each shape parameter swept in
+    turn (the curves go to ``shapes``) and set to its focal value."""
+    new_focal = {}
+    for regime, u in unique_focal.items():
+        current = focal_of.get(regime) or focal_of["cache"]
+        current = current.with_value("unique_bytes", u)
+        if current.size_mean > domain.largest_size(u):
+            current = current.with_value("size_mean", domain.largest_size(u))
+        for name in SHAPE_PARAMETERS:
+            curve = sweep(current, name, regime)
+            shapes[(regime, name)] = curve
+            # The focal value is the measured point nearest the rule's value: the
+            # focal point is then a point of the curve, not an interpolation between
+            # two (across a cliff, such as more ranks than cores, that is far off).
+            value = _nearest(curve.xs, focal_value(curve, rules, domain), name)
+            current = current.with_value(name, value)
+            say(
+                f"round {round_no}, {regime} regime: {PAPER_NAMES[name]} focal value "
+                f"{value_words(name, value)} (curve of {len(curve.xs)} points, "
+                f"{min(curve.ys) / MIB:.1f} to {max(curve.ys) / MIB:.1f} MiB/s)"
+            )
+        new_focal[regime] = current
+    return new_focal
+
+
+def _settled(
+    knee: Knee | None,
+    knee_before: Knee | None,
+    before: dict[str, Workload],
+    focal_of: dict[str, Workload],
+    domain: Domain,
+    rules: Rules,
+) -> bool:
+    """Whether the knee (or its absence) and every shape parameter's focal value stayed
+    within settle_steps grid steps of the round before's."""
+    same_knee = (knee is None) == (knee_before is None) and (
+        knee is None
+        or knee_before is not None
+        and grid_steps("unique_bytes", knee.unique_bytes, knee_before.unique_bytes, domain)
+        <= rules.settle_steps
+    )
+    return (
+        same_knee
+        and set(before) == set(focal_of)
+        and all(
+            grid_steps(p, before[r].get(p), focal_of[r].get(p), domain) <= rules.settle_steps
+            for r in focal_of
+            for p in SHAPE_PARAMETERS
+        )
+    )
+
+
+def _focal_regimes(
+    measure: Measure,
+    say: Callable[[str], None],
+    focal_of: dict[str, Workload],
+    shapes: dict[tuple[str, str], Curve],
+    repeats: int,
+) -> tuple[dict[str, Regime], dict[str, list[float]]]:
+    """(the regimes at their focal points, {regime: its repeated measurements}); with
+    ``repeats`` > 1 each focal point is measured that many times more."""
     regimes = {}
     repeat = {}
     for regime, workload in focal_of.items():
@@ -1095,7 +1160,6 @@ def explore(
         ]
         if repeats and repeats > 1:
             values = [float(v) for v in measure([workload], int(repeats))[0]]
-            measured += 1
             repeat[regime] = values
             estimates += values
             cv = np.std(values, ddof=1) / np.mean(values)
@@ -1104,17 +1168,7 @@ def explore(
                 f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%"
             )
         regimes[regime] = Regime(regime, workload, float(np.median(estimates)), curves)
-    assert unique_curve is not None  # max_rounds is at least 1
-    model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
-    return Exploration(
-        domain=domain,
-        rules=rules,
-        model=model,
-        rounds=rounds,
-        settled=settled,
-        points_measured=measured,
-        repeat=repeat,
-    )
+    return regimes, repeat
 
 
 def _passes_through(curve, workload):

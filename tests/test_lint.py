@@ -114,3 +114,41 @@ def test_mypy_passes():
         timeout=600,
     )
     assert result.returncode == 0, f"mypy found:\n{result.stdout}{result.stderr}"
+
+
+# ---- function length -----------------------------------------------------------------------
+#: the folders whose functions must stay short (issue 27 §6)
+SHORT_FUNCTIONS = ("scratchbench", "cli", "cluster", "reports", "reframe_checks", "ci/benchmarks")
+#: the most lines a function may take, from its def to its last line, as formatted
+LONGEST_FUNCTION = 100
+
+
+def long_functions(path, limit=LONGEST_FUNCTION):
+    """'name (lines)' of every function or method in path over limit lines."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > limit:
+                yield f"{node.name} ({lines} lines)"
+
+
+def test_no_function_is_longer_than_100_lines():
+    found = [
+        f"{path.relative_to(REPO)}: {what}"
+        for folder in SHORT_FUNCTIONS
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for what in long_functions(path)
+    ]
+    assert not found, (
+        f"{len(found)} functions over {LONGEST_FUNCTION} lines (split them into named steps):\n"
+        + "\n".join(found)
+    )
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    code = tmp_path / "code.py"
+    body = "".join(f"        x{i} = {i}\n" for i in range(100))
+    code.write_text(f"def short():\n    pass\n\n\nclass C:\n    def long(self):\n{body}")
+    assert list(long_functions(code)) == ["long (101 lines)"]

@@ -469,7 +469,8 @@ def seconds_cell(seconds):
     return "-" if seconds is None else f"{seconds:.3f}"
 
 
-def main():
+def _arguments():
+    """The benchmark's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--tag",
@@ -503,7 +504,89 @@ def main():
         action="store_true",
         help="predict from the figures already stored; do not run the suite",
     )
-    args = p.parse_args()
+    return p
+
+
+def _measure_target(target, args, kernel, cluster, measured):
+    """Run the workloads' job on one target (its stage-in data made first, removed
+    after); its seconds go to measured[workload name, target]. Returns its directory."""
+    work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-", dir=paths.state_dir()))
+    os.chmod(work, 0o755)
+    stage_home = work / "home-input"
+    for name, (files, size) in STAGE_SETS.items():
+        (stage_home / name).mkdir(parents=True)
+        for i in range(files):
+            (stage_home / name / f"part-{i:04d}").write_bytes(os.urandom(size))
+    script = work / "job.sh"
+    script.write_text(job_script(target, kernel, work, args.repeats, stage_home))
+    t0 = time.monotonic()
+    submit = subprocess.run(
+        ["sbatch", "--wait", "--partition=batch", str(script)],
+        capture_output=True,
+        text=True,
+        env=cluster.client_env(),
+    )
+    # the copies' source data (1.2 GiB) goes; the reports and job output stay
+    shutil.rmtree(stage_home)
+    print(
+        f"{target}: the job took {time.monotonic() - t0:.0f} s (sbatch exit "
+        f"{submit.returncode}); its reports and output in {work}",
+        flush=True,
+    )
+    err = (work / "job.err").read_text().strip() if (work / "job.err").exists() else ""
+    if err:
+        print("  job stderr: " + err.splitlines()[-1][:200])
+    for i, w in enumerate(WORKLOADS):
+        values, reasons = [], []
+        for rep in range(args.repeats):
+            value, reason = measured_seconds(work, i, rep, w)
+            (values.append(value) if value is not None else reasons.append(reason))
+        measured[w["name"], target] = (values, reasons)
+    return work
+
+
+def _comparison_row(w, target, args, predictions, measured, by_form, chosen, works, errors, within):
+    """One workload's row on one target: predicted against measured seconds (each error
+    goes to errors, whether inside the stored runs' interval to within)."""
+    seconds, low, high, note = predictions[w["name"], target]
+    values, reasons = measured[w["name"], target]
+    interval = f"({low:.3f}-{high:.3f})" if low is not None else "(1 run)"
+    if not values:
+        row = f"not measured: {'; '.join(reasons)}"
+    elif seconds is None:
+        row = f"no prediction: {note}"
+    else:
+        m = statistics.median(values)
+        error = abs(seconds - m) / m
+        errors.append(error)
+        inside = low is not None and low <= m <= high
+        within.append(inside)
+        row = (
+            f"{seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
+            f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
+            f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
+            f"{', inside the interval' if inside else ''}"
+        )
+        other = "sum" if chosen == "max" else "max"
+        alternative = by_form[other][w["name"], target][0]
+        if w.get("dd") and alternative is not None:
+            resident = sorted(
+                {
+                    (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt").read_text().split()[2]
+                    for r in range(args.repeats)
+                    if (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt").exists()
+                }
+            )
+            row += (
+                f"; {other} form {alternative:.3f} s "
+                f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
+                f"{'/'.join(resident)} B"
+            )
+    return row
+
+
+def main():
+    args = _arguments().parse_args()
     WORKLOADS[:] = [w for w in WORKLOADS if args.only in w["name"]]
     if not WORKLOADS:
         sys.exit(f"advisor_validation: --only {args.only!r}: no workload's name holds it")
@@ -551,39 +634,7 @@ def main():
     kernel = build_kernel(build)
     measured, works = {}, {}
     for target in args.targets:
-        work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-", dir=paths.state_dir()))
-        os.chmod(work, 0o755)
-        works[target] = work
-        stage_home = work / "home-input"
-        for name, (files, size) in STAGE_SETS.items():
-            (stage_home / name).mkdir(parents=True)
-            for i in range(files):
-                (stage_home / name / f"part-{i:04d}").write_bytes(os.urandom(size))
-        script = work / "job.sh"
-        script.write_text(job_script(target, kernel, work, args.repeats, stage_home))
-        t0 = time.monotonic()
-        submit = subprocess.run(
-            ["sbatch", "--wait", "--partition=batch", str(script)],
-            capture_output=True,
-            text=True,
-            env=cluster.client_env(),
-        )
-        # the copies' source data (1.2 GiB) goes; the reports and job output stay
-        shutil.rmtree(stage_home)
-        print(
-            f"{target}: the job took {time.monotonic() - t0:.0f} s (sbatch exit "
-            f"{submit.returncode}); its reports and output in {work}",
-            flush=True,
-        )
-        err = (work / "job.err").read_text().strip() if (work / "job.err").exists() else ""
-        if err:
-            print("  job stderr: " + err.splitlines()[-1][:200])
-        for i, w in enumerate(WORKLOADS):
-            values, reasons = [], []
-            for rep in range(args.repeats):
-                value, reason = measured_seconds(work, i, rep, w)
-                (values.append(value) if value is not None else reasons.append(reason))
-            measured[w["name"], target] = (values, reasons)
+        works[target] = _measure_target(target, args, kernel, cluster, measured)
 
     print(
         "\nWorkload (parts compared)" + " " * 20 + "target        predicted s "
@@ -593,42 +644,9 @@ def main():
     for w in WORKLOADS:
         print(f"{w['name']}: {w['words']}")
         for target in args.targets:
-            seconds, low, high, note = predictions[w["name"], target]
-            values, reasons = measured[w["name"], target]
-            interval = f"({low:.3f}-{high:.3f})" if low is not None else "(1 run)"
-            if not values:
-                row = f"not measured: {'; '.join(reasons)}"
-            elif seconds is None:
-                row = f"no prediction: {note}"
-            else:
-                m = statistics.median(values)
-                error = abs(seconds - m) / m
-                errors.append(error)
-                inside = low is not None and low <= m <= high
-                within.append(inside)
-                row = (
-                    f"{seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
-                    f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
-                    f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
-                    f"{', inside the interval' if inside else ''}"
-                )
-                other = "sum" if chosen == "max" else "max"
-                alternative = by_form[other][w["name"], target][0]
-                if w.get("dd") and alternative is not None:
-                    resident = sorted(
-                        {
-                            (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt")
-                            .read_text()
-                            .split()[2]
-                            for r in range(args.repeats)
-                            if (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt").exists()
-                        }
-                    )
-                    row += (
-                        f"; {other} form {alternative:.3f} s "
-                        f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
-                        f"{'/'.join(resident)} B"
-                    )
+            row = _comparison_row(
+                w, target, args, predictions, measured, by_form, chosen, works, errors, within
+            )
             print(f"  {'+'.join(w['parts']):43s} {target:13s} {row}")
     if errors:
         print(

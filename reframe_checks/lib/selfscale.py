@@ -224,6 +224,17 @@ def declared_figures(
     def add(name: str, value: float, **declaration: Any) -> None:
         out[name] = (float(value), FigureDeclaration(**declaration))
 
+    _curve_figures(add, model)
+    _marker_figures(add, model)
+    # the performance variables
+    samples: dict[str, list[float]] = {}
+    _focal_variables(add, exploration, samples)
+    _model_figures(add, result, exploration, validation)
+    return out, samples
+
+
+def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
+    """The measured curves: uniqueBytes's, and each regime's of every parameter."""
     curve = model.unique_curve
     for x, y in zip(curve.xs, curve.ys):
         add(
@@ -248,6 +259,9 @@ def declared_figures(
                     chart=_chart(parameter, x, line, {"role": "curve", "regime": regime}),
                 )
 
+
+def _marker_figures(add: Callable[..., None], model: ss.Model) -> None:
+    """Each regime's focal point and the knee, as markers on the charts."""
     # each regime's focal point, as a marker on every chart; the one on the uniqueBytes
     # chart carries the whole focal workload (the model needs it)
     for regime, r in model.regimes.items():
@@ -304,9 +318,13 @@ def declared_figures(
             ),
         )
 
-    # the performance variables
-    samples: dict[str, list[float]] = {}
-    for regime, r in model.regimes.items():
+
+def _focal_variables(
+    add: Callable[..., None], exploration: ss.Exploration, samples: dict[str, list[float]]
+) -> None:
+    """Each regime's focal throughput (its repeats as samples) and their variation, and
+    the knee."""
+    for regime, r in exploration.model.regimes.items():
         headline = (
             "Self-scaling focal point, page cache"
             if regime == "cache"
@@ -339,16 +357,26 @@ def declared_figures(
                 label=f"Variation (cv) of {len(exploration.repeat[regime])} repeated "
                 f"measurements of the {regime} regime's focal point",
             )
-    if model.knee:
+    if exploration.model.knee:
         add(
             "knee_unique_bytes",
-            model.knee.unique_bytes / MIB,
+            exploration.model.knee.unique_bytes / MIB,
             unit="MiB",
             better="higher",
             headline="Self-scaling knee between page cache and device",
             role="knee",
             label="uniqueBytes where throughput falls from the page cache to the device (the knee)",
         )
+
+
+def _model_figures(
+    add: Callable[..., None],
+    result: dict[str, Any],
+    exploration: ss.Exploration,
+    validation: ss.Validation,
+) -> None:
+    """The model's prediction errors, the request rates, the validation's noise and the
+    search's time."""
     add(
         "prediction_error_median",
         100.0 * validation.median_error,
@@ -398,7 +426,6 @@ def declared_figures(
         label=f"Time of the exploration ({exploration.points_measured} points, "
         f"{len(exploration.rounds)} rounds) and its validation",
     )
-    return out, samples
 
 
 def _constant(value: float) -> Callable[[], float]:

@@ -341,7 +341,8 @@ def request_rates(kernel, model, domain):
     return rates
 
 
-def main(argv=None):
+def _parser():
+    """The search's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernel", required=True, help="scratchbench-kernel binary")
     p.add_argument(
@@ -400,18 +401,12 @@ def main(argv=None):
     p.add_argument("--validate", type=int, default=20, help="held-out workloads")
     p.add_argument("--validate-seed", type=int, default=2003)
     p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
-    args = p.parse_args(argv)
-    for name in ("processes", "validate", "passes"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name}: expected at least 1, got {getattr(args, name)}")
-    if not os.path.isdir(args.dir):
-        p.error(f"--dir {args.dir}: not a directory")
-    if not os.access(args.kernel, os.X_OK):
-        p.error(f"--kernel {args.kernel}: not an executable")
-    args.prepare = 0
+    return p
 
-    kernel = Kernel(args)
-    result = {
+
+def _new_result(args):
+    """The result JSON before the search: the target, the settings, no timing yet."""
+    return {
         "schema": SCHEMA,
         "target": args.dir,
         "processes": args.processes,
@@ -435,6 +430,22 @@ def main(argv=None):
         "timing": {},
         "error": None,
     }
+
+
+def main(argv=None):
+    p = _parser()
+    args = p.parse_args(argv)
+    for name in ("processes", "validate", "passes"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name}: expected at least 1, got {getattr(args, name)}")
+    if not os.path.isdir(args.dir):
+        p.error(f"--dir {args.dir}: not a directory")
+    if not os.access(args.kernel, os.X_OK):
+        p.error(f"--kernel {args.kernel}: not an executable")
+    args.prepare = 0
+
+    kernel = Kernel(args)
+    result = _new_result(args)
 
     def stopped(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
