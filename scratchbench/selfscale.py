@@ -56,6 +56,7 @@ figures a check stored in the history (their declarations carry a ``selfscale`` 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping, MutableMapping, Sequence
@@ -158,6 +159,15 @@ class Workload:
             return cls(**{p: _kernel_value(p, data[p]) for p in PARAMETERS})
         except (TypeError, ValueError) as exc:
             raise SelfScaleError(f"{where}: {exc}") from None
+
+    @functools.cached_property
+    def memo_key(self) -> str:
+        """The point's five values as a kept prediction's key (Model.remember_predictions);
+        made once per point (the advisor's form looks each point up in every model)."""
+        return (
+            f"{self.unique_bytes}:{self.size_mean}:{float(self.read_frac)!r}:"
+            f"{float(self.seq_frac)!r}:{self.process_num}"
+        )
 
     def kernel_point(self) -> str:
         """The kernel's ``--point`` argument: uniqueBytes:sizeMean:readFrac:seqFrac:processNum."""
@@ -758,10 +768,7 @@ class Model:
         memo = self.__dict__.get("_memo")
         if memo is None:
             return self._predict(workload)
-        key = (
-            f"{workload.unique_bytes}:{workload.size_mean}:{float(workload.read_frac)!r}:"
-            f"{float(workload.seq_frac)!r}:{workload.process_num}"
-        )
+        key = workload.memo_key
         if key not in memo:
             memo[key] = self._predict(workload)
         return memo[key]
