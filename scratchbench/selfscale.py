@@ -56,7 +56,6 @@ figures a check stored in the history (their declarations carry a ``selfscale`` 
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping, MutableMapping, Sequence
@@ -160,14 +159,17 @@ class Workload:
         except (TypeError, ValueError) as exc:
             raise SelfScaleError(f"{where}: {exc}") from None
 
-    @functools.cached_property
+    @property
     def memo_key(self) -> str:
         """The point's five values as a kept prediction's key (Model.remember_predictions);
-        made once per point (the advisor's form looks each point up in every model)."""
-        return (
-            f"{self.unique_bytes}:{self.size_mean}:{float(self.read_frac)!r}:"
-            f"{float(self.seq_frac)!r}:{self.process_num}"
-        )
+        made once per point (the advisor's form looks each point up in every model; the
+        point is immutable, so its key is kept beside its fields)."""
+        if "_memo_key" not in self.__dict__:
+            self.__dict__["_memo_key"] = (
+                f"{self.unique_bytes}:{self.size_mean}:{float(self.read_frac)!r}:"
+                f"{float(self.seq_frac)!r}:{self.process_num}"
+            )
+        return self.__dict__["_memo_key"]
 
     def kernel_point(self) -> str:
         """The kernel's ``--point`` argument: uniqueBytes:sizeMean:readFrac:seqFrac:processNum."""
