@@ -41,6 +41,7 @@ own time (a job's phases follow each other); metadata rates are those measured a
 check's rank count.
 """
 
+import functools
 import json
 import math
 import os
@@ -170,18 +171,11 @@ def _attach_models(
     """Each target's self-scaling models (``target(row)`` gives its TargetFigures)."""
     # The self-scaling models: the cases with figures whose chart has a selfscale entry,
     # grouped by series; the newest series of each target gives its models.
+    # Each case's figure rows; their charts (JSON) are read only for the models built,
+    # the newest ``recent`` runs: decoding every stored night's was most of the time.
     cases: dict[int, dict[str, Any]] = {}
     for row in store.selfscale_figures(conn):
-        entry = cases.setdefault(row["case_id"], {"row": row, "figures": {}})
-        entry["figures"][row["metric"]] = (
-            row["value"],
-            {
-                "unit": row["unit"],
-                "label": row["label"],
-                "better": row["better"],
-                "chart": json.loads(row["chart"]),
-            },
-        )
+        cases.setdefault(row["case_id"], {"row": row, "rows": []})["rows"].append(row)
     by_series: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for case_id, entry in cases.items():
         row = entry["row"]
@@ -206,13 +200,29 @@ def _attach_models(
         models = []
         for entry in sorted(entries, key=lambda e: e["row"]["started"] or 0, reverse=True)[:recent]:
             try:
-                models.append((entry["row"]["started"], ss.Model.from_figures(entry["figures"])))
+                models.append((entry["row"]["started"], ss.Model.from_figures(_figures(entry))))
             except ss.SelfScaleError as exc:
                 t.model_notes.append(f"a run's self-scaling figures give no model: {exc}")
         if leading[name][1] == environ:
             t.models, t.environ = models, environ
         elif models:
             t.other_models[environ] = models
+
+
+def _figures(entry: Mapping[str, Any]) -> dict[str, tuple[float, dict[str, Any]]]:
+    """A self-scaling case's figures as ss.Model.from_figures reads them."""
+    return {
+        row["metric"]: (
+            row["value"],
+            {
+                "unit": row["unit"],
+                "label": row["label"],
+                "better": row["better"],
+                "chart": json.loads(row["chart"]),
+            },
+        )
+        for row in entry["rows"]
+    }
 
 
 def _attach_rates(
@@ -293,13 +303,29 @@ def workload_of(
     ``processes`` per node instead of the job's when given)."""
     per_node = processes or max(1, math.ceil(profile.processes / profile.nodes))
     unique = max(ss.UNIT, profile.unique_bytes / profile.nodes)
+    return _workload(
+        unique,
+        min(max(size, ss.UNIT), GIB),
+        1.0 if direction == "read" else 0.0,
+        profile.consecutive[direction],
+        per_node,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _workload(
+    unique_bytes: float, size_mean: float, read_frac: float, seq_frac: float, process_num: int
+) -> ss.Workload:
+    """One Workload per point (it is immutable): the advisor page's form asks for the
+    same few hundred points of every model, and validating a point was most of a
+    rebuild's prediction time."""
     return ss.Workload.from_dict(
         {
-            "unique_bytes": unique,
-            "size_mean": min(max(size, ss.UNIT), GIB),
-            "read_frac": 1.0 if direction == "read" else 0.0,
-            "seq_frac": profile.consecutive[direction],
-            "process_num": per_node,
+            "unique_bytes": unique_bytes,
+            "size_mean": size_mean,
+            "read_frac": read_frac,
+            "seq_frac": seq_frac,
+            "process_num": process_num,
         }
     )
 
@@ -386,13 +412,16 @@ def data_seconds(
 
 
 def _measured_range(model: ss.Model) -> dict[str, tuple[float, float]]:
-    """{parameter: (low, high)} the model's curves were measured over."""
-    ranges = {"unique_bytes": (min(model.unique_curve.xs), max(model.unique_curve.xs))}
-    for regime in model.regimes.values():
-        for p, curve in regime.curves.items():
-            lo, hi = ranges.get(p, (math.inf, -math.inf))
-            ranges[p] = (min(lo, min(curve.xs)), max(hi, max(curve.xs)))
-    return ranges
+    """{parameter: (low, high)} the model's curves were measured over (found once per
+    model, which is not changed once made: the page's form asks for every grid point)."""
+    if "_measured_range" not in model.__dict__:
+        ranges = {"unique_bytes": (min(model.unique_curve.xs), max(model.unique_curve.xs))}
+        for regime in model.regimes.values():
+            for p, curve in regime.curves.items():
+                lo, hi = ranges.get(p, (math.inf, -math.inf))
+                ranges[p] = (min(lo, min(curve.xs)), max(hi, max(curve.xs)))
+        model.__dict__["_measured_range"] = ranges
+    return dict(model.__dict__["_measured_range"])
 
 
 #: a prediction this many times past the measured range (or less) is taken as inside it

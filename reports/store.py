@@ -543,15 +543,28 @@ def target_cases(conn: sqlite3.Connection, run_id: str, target: str | None) -> l
     ).fetchall()
 
 
-def run_figures(conn: sqlite3.Connection, run_id: str) -> list[sqlite3.Row]:
+def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor whose rows are plain tuples: for the queries whose every row a caller
+    unpacks (a page build reads a million figures), where making a sqlite3.Row of each
+    cost more than reading it."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor
+
+
+def run_figures(conn: sqlite3.Connection, run_id: str) -> list[tuple[Any, ...]]:
     """(case_id, value, unit, label, metric, phase_seconds, too_short) of a run's figures,
-    in the order they were stored."""
-    return conn.execute(
-        "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, f.too_short "
-        "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE c.run_id = ? "
-        "ORDER BY f.figure_id",
-        (run_id,),
-    ).fetchall()
+    in the order they were stored (plain tuples: see _tuples)."""
+    return (
+        _tuples(conn)
+        .execute(
+            "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, f.too_short "
+            "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE c.run_id = ? "
+            "ORDER BY f.figure_id",
+            (run_id,),
+        )
+        .fetchall()
+    )
 
 
 #: the newest ``?`` runs of each tag: the window the pages read
@@ -565,8 +578,9 @@ _NEWEST_OF_EACH_TAG = """WITH recent AS (
 
 def recent_values(conn: sqlite3.Connection, runs_per_tag: int) -> sqlite3.Cursor:
     """(case_id, series, metric, value, started, run_id) of every stored value of the
-    newest ``runs_per_tag`` runs of each tag, the oldest run first."""
-    return conn.execute(
+    newest ``runs_per_tag`` runs of each tag, the oldest run first (plain tuples: see
+    _tuples)."""
+    return _tuples(conn).execute(
         f"{_NEWEST_OF_EACH_TAG} SELECT c.case_id, c.series, f.metric, f.value, "
         "recent.started, c.run_id FROM recent JOIN cases c ON c.run_id = recent.run_id "
         "JOIN figures f ON f.case_id = c.case_id WHERE f.value IS NOT NULL "
@@ -643,7 +657,8 @@ def runs_matching(conn: sqlite3.Connection, conditions: Iterable[tuple[str, Any]
 
 def selfscale_figures(conn: sqlite3.Connection) -> sqlite3.Cursor:
     """Every stored figure of the self-scaling checks (those whose chart carries a
-    model), with its case and the run's start."""
+    model), with its case and the run's start.  Its condition on the chart is the one
+    of the partial index figures_selfscale (migration 0007), word for word."""
     return conn.execute(
         "SELECT f.metric, f.value, f.unit, f.label, f.better, f.chart, c.case_id, "
         "c.series, c.scratch_target, c.scratch_kind, c.environ, r.started FROM figures f "

@@ -159,6 +159,18 @@ class Workload:
         except (TypeError, ValueError) as exc:
             raise SelfScaleError(f"{where}: {exc}") from None
 
+    @property
+    def memo_key(self) -> str:
+        """The point's five values as a kept prediction's key (Model.remember_predictions);
+        made once per point (the advisor's form looks each point up in every model; the
+        point is immutable, so its key is kept beside its fields)."""
+        if "_memo_key" not in self.__dict__:
+            self.__dict__["_memo_key"] = (
+                f"{self.unique_bytes}:{self.size_mean}:{float(self.read_frac)!r}:"
+                f"{float(self.seq_frac)!r}:{self.process_num}"
+            )
+        return self.__dict__["_memo_key"]
+
     def kernel_point(self) -> str:
         """The kernel's ``--point`` argument: uniqueBytes:sizeMean:readFrac:seqFrac:processNum."""
         return (
@@ -758,10 +770,7 @@ class Model:
         memo = self.__dict__.get("_memo")
         if memo is None:
             return self._predict(workload)
-        key = (
-            f"{workload.unique_bytes}:{workload.size_mean}:{float(workload.read_frac)!r}:"
-            f"{float(workload.seq_frac)!r}:{workload.process_num}"
-        )
+        key = workload.memo_key
         if key not in memo:
             memo[key] = self._predict(workload)
         return memo[key]

@@ -582,3 +582,36 @@ def test_verdict_details_name_dates_not_run_ids(synthetic_store, tmp_path):
     assert bad["change_run"] == "run020", "the verdict's fields keep the run ids"
     assert "run020" not in bad["detail"] and "run0" not in bad["detail"], bad["detail"]
     assert re.search(r"since the run of \d{4}-\d\d-\d\d", bad["detail"]), bad["detail"]
+
+
+def test_the_self_scaling_figures_are_found_by_their_index(tmp_path):
+    """The advisor reads the self-scaling figures at every page build: through the
+    partial index of migration 0007, not a scan of every stored figure (a query whose
+    condition drifts from the index's falls back to the scan and fails here)."""
+    model = {"unit": "MiB/s", "label": "x", "better": "higher", "chart": {"selfscale": {}}}
+    plain = {"unit": "MiB/s", "label": "y", "better": "higher"}
+    conn = store.connect(tmp_path / "h.sqlite")
+    store.ingest_report(
+        conn,
+        make_report(
+            "r1",
+            1_700_000_000,
+            [
+                make_case(
+                    "SelfScale",
+                    {"scratch_target": "fsA"},
+                    "gnu",
+                    "fsA",
+                    {"curve_point": (5.0, "MiB/s", []), "plain": (7.0, "MiB/s", [])},
+                    declarations={"curve_point": model, "plain": plain},
+                )
+            ],
+        ),
+    )
+    asked = []
+    conn.set_trace_callback(asked.append)
+    found = [row["metric"] for row in store.selfscale_figures(conn)]
+    conn.set_trace_callback(None)
+    assert found == ["curve_point"]
+    plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + asked[-1]))
+    assert "USING INDEX figures_selfscale" in plan, plan
