@@ -42,6 +42,9 @@ FSFACTS_SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "fsfacts.sh"
 )
 FSFACTS_OUTPUT = "fsfacts.txt"
+# Where a check keeps its parsed output files (ScratchCheck.parsed_output): a cache, never
+# part of ReFrame's dump of the case (ScratchCheck.__rfm_json_encode__).
+_PARSED_OUTPUTS = "_parsed_outputs"
 # (partition, target, environment) whose facts a case of this run already collects: the
 # first case to reach its job does it, once per run (ReFrame runs a whole run in one
 # process), so a run pays the collector's fraction of a second a few times, not per case.
@@ -444,6 +447,21 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             )
         return f"{what}; the job wrote nothing on stderr"
 
+    def __rfm_json_encode__(self) -> Any:
+        """ReFrame's dump of the finished case (its stage directory's .rfm_testcase.json)
+        without the parsed-output cache: an IOzone report parsed is a megabyte of
+        numbers, which ReFrame's indented JSON dump (Python's pure-Python encoder) took
+        seconds to write at every case's end, in its one loop, before it noticed the
+        next job's end (ci/benchmarks/site_scale.py).  The file it reads back to
+        restore a case (--restore-session) needs no cache: the check parses its output
+        files again when asked."""
+        cache = self.__dict__.pop(_PARSED_OUTPUTS, None)
+        try:
+            return super().__rfm_json_encode__()
+        finally:
+            if cache is not None:
+                self.__dict__[_PARSED_OUTPUTS] = cache
+
     def ranks_in_words(self) -> str:
         nodes = self.num_nodes_used
         return (
@@ -454,7 +472,7 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
     def parsed_output(self, filename: str, parse: Callable[[str], Any], missing: str) -> Any:
         """parse(text of stagedir/filename), once per check: sanity and every figure
         share it.  A missing file or a ParseError is a SanityError every time."""
-        cache = self.__dict__.setdefault("_parsed_outputs", {})
+        cache = self.__dict__.setdefault(_PARSED_OUTPUTS, {})
         if filename not in cache:
             # A job the scheduler ended (node failure, scancel, time limit) may have left
             # a partial file: its cause is the one a person needs.

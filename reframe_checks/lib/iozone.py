@@ -13,14 +13,12 @@ size given as ``memory`` (past the node's memory) is known only after the job: t
 figures are declared then, before ReFrame evaluates them.
 """
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from reframe.core.builtins import run_after, run_before, variable
 
-from reframe_checks.lib.kernel import KERNEL_REPORT, KernelCheck
-from reframe_checks.lib.parsers import ParseError, parse_kernel_json
+from reframe_checks.lib.kernel import KernelCheck
 from reframe_checks.lib.targets import target_info
 from scratchbench.figures import FigureDeclaration
 from scratchbench.units import MIB, parse_size, size_token, size_words
@@ -183,17 +181,11 @@ class IOzoneCheckBase(KernelCheck):
             "the first finisher)"
         )
 
-    def _report(self) -> dict[str, Any] | None:
-        try:
-            return parse_kernel_json(open(os.path.join(self.stagedir, KERNEL_REPORT)).read())
-        except (OSError, ParseError):
-            return None
-
     @run_before("performance")
     def declare_matrix(self) -> None:
         """One figure per pattern and point of the matrix the kernel ran, each on its
         pattern's surface, and the headline figures in words."""
-        report = self._report()
+        report = self.kernel_report_if_any()
         if report is None:
             return
         config = report["config"]
