@@ -149,12 +149,11 @@ site_configuration = with_scratch_targets(with_scratch_targets({
     "logging": results_logging(RESULTS),
     "storage": results_storage(RESULTS),
     "general": [{"check_search_path": [str(paths.CHECKS_DIR)],
-                 # ReFrame otherwise loads each environment's modules in its own process
-                 # before writing a job script, to unload what would conflict (three Lmod
-                 # calls a job, 0.1-1 s); nothing is loaded here, and the script's
-                 # `module use` and `module load` lines are the same without it.
-                 "resolve_module_conflicts": False,
-                 # a poll is one squeue of slurmctld on this machine (~10 ms): 5 a second
+                 # ReFrame's resolve_module_conflicts stays on although its Lmod calls in
+                 # ReFrame's own process cost 0.1-1 s a job: they are what names a module
+                 # that does not exist before any job runs (check-site's "environ error");
+                 # without them the build job fails with Lmod's words cut to "#%Module".
+                 # A poll is one squeue of slurmctld on this machine (~10 ms): 5 a second
                  # notices a job's end 0.1 s after it on average, not 0.25 s
                  **polling(rate_min=5.0)}],
 }, system="embedded", targets=[
