@@ -901,7 +901,10 @@ SCROLL = """async () => {
 # between two frames (a loaded machine draws few) is never seen in view (CI once waited
 # 120 s for 22 plots of a page that SCROLL had swept past).
 VISIT_PLOTS = """async () => {
-    const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+    // two frames, or 1 s if the renderer draws none (an evaluate has no timeout: a stalled
+    // renderer would hang the test instead of failing the wait for the plots below)
+    const frame = () => new Promise(r => {
+        requestAnimationFrame(() => requestAnimationFrame(r)); setTimeout(r, 1000); });
     for (const el of document.querySelectorAll('[data-plot]')) {
         if (el.closest('details:not([open])') || el.dataset.rendered === '1') continue;
         el.scrollIntoView({block: 'center'}); await frame(); } }"""
