@@ -41,6 +41,7 @@ from scratchbench import paths, selfscale as ss
 from scratchbench.sites import TAGS
 from scratchbench.units import MIB, size_words
 from pairs import SLURM_OPENMPI_ENV, build_kernel
+from reframe_checks.lib.selfscale import search_options
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +64,6 @@ def job_script(args, params, kernel, work):
     target = {"localscratch": "$LOCALSCRATCH", "sanscratch": "$MYSANSCRATCH"}.get(
         args.target, args.target
     )
-    rules = {"max_rounds": int(params.get("max_rounds", 3))}
     driver = [
         sys.executable,
         str(REPO / "reframe_checks" / "scripts" / "selfscale_search.py"),
@@ -77,24 +77,7 @@ def job_script(args, params, kernel, work):
         str(work / "result.json"),
         "--reports",
         str(work / "reports"),
-        "--unique-max",
-        str(params.get("unique_max", "memory")),
-        "--size-max",
-        str(params.get("size_max", "16m")),
-        "--duration",
-        str(params.get("duration", 0.4)),
-        "--warmup",
-        str(params.get("warmup", 0.2)),
-        "--passes",
-        str(params.get("passes", 3)),
-        "--fsync",
-        str(params.get("fsync", "outside")),
-        "--repeat",
-        str(params.get("repeat", 5)),
-        "--validate",
-        str(params.get("validate", 20)),
-        "--rules",
-        json.dumps(rules),
+        *search_options(params),
     ]
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in MPI_ENV[args.mpi].items())
     return (

@@ -27,7 +27,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import reframe.utility.sanity as sn
@@ -58,6 +58,28 @@ def curve_figure_name(parameter: str, value: float, regime: str | None = None) -
 
 def regime_words(regime: str, workload: dict[str, Any]) -> str:
     return f"{regime} regime (uniqueBytes {size_words(workload['unique_bytes'])})"
+
+
+def search_options(params: Mapping[str, Any]) -> list[str]:
+    """The search's own options (selfscale_search.py) from a workloads.yaml entry: its
+    sizes, timing and rules, each default written here once (the check and
+    ci/benchmarks/selfscale_exploration.py both launch the search with them)."""
+    rules: dict[str, float] = {"max_rounds": int(params.get("max_rounds", 3))}
+    for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
+        if key in params:
+            rules[key] = float(params[key])
+    options = {
+        "unique-max": params.get("unique_max", "memory"),
+        "size-max": params.get("size_max", "16m"),
+        "duration": params.get("duration", 0.4),
+        "warmup": params.get("warmup", 0.2),
+        "passes": params.get("passes", 3),
+        "fsync": params.get("fsync", "outside"),
+        "repeat": params.get("repeat", 5),
+        "validate": params.get("validate", 20),
+        "rules": json.dumps(rules),
+    }
+    return [token for name, value in options.items() for token in (f"--{name}", str(value))]
 
 
 class SelfScaleCheckBase(ScratchCheck):
@@ -96,11 +118,6 @@ class SelfScaleCheckBase(ScratchCheck):
         with the launcher the partition would have used."""
         launch = " ".join(self.job.launcher.run_command(self.job).split())
         self.job.launcher = getlauncher("local")()
-        p = self.params
-        rules: dict[str, float] = {"max_rounds": int(p.get("max_rounds", 3))}
-        for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
-            if key in p:
-                rules[key] = float(p[key])
         self.executable = shlex.quote(sys.executable)
         self.executable_opts = [
             shlex.quote(str(DRIVER)),
@@ -117,24 +134,7 @@ class SelfScaleCheckBase(ScratchCheck):
             RESULT,
             "--reports",
             REPORTS,
-            "--unique-max",
-            str(p.get("unique_max", "memory")),
-            "--size-max",
-            str(p.get("size_max", "16m")),
-            "--duration",
-            str(p.get("duration", 0.4)),
-            "--warmup",
-            str(p.get("warmup", 0.2)),
-            "--passes",
-            str(p.get("passes", 3)),
-            "--fsync",
-            str(p.get("fsync", "outside")),
-            "--repeat",
-            str(p.get("repeat", 5)),
-            "--validate",
-            str(p.get("validate", 20)),
-            "--rules",
-            shlex.quote(json.dumps(rules)),
+            *(shlex.quote(option) for option in search_options(self.params)),
         ]
         self.keep_files = [RESULT, REPORTS]
 
