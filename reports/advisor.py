@@ -351,7 +351,7 @@ def request_rate(
     REQUEST_ROLES role, measured on one process) where there is one, scaled to the job's
     processes per node as the model scales its smallest requests; else the model's own
     at the smallest request size it measured (its throughput there over that size)."""
-    smallest = _measured_range(model)["size_mean"][0]
+    smallest = model.measured_range()["size_mean"][0]
     at_job = model.predict(workload_of(profile, smallest, direction, model))
     if stored is None:
         return at_job / smallest
@@ -411,19 +411,6 @@ def data_seconds(
     return seconds
 
 
-def _measured_range(model: ss.Model) -> dict[str, tuple[float, float]]:
-    """{parameter: (low, high)} the model's curves were measured over (found once per
-    model, which is not changed once made: the page's form asks for every grid point)."""
-    if "_measured_range" not in model.__dict__:
-        ranges = {"unique_bytes": (min(model.unique_curve.xs), max(model.unique_curve.xs))}
-        for regime in model.regimes.values():
-            for p, curve in regime.curves.items():
-                lo, hi = ranges.get(p, (math.inf, -math.inf))
-                ranges[p] = (min(lo, min(curve.xs)), max(hi, max(curve.xs)))
-        model.__dict__["_measured_range"] = ranges
-    return dict(model.__dict__["_measured_range"])
-
-
 #: a prediction this many times past the measured range (or less) is taken as inside it
 INSIDE = 1.01
 
@@ -432,7 +419,7 @@ def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
     """(factor, [words]): how far the job lies outside what the model measured, per
     parameter (processes per node, bytes touched per node, request sizes above or
     below the sizes measured), and the largest of those factors (1.0: inside)."""
-    ranges = _measured_range(model)
+    ranges = model.measured_range()
     per_node = math.ceil(profile.processes / profile.nodes)
     unique = profile.unique_bytes / profile.nodes
     sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
@@ -536,7 +523,7 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
                 f"the stored {REQUEST_ROLES[direction].replace('_', ' ')}"
                 if stored[direction]
                 else f"the model's at its smallest requests measured ("
-                f"{size_words(_measured_range(model)['size_mean'][0])})"
+                f"{size_words(model.measured_range()['size_mean'][0])})"
             )
             part.notes.append(
                 f"{direction} requests of {', '.join(size_words(b) for b in bound)}: timed "

@@ -167,7 +167,7 @@ def page_data(
                 "figures_to": max(dates) if dates else None,
                 "model_dates": [d for d, _ in t.models],
                 "throughput": _grid_throughputs(t) if t.models else {},
-                "measured": advisor._measured_range(t.models[0][1]) if t.models else None,
+                "measured": t.models[0][1].measured_range() if t.models else None,
                 "errors": {role: r.value for role, r in t.errors.items()},
                 "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()},
             }

@@ -732,6 +732,18 @@ class Model:
     def knee_bytes(self) -> int | None:
         return self.knee.unique_bytes if self.knee else None
 
+    def measured_range(self) -> dict[str, tuple[float, float]]:
+        """{parameter: (low, high)} the model's curves were measured over.  Computed
+        once (the advisor's form asks it for every grid point); a copy is returned."""
+        if "_range_cache" not in self.__dict__:
+            ranges = {"unique_bytes": (min(self.unique_curve.xs), max(self.unique_curve.xs))}
+            for regime in self.regimes.values():
+                for p, curve in regime.curves.items():
+                    lo, hi = ranges.get(p, (math.inf, -math.inf))
+                    ranges[p] = (min(lo, min(curve.xs)), max(hi, max(curve.xs)))
+            self.__dict__["_range_cache"] = ranges
+        return dict(self.__dict__["_range_cache"])
+
     @property
     def per_process_ceiling(self) -> float:
         """The fastest throughput per process (bytes/s) of any measured point of the
