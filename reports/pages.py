@@ -301,11 +301,9 @@ def fs_page(
     for key, ss in sorted(groups.items()):
         tag, check, variant, partition, label, unit, better = key
         ss.sort(key=lambda s: s.environ)
+        short = {s.environ or "value" for s in ss if s.too_short}
         spec, notes = history_plot(
-            [(s.environ or "value", s.points) for s in ss],
-            unit,
-            better == "higher",
-            short_latest=(short := {s.environ or "value" for s in ss if s.too_short}),
+            [(s.environ or "value", s.points) for s in ss], unit, better == "higher", short
         )
         judged = [(s.environ, verdicts.get((s.key, s.metric))) for s in ss]
         headline = any(s.headline for s in ss)
