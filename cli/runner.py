@@ -145,6 +145,65 @@ def reframe_env(slurm_conf=None):
     return env
 
 
+def modules_not_found(config, system, env):
+    """The modules of the system's environments that Lmod cannot find, as
+    (environment, module) pairs, looked up once each before ReFrame starts.
+
+    A site that turns ReFrame's ``resolve_module_conflicts`` off saves ReFrame's Lmod
+    calls in its own process before every job script (0.7 s a check here), but then a
+    module that does not exist is found only by the job, in Lmod's words cut short.
+    So a run of such a site that finds a missing module turns the resolution back on
+    for itself (``RFM_RESOLVE_MODULE_CONFLICTS``), and ReFrame names the module in
+    each check that uses it before any job runs."""
+    name, _, partition = system.partition(":")
+    chosen = next(s for s in config["systems"] if s["name"] == name)
+    if chosen.get("modules_system", "nomod") != "lmod" or not env.get("LMOD_CMD"):
+        return []
+    used = {e for p in chosen["partitions"] if partition in ("", p["name"]) for e in p["environs"]}
+    missing = []
+    for environ in config.get("environments", []):
+        systems = environ.get("target_systems", ["*"])
+        if environ["name"] not in used or not ({"*", name} & set(systems)):
+            continue
+        for module in environ.get("modules", []):
+            module = module if isinstance(module, dict) else {"name": module}
+            lookup_env = dict(env)
+            if module.get("path"):
+                lookup_env["MODULEPATH"] = ":".join(
+                    filter(None, [module["path"], env.get("MODULEPATH")])
+                )
+            found = subprocess.run(
+                [env["LMOD_CMD"], "bash", "is-avail", module["name"]],
+                env=lookup_env,
+                capture_output=True,
+                check=False,
+            )
+            if found.returncode != 0:
+                missing.append((environ["name"], module["name"]))
+    return missing
+
+
+def resolve_missing_modules(config, system, env):
+    """Turn ReFrame's module conflict resolution on for this run when the site turned
+    it off and a module of its environments cannot be found (see modules_not_found)."""
+    name = system.split(":")[0]
+    general = [
+        g for g in config.get("general", []) if {"*", name} & set(g.get("target_systems", ["*"]))
+    ]
+    if next(
+        (g["resolve_module_conflicts"] for g in general if "resolve_module_conflicts" in g), True
+    ):
+        return
+    missing = modules_not_found(config, system, env)
+    if missing:
+        named = ", ".join(f"{module} (environment {environ})" for environ, module in missing)
+        progress(
+            f"warning: Lmod cannot find {named}: ReFrame looks each module up before "
+            "every job of this run, to name it in each check that uses it"
+        )
+        env["RFM_RESOLVE_MODULE_CONFLICTS"] = "y"
+
+
 def spack_env_option(path):
     """ReFrame's arguments that point the IOR provider at a Spack environment file."""
     full = os.path.abspath(path)
@@ -315,6 +374,7 @@ def _run_reframe(
     out = stream or sys.stdout
     env = reframe_env(slurm_conf)
     env["SCRATCHBENCH_RUN_ID"] = run_dir.name
+    resolve_missing_modules(config, system, env)
     rc, signalled = _stream_reframe(cmd, env, run_dir, log_path, out)
     wall = time.monotonic() - t0
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -149,10 +149,11 @@ site_configuration = with_scratch_targets(with_scratch_targets({
     "logging": results_logging(RESULTS),
     "storage": results_storage(RESULTS),
     "general": [{"check_search_path": [str(paths.CHECKS_DIR)],
-                 # ReFrame's resolve_module_conflicts stays on although its Lmod calls in
-                 # ReFrame's own process cost 0.1-1 s a job: they are what names a module
-                 # that does not exist before any job runs (check-site's "environ error");
-                 # without them the build job fails with Lmod's words cut to "#%Module".
+                 # No Lmod calls in ReFrame's own process before each job script (0.7 s
+                 # a check): these modules do not conflict.  `scratchbench run` looks
+                 # each module up once and turns the resolution back on for a run that
+                 # finds one missing, so ReFrame names it in each check that uses it.
+                 "resolve_module_conflicts": False,
                  # A poll is one squeue of slurmctld on this machine (~10 ms): 5 a second
                  # notices a job's end 0.1 s after it on average, not 0.25 s
                  **polling(rate_min=5.0)}],

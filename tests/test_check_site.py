@@ -15,6 +15,8 @@ def check_site(site, env=None):
 def test_check_site_says_the_embedded_site_is_ready(cluster, sb_home):
     result, lines = check_site("local")
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    # every module found once before ReFrame starts: no Lmod calls before each job
+    assert "Lmod cannot find" not in result.stderr
     for env in ("gnu-openmpi", "gnu-mpich"):
         assert re.search(
             rf"^ok     MPIReady \[batch {env}\]: modules load, mpicc\.\w+ builds "
@@ -78,6 +80,11 @@ def test_check_site_names_a_target_not_writable_and_a_missing_module(cluster, sb
         "'modules' in the site config"
     )
     assert f"FAIL   KernelBuild [batch gnu-mpich] (compile): {missing}" in failed, result.stdout
+    # the embedded site turns ReFrame's module lookups off; the run turned them back on
+    assert (
+        "scratchbench: warning: Lmod cannot find mpich/9.9 (environment gnu-mpich): ReFrame "
+        "looks each module up before every job of this run" in result.stderr
+    ), result.stderr[-2000:]
     assert f"FAIL   TargetReady sanscratch [batch gnu-mpich] (run): {missing}" in failed
     assert re.search(
         r"^skip   MPIReady \[batch gnu-mpich\]: needs KernelBuild "

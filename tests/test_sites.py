@@ -143,3 +143,27 @@ def test_workloads_file_is_complete():
         assert set(table[family]) == {"quick", "nightly", "acceptance"}, family
     # seed 002: open/close at scale means at least 2048 files per node every night
     assert table["metadata"]["nightly"]["files_per_node"] >= 2048
+
+
+def test_modules_are_looked_up_once_with_lmod_and_the_missing_ones_named():
+    from cli.runner import LMOD_CMD, modules_not_found, resolve_missing_modules
+    from scratchbench.sites import load_site_config
+
+    config = load_site_config(REPO / "site_configs" / "local.py")
+    env = {"LMOD_CMD": LMOD_CMD, "PATH": "/usr/bin:/bin"}
+    assert modules_not_found(config, "embedded", env) == []
+    mpich = next(e for e in config["environments"] if e["name"] == "gnu-mpich")
+    mpich["modules"] = [{"name": "mpich/9.9", "path": mpich["modules"][0]["path"]}, "nosuch"]
+    assert modules_not_found(config, "embedded", env) == [
+        ("gnu-mpich", "mpich/9.9"),
+        ("gnu-mpich", "nosuch"),
+    ]
+    # the fallback system has no gnu-mpich: nothing of it is looked up
+    assert modules_not_found(config, "embedded-local:default", env) == []
+    resolve_missing_modules(config, "embedded:batch", env)
+    assert env["RFM_RESOLVE_MODULE_CONFLICTS"] == "y"
+    # a site that keeps ReFrame's resolution on is left as it is
+    config["general"][0]["resolve_module_conflicts"] = True
+    env.pop("RFM_RESOLVE_MODULE_CONFLICTS")
+    resolve_missing_modules(config, "embedded", env)
+    assert "RFM_RESOLVE_MODULE_CONFLICTS" not in env
