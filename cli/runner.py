@@ -374,6 +374,7 @@ def _run_reframe(
     out = stream or sys.stdout
     env = reframe_env(slurm_conf)
     env["SCRATCHBENCH_RUN_ID"] = run_dir.name
+    env["SCRATCHBENCH_REFRAME_LOG"] = str(run_dir / "reframe.log")
     resolve_missing_modules(config, system, env)
     rc, signalled = _stream_reframe(cmd, env, run_dir, log_path, out)
     wall = time.monotonic() - t0

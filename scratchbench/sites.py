@@ -230,10 +230,22 @@ def results_logging(results_dir: str | os.PathLike[str]) -> list[dict[str, Any]]
     Nothing below ReFrame's "verbose" level is logged (its stage timings are): ReFrame
     formats each message with every loggable attribute of its check before a handler
     filters it, ~2 ms a message here, and its debug messages (thousands per run, a few
-    per check at every poll) kept its one loop from noticing finished jobs for seconds."""
+    per check at every poll) kept its one loop from noticing finished jobs for seconds.
+
+    ReFrame's own log goes to the run's directory (``$SCRATCHBENCH_REFRAME_LOG``, set by
+    `scratchbench run`); without it ReFrame makes a new file in /tmp for every run."""
     return [
         {
             "level": "verbose",
+            "handlers": [
+                {
+                    "type": "file",
+                    "name": os.environ.get("SCRATCHBENCH_REFRAME_LOG", ""),
+                    "level": "verbose",
+                    "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s",
+                    "append": True,
+                }
+            ],
             "handlers_perflog": [
                 {
                     "type": "filelog",

@@ -238,6 +238,10 @@ def test_the_cli_printed_figures_and_paths(first):
     ):
         assert text in out
     assert (first["run_dir"] / "run.json").is_file()
+    # ReFrame's log in the run directory, not a new file in /tmp
+    log = first["run_dir"] / "reframe.log"
+    assert "KernelIOTest" in log.read_text()
+    assert f"Log file(s) saved in '{log}'" in (first["run_dir"] / "reframe.out").read_text()
 
 
 def test_second_run_keeps_the_first(quick_runs):
