@@ -167,3 +167,28 @@ def test_modules_are_looked_up_once_with_lmod_and_the_missing_ones_named():
     env.pop("RFM_RESOLVE_MODULE_CONFLICTS")
     resolve_missing_modules(config, "embedded", env)
     assert "RFM_RESOLVE_MODULE_CONFLICTS" not in env
+
+
+def test_the_workloads_file_is_parsed_once_per_version_and_named_when_malformed(
+    tmp_path, monkeypatch
+):
+    import yaml
+
+    from reframe_checks.lib.targets import load_workloads, workload
+
+    path = tmp_path / "workloads.yaml"
+    path.write_text("iotest:\n  quick: {ranks: 2}\n")
+    monkeypatch.setenv("SCRATCHBENCH_WORKLOADS", str(path))
+    first = workload("iotest", "quick")
+    first["ranks"] = 99  # a caller's change never reaches the next caller
+    assert workload("iotest", "quick") == {"ranks": 2, "time_limit": "10m"}
+    path.write_text("iotest:\n  quick: {ranks: 4, time_limit: 5m}\n")  # a new version
+    assert workload("iotest", "quick") == {"ranks": 4, "time_limit": "5m"}
+    path.write_text("iotest: [unclosed\n")
+    with pytest.raises(ValueError, match=rf"^workloads file {path}: while parsing"):
+        load_workloads()
+    path.write_text("- a list\n")
+    with pytest.raises(ValueError, match="expected a mapping of check families"):
+        load_workloads()
+    shipped = load_workloads(REPO / "reframe_checks" / "workloads.yaml")
+    assert shipped == yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
