@@ -8,6 +8,7 @@ and append-only.
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -165,22 +166,45 @@ def modules_not_found(config, system, env):
         systems = environ.get("target_systems", ["*"])
         if environ["name"] not in used or not ({"*", name} & set(systems)):
             continue
-        for module in environ.get("modules", []):
-            module = module if isinstance(module, dict) else {"name": module}
-            lookup_env = dict(env)
-            if module.get("path"):
+        environ_env = dict(env)
+        variables = environ.get("env_vars", [])  # ReFrame sets them before its module loads
+        for key, value in variables.items() if isinstance(variables, dict) else variables:
+            environ_env[key] = _expand(str(value), environ_env)
+        for module_name, module_path in _modules_of(environ):
+            lookup_env = dict(environ_env)
+            if module_path:
                 lookup_env["MODULEPATH"] = ":".join(
-                    filter(None, [module["path"], env.get("MODULEPATH")])
+                    filter(None, [module_path, environ_env.get("MODULEPATH")])
                 )
             found = subprocess.run(
-                [env["LMOD_CMD"], "bash", "is-avail", module["name"]],
+                [env["LMOD_CMD"], "bash", "is-avail", module_name],
                 env=lookup_env,
                 capture_output=True,
                 check=False,
             )
             if found.returncode != 0:
-                missing.append((environ["name"], module["name"]))
+                missing.append((environ["name"], module_name))
     return missing
+
+
+def _modules_of(environ):
+    """(name, path or None) of each module an environment loads: its own and the one
+    of its IOR route (extras 'ior': 'module:NAME')."""
+    for module in environ.get("modules", []):
+        module = module if isinstance(module, dict) else {"name": module}
+        yield module["name"], module.get("path")
+    route = str(environ.get("extras", {}).get("ior", ""))
+    if route.startswith("module:"):
+        yield route.removeprefix("module:"), None
+
+
+def _expand(value, variables):
+    """$NAME and ${NAME} of value from variables (os.path.expandvars reads os.environ)."""
+    return re.sub(
+        r"\$(\w+|\{\w+\})",
+        lambda m: variables.get(m.group(1).strip("{}"), m.group(0)),
+        value,
+    )
 
 
 def resolve_missing_modules(config, system, env):

@@ -192,3 +192,19 @@ def test_the_workloads_file_is_parsed_once_per_version_and_named_when_malformed(
         load_workloads()
     shipped = load_workloads(REPO / "reframe_checks" / "workloads.yaml")
     assert shipped == yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
+
+
+def test_the_ior_route_module_is_looked_up_on_the_environments_modulepath(tmp_path):
+    from cli.runner import LMOD_CMD, modules_not_found
+    from scratchbench.sites import load_site_config
+
+    (tmp_path / "ior-wrapper").mkdir()
+    (tmp_path / "ior-wrapper" / "1.0.lua").write_text('whatis("IOR")\n')
+    config = load_site_config(REPO / "site_configs" / "local.py")
+    openmpi = next(e for e in config["environments"] if e["name"] == "gnu-openmpi")
+    openmpi["extras"] = {"mpi": "openmpi", "ior": "module:ior-wrapper/1.0"}
+    env = {"LMOD_CMD": LMOD_CMD, "PATH": "/usr/bin:/bin", "MODULEPATH": "/nonexistent"}
+    assert modules_not_found(config, "embedded-local", env) == [("gnu-openmpi", "ior-wrapper/1.0")]
+    # the environment's env_vars extend the MODULEPATH the job (and the lookup) sees
+    openmpi["env_vars"] = [["MODULEPATH", f"${{MODULEPATH}}:{tmp_path}"]]
+    assert modules_not_found(config, "embedded-local", env) == []
