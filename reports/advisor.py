@@ -351,12 +351,25 @@ def request_rate(
     REQUEST_ROLES role, measured on one process) where there is one, scaled to the job's
     processes per node as the model scales its smallest requests; else the model's own
     at the smallest request size it measured (its throughput there over that size)."""
+    return rate_of_terms(request_rate_terms(profile, direction, model), stored)
+
+
+def request_rate_terms(
+    profile: Profile, direction: str, model: ss.Model
+) -> tuple[float, float, float]:
+    """What request_rate needs of the model, whatever the stored rate: (its throughput
+    at the smallest request size it measured with the job's processes per node, the
+    same on one process, that size).  Kept per model by the advisor page's cache."""
     smallest = model.measured_range()["size_mean"][0]
     at_job = model.predict(workload_of(profile, smallest, direction, model))
-    if stored is None:
-        return at_job / smallest
     one = model.predict(workload_of(profile, smallest, direction, model, processes=1))
-    return stored.value * at_job / one
+    return at_job, one, smallest
+
+
+def rate_of_terms(terms: Sequence[float], stored: Rate | None) -> float:
+    """request_rate from request_rate_terms and the stored rate (or None)."""
+    at_job, one, smallest = terms
+    return at_job / smallest if stored is None else stored.value * at_job / one
 
 
 def class_seconds(
@@ -379,10 +392,18 @@ def class_seconds(
     if form not in ("max", "sum"):
         raise AdvisorError(f"request cost form: expected 'max' or 'sum', got {form!r}")
     throughput = model.predict(workload_of(profile, size, direction, model))
-    by_bytes = moved / (throughput * profile.nodes)
-    requests = moved / max(size, 1)
     rate = rate or request_rate(profile, direction, model, stored)
-    by_requests = requests / (rate * profile.nodes)
+    return seconds_of(throughput, rate, size, moved, profile.nodes, form)
+
+
+def seconds_of(
+    throughput: float, rate: float, size: float, moved: float, nodes: int, form: str
+) -> tuple[float, bool]:
+    """class_seconds from the predicted throughput (bytes/s per node) and request rate
+    (requests/s per node): the advisor page's cache keeps those per model."""
+    by_bytes = moved / (throughput * nodes)
+    requests = moved / max(size, 1)
+    by_requests = requests / (rate * nodes)
     seconds = max(by_bytes, by_requests) if form == "max" else by_bytes + by_requests
     return seconds, by_requests > by_bytes
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,68 +55,151 @@ def load_classes(path: Path = CLASSES_FILE) -> list[tuple[str, str, Profile]]:
     return out
 
 
-def _grid_throughputs(figures: advisor.TargetFigures) -> dict[str, dict[str, Any]]:
+#: the directions a grid point predicts, in the order the kept terms follow
+DIRECTIONS = ("read", "write")
+
+
+def _grid_profiles() -> list[Profile]:
+    """The form's grid without its request sizes (one Profile per sequential fraction,
+    processes and footprint per node, in the page's order)."""
+    return [
+        Profile(
+            source="form",
+            processes=procs,
+            unique_bytes=unique,
+            consecutive={"read": seq, "write": seq},
+        )
+        for seq in FORM_GRID["sequential_fraction"]
+        for procs in FORM_GRID["processes_per_node"]
+        for unique in FORM_GRID["footprint_per_node"]
+    ]
+
+
+#: per grid profile, a model's terms: request_rate_terms of each direction, then its
+#: throughput at each request size of each direction
+TERMS_PER_PROFILE = 3 * len(DIRECTIONS) + len(DIRECTIONS) * len(FORM_GRID["request_size"])
+
+
+def model_terms(model: ss.Model) -> list[float]:
+    """What the form's grid needs of one model whatever the stored rates (which change
+    every night): TERMS_PER_PROFILE numbers per _grid_profiles() profile, in order."""
+    terms: list[float] = []
+    for profile in _grid_profiles():
+        for d in DIRECTIONS:
+            terms.extend(advisor.request_rate_terms(profile, d, model))
+        for d in DIRECTIONS:
+            terms.extend(
+                model.predict(advisor.workload_of(profile, size, d, model))
+                for size in FORM_GRID["request_size"]
+            )
+    return terms
+
+
+def model_extrapolations(model: ss.Model) -> list[float]:
+    """How far each point of the form's grid lies outside what the model measured, in
+    the grid's order (profile, then request size)."""
+    far = []
+    for profile in _grid_profiles():
+        for size in FORM_GRID["request_size"]:
+            profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
+            far.append(advisor.extrapolation(profile, model)[0])
+    return far
+
+
+def _grid_throughputs(
+    figures: advisor.TargetFigures, kept: "PredictionCache | None" = None
+) -> dict[str, dict[str, Any]]:
     """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...],
     "extrapolation": factor}}: what the models predict at every point of the form's
     grid, newest model first, each the throughput of advisor.class_seconds (requests charged at
     the request rate as the CLI charges them), and how far the point lies outside what
-    the newest model measured."""
+    the newest model measured.  The models' terms come from ``kept`` when given (a
+    night adds one model: only its terms are computed), the stored rates applied here."""
     stored = {
         d: advisor._request_rate_of(figures, role) for d, role in advisor.REQUEST_ROLES.items()
     }
+    models = [m for _, m in figures.models]
+    terms = [kept.terms(m) if kept else model_terms(m) for m in models]
+    far = kept.extrapolations(models[0]) if kept else model_extrapolations(models[0])
+    sizes = FORM_GRID["request_size"]
     out: dict[str, dict[str, Any]] = {}
-    for seq in FORM_GRID["sequential_fraction"]:
-        for procs in FORM_GRID["processes_per_node"]:
-            for unique in FORM_GRID["footprint_per_node"]:
-                profile = Profile(
-                    source="form",
-                    processes=procs,
-                    unique_bytes=unique,
-                    consecutive={"read": seq, "write": seq},
-                )
-                # a request's cost does not depend on its size: once per model
-                rates = {
-                    d: [advisor.request_rate(profile, d, m, stored[d]) for _, m in figures.models]
-                    for d in ("read", "write")
-                }
-                for size in FORM_GRID["request_size"]:
-                    key = f"{size}|{seq:g}|{procs}|{unique}"
-                    out[key] = {
-                        d: [
-                            MIB
-                            / advisor.class_seconds(profile, m, d, size, MIB, stored[d], rate=rate)[
-                                0
-                            ]
-                            for (_, m), rate in zip(figures.models, rates[d])
-                        ]
-                        for d in ("read", "write")
-                    }
-                    profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
-                    out[key]["extrapolation"] = advisor.extrapolation(
-                        profile, figures.models[0][1]
+    for n, profile in enumerate(_grid_profiles()):
+        base = n * TERMS_PER_PROFILE
+        rates = {
+            d: [advisor.rate_of_terms(t[base + 3 * j : base + 3 * j + 3], stored[d]) for t in terms]
+            for j, d in enumerate(DIRECTIONS)
+        }
+        for i, size in enumerate(sizes):
+            seq = profile.consecutive["read"]
+            key = f"{size}|{seq:g}|{profile.processes}|{profile.unique_bytes}"
+            out[key] = {
+                d: [
+                    MIB
+                    / advisor.seconds_of(
+                        t[base + 3 * len(DIRECTIONS) + j * len(sizes) + i],
+                        rate,
+                        size,
+                        MIB,
+                        profile.nodes,
+                        advisor.REQUEST_COST,
                     )[0]
+                    for t, rate in zip(terms, rates[d])
+                ]
+                for j, d in enumerate(DIRECTIONS)
+            }
+            out[key]["extrapolation"] = far[n * len(sizes) + i]
     return out
+
+
+class _UsedPredictions(dict[str, float]):
+    """A model's predictions this build used: those it computed and the kept ones it
+    looked up (Model.predict asks ``key in memo`` first), so the file keeps what the
+    next build asks for and drops the grid points that model_terms now keeps."""
+
+    def __init__(self, kept: object) -> None:
+        super().__init__()
+        self.kept = kept if isinstance(kept, dict) else {}
+
+    def __contains__(self, key: object) -> bool:
+        if super().__contains__(key):
+            return True
+        if isinstance(key, str) and key in self.kept:
+            self[key] = self.kept[key]
+            return True
+        return False
 
 
 class PredictionCache:
     """The models' predictions kept between page builds, in one JSON file under the
     pages' cache directory: a night adds one model per target and environment, and only
     its points are computed (the form's grid is thousands of predictions per model).
-    Keyed by a digest of each model (its curves, regimes and knee) and by the prediction
-    code itself (a changed scratchbench/selfscale.py starts afresh); an unreadable file
-    is rebuilt."""
+    Two parts, both keyed by a digest of each model (its curves, regimes and knee): each
+    model's predictions by point, and its terms on the form's grid (model_terms and
+    model_extrapolations; the stored rates, which change every night, are applied at
+    each build).  The prediction code itself (scratchbench/selfscale.py and the
+    advisor's modules) is part of the key: a change there starts afresh; an unreadable
+    file or entry is rebuilt."""
 
-    CODE = Path(ss.__file__)
+    CODE = (Path(ss.__file__), Path(advisor.__file__), Path(__file__), Path(job_profile.__file__))
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.code = hashlib.sha256(self.CODE.read_bytes()).hexdigest()[:16]
+        digest = hashlib.sha256()
+        for code in self.CODE:
+            digest.update(code.read_bytes())
+        self.code = digest.hexdigest()[:16]
         try:
             kept = json.loads(self.path.read_text())
-            self.models = kept["models"] if kept.get("code") == self.code else {}
+            fresh = kept.get("code") != self.code
+            self.models = {} if fresh else kept["models"]
+            self.grids = {} if fresh else kept["grids"]
+            if not isinstance(self.models, dict) or not isinstance(self.grids, dict):
+                raise TypeError
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            self.models = {}
-        self.used: dict[str, dict[str, float]] = {}
+            self.models, self.grids = {}, {}
+        self.used: dict[str, _UsedPredictions] = {}
+        self.grids_used: dict[str, dict[str, list[float]]] = {}
+        self.digests: dict[int, str] = {}  # id(model) -> its digest, for the models attached
 
     def attach(self, figures: Mapping[str, advisor.TargetFigures]) -> None:
         """Every model of every target (leading and other environments) reads and
@@ -126,15 +209,51 @@ class PredictionCache:
                 fp = hashlib.sha256(
                     json.dumps(model.as_dict(), sort_keys=True).encode()
                 ).hexdigest()[:32]
-                memo = self.used.setdefault(fp, self.models.get(fp, {}))
+                self.digests[id(model)] = fp
+                kept = self.models.get(fp)
+                memo = self.used.setdefault(fp, _UsedPredictions(kept))
                 model.remember_predictions(memo)
 
+    def _kept(
+        self,
+        model: ss.Model,
+        part: str,
+        compute: Callable[[ss.Model], list[float]],
+        length: int,
+    ) -> list[float]:
+        fp = self.digests[id(model)]
+        entry = self.grids_used.setdefault(fp, {})
+        if part not in entry:
+            kept = self.grids.get(fp)
+            found = kept.get(part) if isinstance(kept, dict) else None
+            if isinstance(found, list) and len(found) == length:
+                entry[part] = found
+            else:
+                entry[part] = compute(model)
+        return entry[part]
+
+    def terms(self, model: ss.Model) -> list[float]:
+        """model_terms of an attached model, kept or computed."""
+        return self._kept(model, "terms", model_terms, TERMS_PER_PROFILE * len(_grid_profiles()))
+
+    def extrapolations(self, model: ss.Model) -> list[float]:
+        """model_extrapolations of an attached model, kept or computed."""
+        return self._kept(
+            model,
+            "extrapolation",
+            model_extrapolations,
+            len(_grid_profiles()) * len(FORM_GRID["request_size"]),
+        )
+
     def save(self) -> None:
-        """Only the models this build used (the file does not grow with the history);
-        written whole and renamed, so a build that dies never leaves half a file."""
+        """Only the models and predictions this build used (the file does not grow with
+        the history); written whole and renamed, so a build that dies never leaves half
+        a file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"code": self.code, "models": self.used}))
+        tmp.write_text(
+            json.dumps({"code": self.code, "models": self.used, "grids": self.grids_used})
+        )
         tmp.replace(self.path)
 
 
@@ -166,7 +285,7 @@ def page_data(
                 "figures_from": min(dates) if dates else None,
                 "figures_to": max(dates) if dates else None,
                 "model_dates": [d for d, _ in t.models],
-                "throughput": _grid_throughputs(t) if t.models else {},
+                "throughput": _grid_throughputs(t, cache) if t.models else {},
                 "measured": t.models[0][1].measured_range() if t.models else None,
                 "errors": {role: r.value for role, r in t.errors.items()},
                 "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()},

@@ -468,9 +468,18 @@ class Curve:
 
     def at(self, x: float) -> float:
         """Interpolated throughput at x: straight lines in the parameter's scale (log for
-        sizes and processes) and in log throughput; flat beyond the measured ends."""
+        sizes and processes) and in log throughput; flat beyond the measured ends.  Kept
+        per x (a curve is not changed after it is made): every prediction of a model
+        asks its curves at the focal point, and the advisor's form at a few values."""
         if len(self.xs) == 1:
             return self.ys[0]
+        x = float(x)
+        kept = self.__dict__.setdefault("_at_cache", {})
+        if x not in kept:
+            kept[x] = self._at(x)
+        return kept[x]
+
+    def _at(self, x: float) -> float:
         axis, logs = self._scaled()
         x = min(max(float(x), self.xs[0]), self.xs[-1])
         a = math.log(x) if self.parameter in LOG_SCALE else x

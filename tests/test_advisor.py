@@ -1218,3 +1218,53 @@ def test_the_page_data_kept_between_builds_is_the_same_and_starts_afresh_when_un
             assert advisor_report.page_data(conn, cache_dir=cache) == fresh
     finally:
         conn.close()
+
+
+def _nights_store(path, scales):
+    """A store of one fastfs self-scaling model (and its rates) per night, at ``scales``."""
+    conn = store.connect(path)
+    for night, scale in enumerate(scales):
+        cases = [selfscale_case("fastfs", known_model(scale), 0.08, 0.2)] + rate_cases(
+            "fastfs", scale
+        )
+        store.ingest_report(conn, make_report(f"night{night}", START + night * DAY, cases))
+    return conn
+
+
+def test_the_kept_grid_of_a_changed_model_is_computed_afresh(tmp_path):
+    """The form's grid is kept per model (its terms; the stored rates applied at each
+    build): a build uses the kept terms of an unchanged model and computes afresh those
+    of a model that changed (its digest no longer matches)."""
+    cache = tmp_path / "cache"
+    conn = _nights_store(tmp_path / "first.sqlite", (1.0, 0.8, 1.25))
+    try:
+        assert advisor_report.page_data(conn, cache_dir=cache) == advisor_report.page_data(conn)
+    finally:
+        conn.close()
+    kept_path = cache / "advisor-predictions.json"
+    kept = json.loads(kept_path.read_text())
+    assert len(kept["grids"]) == 3 and all(g["terms"] for g in kept["grids"].values())
+    # every kept throughput doubled (not the request-rate terms that divide them, one
+    # process's and the smallest size): what a build reads from the file shows through
+    rate_terms = 3 * len(advisor_report.DIRECTIONS)
+    for grid in kept["grids"].values():
+        grid["terms"] = [
+            v if i < rate_terms and i % 3 != 0 else 2 * v
+            for n, v in enumerate(grid["terms"])
+            for i in [n % advisor_report.TERMS_PER_PROFILE]
+        ]
+    kept_path.write_text(json.dumps(kept))
+    # the same history but the newest night's model changed (1.3x instead of 1.25x)
+    conn = _nights_store(tmp_path / "changed.sqlite", (1.0, 0.8, 1.3))
+    try:
+        fresh = advisor_report.page_data(conn)["targets"][0]["throughput"]
+        built = advisor_report.page_data(conn, cache_dir=cache)["targets"][0]["throughput"]
+    finally:
+        conn.close()
+    assert built.keys() == fresh.keys()
+    for key, point in fresh.items():
+        for d in ("read", "write"):
+            # the changed (newest) model's column is computed afresh ...
+            assert built[key][d][0] == point[d][0], (key, d)
+            # ... the two unchanged models' columns come from the (doubled) kept terms
+            assert built[key][d][1:] == pytest.approx([2 * v for v in point[d][1:]]), (key, d)
