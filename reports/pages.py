@@ -234,20 +234,23 @@ def headline_table(
 def problems(cases: Sequence[sqlite3.Row], with_target: bool = False) -> dict[str, Any]:
     """Failures and skips of a set of cases, grouped by cause."""
     failed, skipped = defaultdict(list), defaultdict(list)
-    for c in cases:
-        name = (
+
+    def name(c: sqlite3.Row) -> str:
+        return (
             naming.case_words(c)
             + (f" on {c['scratch_target']}" if with_target and c["scratch_target"] else "")
             + (f" [{c['environ']}]" if c["environ"] else "")
         )
+
+    for c in cases:  # named only when listed: a run page's cases mostly passed
         if c["result"] == "skip":
-            skipped[c["skip_reason"] or "no reason given"].append(name)
+            skipped[c["skip_reason"] or "no reason given"].append(name(c))
         elif c["result"] not in ("pass", "success"):
             phase = f"failed in {c['fail_phase']}" if c["fail_phase"] else "failed"
             # a case whose dependency failed (ReFrame's fail_deps) carries that cause
             # as its skip reason: the history keeps no fixtures to show it
             reason = (c["fail_reason"] or c["skip_reason"] or "no reason given").strip()
-            failed[f"{phase}: {reason}"].append(name)
+            failed[f"{phase}: {reason}"].append(name(c))
     counts = Counter(
         "skip"
         if c["result"] == "skip"
@@ -892,8 +895,8 @@ def run_page_data(
 ) -> dict[str, Any]:
     cases = store.run_cases(conn, run["run_id"])
     figures = defaultdict(list)
-    for case_id, value, unit, label, metric, phase, short in store.run_figures(conn, run["run_id"]):
-        figures[case_id].append((label or metric, fmt(value), unit or "", phase if short else None))
+    for case_id, value, label, unit, short in store.run_figures(conn, run["run_id"]):
+        figures[case_id].append((label, fmt(value), unit, short))
     extras = run_extras(run["source"]) if run["source"] else {}
     groups = defaultdict(list)
     for c in cases:
