@@ -49,7 +49,7 @@ import sqlite3
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -234,20 +234,23 @@ def headline_table(
 def problems(cases: Sequence[sqlite3.Row], with_target: bool = False) -> dict[str, Any]:
     """Failures and skips of a set of cases, grouped by cause."""
     failed, skipped = defaultdict(list), defaultdict(list)
-    for c in cases:
-        name = (
+
+    def name(c: sqlite3.Row) -> str:
+        return (
             naming.case_words(c)
             + (f" on {c['scratch_target']}" if with_target and c["scratch_target"] else "")
             + (f" [{c['environ']}]" if c["environ"] else "")
         )
+
+    for c in cases:  # named only when listed: a run page's cases mostly passed
         if c["result"] == "skip":
-            skipped[c["skip_reason"] or "no reason given"].append(name)
+            skipped[c["skip_reason"] or "no reason given"].append(name(c))
         elif c["result"] not in ("pass", "success"):
             phase = f"failed in {c['fail_phase']}" if c["fail_phase"] else "failed"
             # a case whose dependency failed (ReFrame's fail_deps) carries that cause
             # as its skip reason: the history keeps no fixtures to show it
             reason = (c["fail_reason"] or c["skip_reason"] or "no reason given").strip()
-            failed[f"{phase}: {reason}"].append(name)
+            failed[f"{phase}: {reason}"].append(name(c))
     counts = Counter(
         "skip"
         if c["result"] == "skip"
@@ -789,8 +792,29 @@ def _short_mark(phase: float | None) -> str:
     )
 
 
-def _figure_cell(value: str, short: float | None) -> str:
-    return f'<td class="num">{escape(value)}{_short_mark(short)}</td>'
+class _Memo(dict[Any, Any]):
+    """compute(key) of each key computed once, at most LIMIT keys kept: the run pages
+    repeat the same texts (three-digit numbers, variants, environments, parameters) in
+    millions of cells of thousands of pages."""
+
+    LIMIT = 100_000
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        self[key] = value = self.compute(key)
+        return value
+
+
+_ESCAPED = _Memo(escape)
+#: a case's parameters by their stored JSON (shared between pages: never changed)
+_PARAMS = _Memo(lambda text: json.loads(text or "{}"))
+_ROW_START = _Memo(lambda result: f'<tr class="r-{slug(result)}">')
+_EMPTY_FIGURE_CELL = '<td class="num"></td>'
 
 
 def case_rows_html(
@@ -804,6 +828,8 @@ def case_rows_html(
     hundreds of cases and thousands of cells, a full build writes a page per stored run,
     and Jinja's per-cell attribute lookups made that several times slower."""
     out = []
+    escaped = _ESCAPED
+    figure_cells: dict[str, str] = {}  # a figure's cell by its text, when not too short
     for r in rows:
         c = r["case"]
         result = c["result"] or ""
@@ -818,9 +844,10 @@ def case_rows_html(
             result_text = f"{result}{phase}: {c['fail_reason'] or c['skip_reason']}"
         else:
             result_text = result
+        params = r["params"]
         cells = [
             r["variant"],
-            *(r["params"].get(k, "") for k in parameters),
+            *[params.get(k, "") for k in parameters],
             c["environ"] or "",
             c["partition"] or "",
             "" if c["nodes"] is None else c["nodes"],
@@ -828,30 +855,38 @@ def case_rows_html(
             "yes" if c["exclusive"] else "no",
             f"{c['jobid'] or ''} {c['nodelist'] or ''}".strip(),
         ]
-        html = "".join(f"<td>{escape(str(v))}</td>" for v in cells)
-        html += f'<td class="result"{title}>{escape(result_text)}</td>'
-        html += f'<td class="time">{escape(r["time"])}</td>'
+        parts = [f"<td>{escaped[str(v)]}</td>" for v in cells]
+        parts.append(f'<td class="result"{title}>{escaped[result_text]}</td>')
+        parts.append(f'<td class="time">{escaped[r["time"]]}</td>')
         if figure_columns:
-            values = {label: (value, short) for label, value, _, short in r["figures"]}
-            html += "".join(
-                _figure_cell(*values.get(label, ("", None))) for label, _ in figure_columns
-            )
-        else:
+            by_label = {}
+            for label, value, _, short in r["figures"]:
+                if short is None:
+                    cell = figure_cells.get(value)
+                    if cell is None:
+                        cell = figure_cells[value] = f'<td class="num">{escaped[value]}</td>'
+                else:
+                    cell = f'<td class="num">{escaped[value]}{_short_mark(short)}</td>'
+                by_label[label] = cell
+            parts += [by_label.get(label, _EMPTY_FIGURE_CELL) for label, _ in figure_columns]
+        elif r["figures"]:
             listed = "".join(
-                f'<div class="fig">{escape(label)}: <b>{escape(value)}</b> '
-                f"{escape(unit)}{_short_mark(short)}</div>"
-                for label, value, unit, short in r["figures"]
+                [
+                    f'<div class="fig">{escaped[label]}: <b>{escaped[value]}</b> '
+                    f"{escaped[unit]}{_short_mark(short)}</div>"
+                    for label, value, unit, short in r["figures"]
+                ]
             )
-            html += (
+            parts.append(
                 f'<td class="figures"><details><summary>{len(r["figures"])} figures'
                 f"</summary>{listed}</details></td>"
-                if r["figures"]
-                else "<td></td>"
             )
-        html += (
+        else:
+            parts.append("<td></td>")
+        parts.append(
             f'<td><a href="{escape(r["output"])}/">files</a></td>' if r["output"] else "<td></td>"
         )
-        out.append(f'<tr class="r-{slug(result)}">{html}</tr>')
+        out.append(f"{_ROW_START[result]}{''.join(parts)}</tr>")
     return Markup("\n".join(out))
 
 
@@ -860,12 +895,12 @@ def run_page_data(
 ) -> dict[str, Any]:
     cases = store.run_cases(conn, run["run_id"])
     figures = defaultdict(list)
-    for case_id, value, unit, label, metric, phase, short in store.run_figures(conn, run["run_id"]):
-        figures[case_id].append((label or metric, fmt(value), unit or "", phase if short else None))
+    for case_id, value, label, unit, short in store.run_figures(conn, run["run_id"]):
+        figures[case_id].append((label, fmt(value), unit, short))
     extras = run_extras(run["source"]) if run["source"] else {}
     groups = defaultdict(list)
     for c in cases:
-        params = json.loads(c["params"] or "{}")
+        params = _PARAMS[c["params"]]
         extra = extras.get(c["series"], {})
         link = os.path.relpath(extra["output"], out) if extra.get("output") else None
         groups[naming.check_words(c)].append(

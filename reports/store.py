@@ -553,12 +553,14 @@ def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 def run_figures(conn: sqlite3.Connection, run_id: str) -> list[tuple[Any, ...]]:
-    """(case_id, value, unit, label, metric, phase_seconds, too_short) of a run's figures,
-    in the order they were stored (plain tuples: see _tuples)."""
+    """(case_id, value, label or else metric, unit or '', phase_seconds if too_short else
+    None) of a run's figures, in the order they were stored (plain tuples: see _tuples;
+    the choices made here, not per figure in Python: a full build reads a million)."""
     return (
         _tuples(conn)
         .execute(
-            "SELECT f.case_id, f.value, f.unit, f.label, f.metric, f.phase_seconds, f.too_short "
+            "SELECT f.case_id, f.value, COALESCE(NULLIF(f.label, ''), f.metric), "
+            "COALESCE(f.unit, ''), CASE WHEN f.too_short THEN f.phase_seconds END "
             "FROM figures f JOIN cases c ON f.case_id = c.case_id WHERE c.run_id = ? "
             "ORDER BY f.figure_id",
             (run_id,),

@@ -1,6 +1,9 @@
 """The one home of sizes and durations in words and of sizes read from words
 (scratchbench/units.py): what the checks, the SAN, the advisor and the pages say."""
 
+import math
+import random
+
 import pytest
 
 from scratchbench import units
@@ -42,3 +45,33 @@ def test_sizes_read_from_words(text, binary, decimal):
 def test_a_bad_size_is_one_line_naming_it(bad):
     with pytest.raises(ValueError, match=r"^size .*: expected a number of bytes"):
         units.parse_size(bad)
+
+
+def near_rounding_edges():
+    """Floats where three-digit rounding can go either way or change the number of
+    digits: the neighbours of 10**k, of 9.995 * 10**k (rounds up to the next power),
+    of halves (1.005, 1.125, 2.5, 4.5), from 1e-20 to 1e20, and their negatives."""
+    for k in range(-20, 21):
+        for mantissa in (1.0, 9.995, 9.9949999, 9.9999999, 1.005, 1.125, 1.115, 2.5, 4.5, 9.5):
+            x = y = float(f"{mantissa}e{k}")
+            for _ in range(4):
+                yield from (x, y, -x, -y)
+                x, y = math.nextafter(x, math.inf), math.nextafter(y, -math.inf)
+
+
+def test_number_short_way_writes_what_the_general_rule_writes():
+    """number() takes a short way for the floats a page build formats a million of;
+    every value must read exactly as the general rule writes it."""
+    rng = random.Random(29)
+    values = [
+        *near_rounding_edges(),
+        *(rng.uniform(-1, 1) * 10 ** rng.uniform(-20, 20) for _ in range(50_000)),
+        *(round(rng.uniform(0, 2000), rng.randint(0, 4)) for _ in range(10_000)),
+        0.0, -0.0, 1e-4, 0.99995e-4, 1e15, 999.5, 99.95, 0.9995, 5e-324, 1e300,
+        math.nan, math.inf, -math.inf, 0, 7, -1234567, 10**20, True, None, "shared-dir",
+    ]  # fmt: skip
+    differing = [(v, units.number(v), units._number_any(v)) for v in values]
+    differing = [d for d in differing if d[1] != d[2]]
+    assert not differing, differing[:5]
+    assert units.number(-18364.2) == "-18,400" and units.number(0.00012345) == "0.000123"
+    assert units.number(9.9951) == "10" and units.number(-0.9996) == "-1"
