@@ -8,10 +8,10 @@ and append-only.
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
+import string
 import subprocess
 import sys
 import time
@@ -200,11 +200,7 @@ def _modules_of(environ):
 
 def _expand(value, variables):
     """$NAME and ${NAME} of value from variables (os.path.expandvars reads os.environ)."""
-    return re.sub(
-        r"\$(\w+|\{\w+\})",
-        lambda m: variables.get(m.group(1).strip("{}"), m.group(0)),
-        value,
-    )
+    return string.Template(value).safe_substitute(variables)
 
 
 def resolve_missing_modules(config, system, env):
