@@ -572,26 +572,32 @@ def acceptance(
     b, a = _runs_of(conn, before_ids), _runs_of(conn, after_ids)
     configuration = fs_diary.acceptance_sides(conn, before_ids, after_ids)
     conn.close()
-    figures = []
-    for key in sorted(set(b) & set(a)):
-        series, metric = key
-        if b[key]["better"] not in verdicts.BETTER:
-            continue  # the check does not say which way is better: nothing to decide
-        v = verdicts.acceptance(
-            b[key]["runs"],
-            a[key]["runs"],
-            b[key]["better"],
-            series=series,
-            metric=metric,
+    keys = [k for k in sorted(set(b) & set(a)) if b[k]["better"] in verdicts.BETTER]
+    # (a figure whose check does not say which way is better has nothing to decide)
+    arguments = {
+        key: dict(
+            before_runs=b[key]["runs"],
+            after_runs=a[key]["runs"],
+            better=b[key]["better"],
+            series=key[0],
+            metric=key[1],
             unit=b[key]["unit"] or "",
         )
-        shortest = min(
-            b[key].get("shortest_phase", math.inf), a[key].get("shortest_phase", math.inf)
-        )
-        if shortest < math.inf:
+        for key in keys
+    }
+    shortest = {
+        key: min(b[key].get("shortest_phase", math.inf), a[key].get("shortest_phase", math.inf))
+        for key in keys
+    }
+    judged = [key for key in keys if shortest[key] == math.inf]
+    decided = dict(zip(judged, verdicts.acceptance_together([arguments[k] for k in judged])))
+    figures = []
+    for key in keys:
+        v = decided.get(key) or verdicts.acceptance(**arguments[key])
+        if key not in decided:
             # shown with its change, never called better or worse
             v.verdict = "too short to trust"
-            v.detail = f"not judged: {too_short_words(shortest)} in a run ({v.detail})"
+            v.detail = f"not judged: {too_short_words(shortest[key])} in a run ({v.detail})"
         figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
     if not figures:
         raise ConfigError(

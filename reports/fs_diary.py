@@ -320,6 +320,14 @@ def acceptance_sides(
     return out
 
 
+def _value_shown(label: str, value: Any, absent: str) -> str:
+    """A configuration value as shown; an option a run did not find set is at the file
+    system's default (a no-op change that sets it to that value reads "(default) -> on")."""
+    if value is not None and value != "":
+        return str(value)
+    return "(default)" if label.startswith("option ") else absent
+
+
 def acceptance_lines(sides: Iterable[Mapping[str, Any]]) -> list[str]:
     """The configuration difference in words for `verdict acceptance` (CLI)."""
     lines = []
@@ -329,7 +337,7 @@ def acceptance_lines(sides: Iterable[Mapping[str, Any]]) -> list[str]:
             lines.append(
                 f"  configuration of {side['target']}: "
                 + "; ".join(
-                    f"{k}: {b if b is not None else '(none)'} -> {a if a is not None else '(none)'}"
+                    f"{k}: {_value_shown(k, b, '(none)')} -> {_value_shown(k, a, '(none)')}"
                     for k, b, a in changed
                 )
             )
@@ -353,8 +361,8 @@ def acceptance_table(sides: Iterable[Mapping[str, Any]]) -> str:
             for label, b, a, differs in side["rows"]:
                 cls = ' class="differs"' if differs else ""
                 parts.append(
-                    f"<tr{cls}><th>{_esc(label)}</th><td>{_esc(b or '')}</td>"
-                    f"<td>{_esc(a or '')}</td></tr>"
+                    f"<tr{cls}><th>{_esc(label)}</th><td>{_esc(_value_shown(label, b, ''))}</td>"
+                    f"<td>{_esc(_value_shown(label, a, ''))}</td></tr>"
                 )
             parts.append("</tbody></table>")
         for p in side["problems"]:

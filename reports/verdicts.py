@@ -108,6 +108,9 @@ ACCEPTANCE_POWER = 0.8
 # significant, is "no significant change" (a trace log written by the same cores made a
 # node-local figure 6.5% slower once while the SAN's writes lost 50-75%).
 ACCEPTANCE_MIN_EFFECT = 0.10
+# A share (a figure in %) must also move this many percentage points: open and close
+# taking 0.02% of a write instead of 0.01% is -50% and nothing an admin acts on.
+ACCEPTANCE_MIN_POINTS = 1.0
 MIN_RUNS = 2  # a side needs 2 runs to measure its run-to-run spread
 
 # Labels, in order of precedence.
@@ -146,8 +149,9 @@ ACCEPTANCE_METHOD = (
     "each run summarised by the median of its repetitions; "
     f"{methods.COMPARISON} on the runs (logarithms for positive figures), alpha "
     f"{ACCEPTANCE_ALPHA:.0%}, {1 - ACCEPTANCE_ALPHA:.0%} CI of the change; "
-    f"better or worse only when significant and a change of at least "
-    f"{ACCEPTANCE_MIN_EFFECT:.0%}"
+    f"better or worse only when significant after the Benjamini-Hochberg adjustment over "
+    f"the figures judged together and a change of at least {ACCEPTANCE_MIN_EFFECT:.0%} "
+    f"(and {ACCEPTANCE_MIN_POINTS:g} percentage point for a share)"
 )
 
 
@@ -1144,6 +1148,8 @@ class AcceptanceVerdict:
     ci_low: Optional[float] = None  # 95% CI of relative_change
     ci_high: Optional[float] = None
     p_value: Optional[float] = None  # Welch's t-test on the runs' medians
+    p_adjusted: Optional[float] = None  # Benjamini-Hochberg, over the figures judged together
+    judged_together: int = 1  # how many figures that adjustment covers
     effect_size: Optional[float] = None  # Hedges' g: change / run-to-run spread
     mean_before: Optional[float] = None  # the runs' means the test compares (log
     mean_after: Optional[float] = None  # scale: geometric), whose change is shown
@@ -1164,15 +1170,18 @@ def acceptance(
     unit: str = "",
     alpha: float = ACCEPTANCE_ALPHA,
     min_effect: float = ACCEPTANCE_MIN_EFFECT,
+    p_adjusted: float | None = None,
+    judged_together: int = 1,
 ) -> AcceptanceVerdict:
     """Before/after verdict of one figure from its runs.
 
     before_runs, after_runs: one list of repetitions per run (a run without
     repetitions is a list of one value).  Each run counts once, summarised by its
     median; repetitions never count as independent samples.  Better or worse needs
-    both p < alpha and a relative change of at least min_effect (the practical
-    minimum); a figure whose median before is 0 has no relative change and is decided
-    on significance alone.
+    both p < alpha (p_adjusted in its place when given: see acceptance_together) and a
+    relative change of at least min_effect (the practical minimum; a share in % must
+    also move ACCEPTANCE_MIN_POINTS); a figure whose median before is 0 has no relative
+    change and is decided on significance alone.
     """
     _check_better(better)
     before_runs, after_runs = list(before_runs), list(after_runs)
@@ -1233,23 +1242,61 @@ def acceptance(
         j = 1 - 3 / (4 * (len(a) + len(b)) - 9)  # Hedges' small-sample correction
         v.effect_size = diff / pooled * j if pooled > 0 else None
     v.ci_low, v.ci_high = relative(low), relative(high)
-    significant = v.p_value < alpha
-    too_small = (
-        significant and v.relative_change is not None and abs(v.relative_change) < min_effect
-    )
+    if p_adjusted is not None:
+        v.p_adjusted, v.judged_together = float(p_adjusted), judged_together
+    significant = (v.p_value if v.p_adjusted is None else v.p_adjusted) < alpha
+    too_small = _too_small_words(v, min_effect) if significant else ""
     direction = 1 if better == "higher" else -1
     if significant and not too_small:
         v.verdict = "better" if diff * direction > 0 else "worse"
     else:
         v.verdict = "no significant change"
-    v.detail = _comparison_words(v, b, a, log, low, high, unit_s, alpha)
-    if too_small:
-        v.detail += (
-            f"; significant, but smaller than the {min_effect:.0%} an acceptance counts as a change"
-        )
+    v.detail = _comparison_words(v, b, a, log, low, high, unit_s, alpha) + too_small
     if pooled > 0:
         _resolution(v, b, a, log, base, pooled, relative, significant, alpha, min_effect)
     return v
+
+
+def _too_small_words(v: AcceptanceVerdict, min_effect: float) -> str:
+    """Why a significant change is still no change an admin acts on ("" when it is one):
+    under min_effect, or a share in % that moved less than ACCEPTANCE_MIN_POINTS."""
+    assert v.mean_before is not None and v.mean_after is not None
+    if v.unit == "%" and abs(v.mean_after - v.mean_before) < ACCEPTANCE_MIN_POINTS:
+        return (
+            f"; significant, but smaller than the {ACCEPTANCE_MIN_POINTS:g} percentage point "
+            "a share must move to count as a change"
+        )
+    if v.relative_change is not None and abs(v.relative_change) < min_effect:
+        return (
+            f"; significant, but smaller than the {min_effect:.0%} an acceptance counts as a change"
+        )
+    return ""
+
+
+def acceptance_together(
+    figures: Sequence[dict[str, Any]], alpha: float = ACCEPTANCE_ALPHA
+) -> list[AcceptanceVerdict]:
+    """Verdicts of the figures of one acceptance, judged together.
+
+    figures: the keyword arguments of acceptance() for each figure.  An acceptance
+    judges tens to thousands of figures at once; at alpha each, an unchanged file system
+    would get a false "better" or "worse" on about alpha of them.  Benjamini-Hochberg
+    (SciPy's false_discovery_control) adjusts every p-value for the figures judged
+    together: with nothing changed, any false verdict at all has a chance of at most
+    alpha, and among the figures called changed at most a share alpha is expected to be
+    false.  A figure alone is judged on its own p.
+    """
+    first = [acceptance(**f, alpha=alpha) for f in figures]
+    tested = [i for i, v in enumerate(first) if v.p_value is not None]
+    if len(tested) < 2:
+        return first
+    adjusted = stats.false_discovery_control([first[i].p_value for i in tested], method="bh")
+    verdicts = list(first)
+    for i, q in zip(tested, adjusted):
+        verdicts[i] = acceptance(
+            **figures[i], alpha=alpha, p_adjusted=float(q), judged_together=len(tested)
+        )
+    return verdicts
 
 
 def _comparison_words(v, b, a, log, low, high, unit_s, alpha):
@@ -1269,7 +1316,13 @@ def _comparison_words(v, b, a, log, low, high, unit_s, alpha):
     return (
         f"{average} of {len(b)} run(s) {_fmt(v.mean_before)} -> of {len(a)} "
         f"run(s) {_fmt(v.mean_after)}{unit_s} ({change}, {1 - alpha:.0%} CI "
-        f"{interval}, Welch p={v.p_value:.3g})"
+        f"{interval}, Welch p={v.p_value:.3g}"
+        + (
+            f", {v.p_adjusted:.3g} adjusted for the {v.judged_together} figures judged together"
+            if v.p_adjusted is not None and v.judged_together > 1
+            else ""
+        )
+        + ")"
     )
 
 

@@ -161,10 +161,13 @@ def test_the_acceptance_verdict_shows_the_configuration_before_and_after(after_c
     assert page.is_file(), said
     html = page.read_text()
     assert html.index("Configuration before and after") < html.index("Per figure")
-    assert '<tr class="differs"><th>option performance.write-behind</th><td></td><td>off' in html
+    assert (
+        '<tr class="differs"><th>option performance.write-behind</th><td>(default)</td><td>off'
+        in html
+    )
     if verdict.returncode in (0, 1):
         assert (
-            "configuration of sanscratch: option performance.write-behind: (none) -> off"
+            "configuration of sanscratch: option performance.write-behind: (default) -> off"
             in verdict.stdout
         )
 

@@ -312,6 +312,62 @@ def test_acceptance_needs_a_practical_minimum_change():
     assert strict.verdict == "worse"
 
 
+def test_a_share_must_move_a_percentage_point():
+    """Open and close taking 0.02% of a write instead of 0.01% is -50% and significant
+    with little spread, but nothing an admin acts on; 30% -> 20% is."""
+    before = [[0.020], [0.021], [0.019], [0.020]]
+    tiny = verdicts.acceptance(before, [[0.010], [0.011], [0.009], [0.010]], "lower", unit="%")
+    assert tiny.p_value < 0.001 and tiny.relative_change < -0.4
+    assert tiny.verdict == "no significant change"
+    assert "smaller than the 1 percentage point a share must move" in tiny.detail
+    large = verdicts.acceptance(
+        [[30.0], [31.0], [29.0]], [[20.0], [21.0], [19.0]], "lower", unit="%"
+    )
+    assert large.verdict == "better"
+    # the same numbers in another unit are a change
+    ops = verdicts.acceptance(before, [[0.010], [0.011], [0.009], [0.010]], "lower", unit="s")
+    assert ops.verdict == "better"
+
+
+def test_figures_judged_together_share_one_false_verdict_budget():
+    """With nothing changed, 20 figures judged one by one at 5% give at least one false
+    'better' or 'worse' in most acceptances (1 - 0.95**20 = 64%); judged together
+    (Benjamini-Hochberg) in at most 5%.  A real change is still found beside them."""
+    rng = np.random.default_rng(24)
+
+    def figure(level, before_level=1000.0):
+        return dict(
+            before_runs=runs(rng, 3, 1, before_level, run_cv=0.15, rep_cv=0.0),
+            after_runs=runs(rng, 3, 1, level, run_cv=0.15, rep_cv=0.0),
+            better="higher",
+        )
+
+    trials, alone, together = 100, 0, 0
+    for _ in range(trials):
+        figures = [figure(1000.0) for _ in range(20)]
+        alone += any(verdicts.acceptance(**f).verdict != "no significant change" for f in figures)
+        together += any(
+            v.verdict != "no significant change" for v in verdicts.acceptance_together(figures)
+        )
+    print(f"false verdicts in {trials} acceptances: {alone} alone, {together} together")
+    assert alone > 0.4 * trials
+    assert together <= 0.1 * trials  # 5% and the simulation's spread
+    changed = dict(
+        before_runs=[[1000.0], [1010.0], [990.0]],
+        after_runs=[[400.0], [404.0], [396.0]],
+        better="higher",
+    )
+    figures = [changed] + [figure(1000.0) for _ in range(7)]
+    judged = verdicts.acceptance_together(figures)
+    assert judged[0].verdict == "worse" and judged[0].judged_together == 8
+    assert judged[0].p_adjusted >= judged[0].p_value
+    assert "adjusted for the 8 figures judged together" in judged[0].detail
+    assert [v.verdict for v in judged[1:]].count("no significant change") >= 6
+    # a figure alone is judged on its own p
+    (alone_v,) = verdicts.acceptance_together([changed])
+    assert alone_v.p_adjusted is None and "adjusted" not in alone_v.detail
+
+
 def test_acceptance_counts_runs_not_repetitions():
     rng = np.random.default_rng(8)
     # One run of 8 repetitions a side: the old verdict decided 79% of the time with no

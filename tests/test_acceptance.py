@@ -1,0 +1,152 @@
+"""The acceptance job of BRIEF section 1, end to end (issue 24 section 4).
+
+On a real 1-node embedded cluster with its GlusterFS SAN: 3 runs of a small acceptance
+set before a change, a no-op change (an option set to the value it has) and 3 runs, a
+real change through `scratchbench cluster san --set` and 3 runs after, and
+`scratchbench verdict acceptance` over each pair, as the README's walk-through does it.
+
+The set: IOTest file per process on both targets of the node (the SAN and the
+node-local disk), 2 ranks x 64 MiB in 4 KiB O_DIRECT records, so that every timed phase
+lasts the 0.5 s a figure needs on this machine's disk.  The change (CHANGE): the
+GlusterFS client's write-behind off.  Each 4 KiB write then waits for the brick: the
+SAN's writes lose about half (measured: 55-61 -> 21-26 MiB/s), repeatably, while its
+reads and the node-local disk are untouched.
+"""
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, reachable_tmpdir, scratchbench
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
+
+CHECKS = ["--name", "KernelIOTest.*fpp-posix", "--environ", "gnu-openmpi"]
+SMALL_IOTEST = {
+    "nr": 512,
+    "nc": 16384,
+    "niter": 1,
+    "reps": 2,
+    "nodes": 1,
+    "tasks_per_node": "cores",
+    "cache": "direct",
+    "time_limit": "5m",
+}
+OPTION = "performance.write-behind"
+RUNS_A_SIDE = 3
+
+
+@pytest.fixture(scope="module")
+def home():
+    """A SCRATCHBENCH_HOME with a 1-node cluster and a small `acceptance` workload."""
+    path = reachable_tmpdir("scratchbench-acceptance-")
+    workloads = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
+    workloads["iotest"]["acceptance"] = SMALL_IOTEST
+    (path / "workloads.yaml").write_text(yaml.safe_dump(workloads))
+    env = {"SCRATCHBENCH_HOME": str(path), "SCRATCHBENCH_WORKLOADS": str(path / "workloads.yaml")}
+    try:
+        up = scratchbench("cluster", "up", "--nodes", "1", "--san-brick-size", "1g", env=env)
+        assert up.returncode == 0, up.stderr
+        status = json.loads(scratchbench("cluster", "status", "--json", env=env).stdout)
+        if status["san"].get("kind") != "glusterfs":
+            pytest.fail(f"no GlusterFS SAN: {status['san'].get('reason')}")
+        yield env
+    finally:
+        scratchbench("cluster", "down", env=env)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def runs(env, note):
+    for i in range(RUNS_A_SIDE):
+        result = scratchbench(
+            "run",
+            "--tag",
+            "acceptance",
+            *CHECKS,
+            "--serial",
+            "--no-start",
+            "--note",
+            note,
+            env=env,
+            timeout=600,
+        )
+        assert result.returncode == 0, f"run {i + 1} '{note}':\n{result.stdout}\n{result.stderr}"
+
+
+def verdict(env, before, after, out):
+    said = scratchbench(
+        "verdict",
+        "acceptance",
+        "--before",
+        f"tag:acceptance,note:{before}",
+        "--after",
+        f"tag:acceptance,note:{after}",
+        "--out",
+        out,
+        env=env,
+    )
+    print(said.stdout, said.stderr)
+    return said, json.loads(Path(out).read_text())
+
+
+def by_target(result):
+    figures = {"sanscratch": {}, "localscratch": {}}
+    for f in result["figures"]:
+        target = "sanscratch" if "sanscratch" in f["series"] else "localscratch"
+        assert target in f["series"], f["series"]
+        figures[target][f["metric"]] = f
+    return figures
+
+
+def test_acceptance_of_a_real_change_and_of_a_no_op(home, tmp_path):
+    started = time.monotonic()
+    runs(home, "CHG-24 before")
+
+    current = json.loads(scratchbench("cluster", "san", "--json", env=home).stdout)
+    value = current["options"].get(OPTION, "on")
+    same = scratchbench("cluster", "san", "--set", f"{OPTION}={value}", env=home)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.strip() == f"volume option {OPTION}: {value} -> {value}"
+    runs(home, "CHG-24 no-op")
+    said, noop = verdict(home, "CHG-24 before", "CHG-24 no-op", tmp_path / "noop.json")
+    assert said.returncode == 0, said.stdout + said.stderr
+    assert len(noop["figures"]) == 8, said.stdout
+    assert noop["no_significant_change"] == len(noop["figures"]), said.stdout
+    # the no-op is recorded: an option at its default, now set to the same value
+    assert f"option {OPTION}: (default) -> {value}" in said.stdout
+
+    changed = scratchbench("cluster", "san", "--set", f"{OPTION}=off", env=home)
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.strip() == f"volume option {OPTION}: {value} -> off"
+    runs(home, "CHG-24 after")
+    said, result = verdict(home, "CHG-24 no-op", "CHG-24 after", tmp_path / "after.json")
+    # the configuration difference, above the figures
+    assert f"option {OPTION}: {value} -> off" in said.stdout
+    figures = by_target(result)
+    assert len(figures["sanscratch"]) == 4 and len(figures["localscratch"]) == 4, said.stdout
+    for metric in ("write_bw", "write_bw_worst"):
+        f = figures["sanscratch"][metric]
+        assert f["verdict"] == "worse", f["detail"]
+        assert f["ci_high"] < 0 and f["relative_change"] < -0.3, f["detail"]
+        assert f["effect_size"] is not None and f["effect_size"] < 0
+        # what the admin reads: the change, its interval, the test
+        line = next(ln for ln in said.stdout.splitlines() if f["name"] in ln)
+        assert line.lstrip().startswith("worse") and "95% CI" in line and "Welch p=" in line
+    unaffected = [
+        figures["sanscratch"]["read_bw"],
+        figures["sanscratch"]["open_close_share"],
+        *figures["localscratch"].values(),
+    ]
+    for f in unaffected:
+        assert f["verdict"] == "no significant change", f["detail"]
+    # exit codes as documented: 1 when a figure is worse
+    assert said.returncode == 1, said.stdout + said.stderr
+    assert f"{result['worse']} worse" in said.stdout and result["worse"] == 2
+    page = (tmp_path / "after.html").read_text()
+    assert OPTION in page and "worse" in page
+    print(f"acceptance job: {time.monotonic() - started:.0f} s")
