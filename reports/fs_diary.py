@@ -256,12 +256,23 @@ def diary_section(conn: sqlite3.Connection, target: str, run_page: Callable[[str
             f'<li><b>{_esc(e["date"])}</b> <a href="{_esc(run_page(e["run_id"]))}">'
             f"{_esc(e['words'])}</a>{what}</li>"
         )
-    line = " -> ".join(f"{e['date']} {e['words']}" for e in entries)
     return Markup(
         '<section class="diary"><h2>Diary</h2><p class="sub">What this file '
         "system was, dated where it changed (the history plots mark these "
-        f"dates): {_esc(line)}</p><ul>{''.join(items)}</ul></section>"
+        f"dates): {_esc(diary_line(entries))}</p><ul>{''.join(items)}</ul></section>"
     )
+
+
+def diary_line(entries: Sequence[Mapping[str, Any]]) -> str:
+    """'2026-11-24 2 servers, no stripes -> 2026-11-26 4 servers, 4 MiB shards': each
+    entry as its summary, or as what changed where the summary reads the same (an
+    option, which the summary leaves out)."""
+    parts, shown = [], None
+    for e in entries:
+        same = e["words"] == shown and e["change_words"]
+        parts.append(f"{e['date']} {e['change_words'] if same else e['words']}")
+        shown = e["words"]
+    return " -> ".join(parts)
 
 
 # ---- acceptance ----------------------------------------------------------------------

@@ -146,6 +146,12 @@ def test_pages_show_the_diary_the_marks_and_the_run_s_file_systems(after_change)
     fs_page = (pages / "fs-sanscratch.html").read_text()
     assert '<section class="diary"><h2>Diary</h2>' in fs_page
     assert "option performance.write-behind to off" in fs_page
+    # the dated line names the change, not twice the same summary
+    line = fs_page.split('<section class="diary"><h2>Diary</h2><p class="sub">')[1].split("</p>")[0]
+    assert line.count(" -&gt; ") >= 1, line
+    assert line.rsplit(" -&gt; ", 1)[1].endswith(
+        "changed option performance.write-behind to off"
+    ), line
     # the history plots mark the change's date
     assert '"dash":"dot"' in fs_page and MARK in fs_page
     run_page = (pages / f"run-{after_change['run_id']}.html").read_text()
