@@ -5,6 +5,8 @@ ReFrame.  Each test session gets its own SCRATCHBENCH_HOME and its own ports, an
 daemon a fixture starts is stopped at the end, failures included.
 """
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -97,6 +99,25 @@ def reachable_tmpdir(prefix):
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     os.chmod(path, 0o755)
     return path
+
+
+@contextlib.contextmanager
+def one_node_san(name):
+    """(SCRATCHBENCH_HOME, its env) with a 1-node cluster and its GlusterFS SAN (1 GiB
+    bricks), stopped and removed after; fails when GlusterFS cannot run.  The home is
+    /tmp/scratchbench-NAME-*, a prefix .ci/run's clean-up knows."""
+    path = reachable_tmpdir(f"scratchbench-{name}-")
+    env = {"SCRATCHBENCH_HOME": str(path)}
+    try:
+        up = scratchbench("cluster", "up", "--nodes", "1", "--san-brick-size", "1g", env=env)
+        assert up.returncode == 0, up.stderr
+        status = json.loads(scratchbench("cluster", "status", "--json", env=env).stdout)
+        if status["san"].get("kind") != "glusterfs":
+            pytest.fail(f"no GlusterFS SAN: {status['san'].get('reason')}")
+        yield path, env
+    finally:
+        scratchbench("cluster", "down", env=env)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

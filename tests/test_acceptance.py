@@ -15,14 +15,13 @@ reads and the node-local disk are untouched.
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO, reachable_tmpdir, scratchbench
+from conftest import REPO, one_node_san, scratchbench
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
 
@@ -44,21 +43,11 @@ RUNS_A_SIDE = 3
 @pytest.fixture(scope="module")
 def home():
     """A SCRATCHBENCH_HOME with a 1-node cluster and a small `acceptance` workload."""
-    path = reachable_tmpdir("scratchbench-acceptance-")
-    workloads = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
-    workloads["iotest"]["acceptance"] = SMALL_IOTEST
-    (path / "workloads.yaml").write_text(yaml.safe_dump(workloads))
-    env = {"SCRATCHBENCH_HOME": str(path), "SCRATCHBENCH_WORKLOADS": str(path / "workloads.yaml")}
-    try:
-        up = scratchbench("cluster", "up", "--nodes", "1", "--san-brick-size", "1g", env=env)
-        assert up.returncode == 0, up.stderr
-        status = json.loads(scratchbench("cluster", "status", "--json", env=env).stdout)
-        if status["san"].get("kind") != "glusterfs":
-            pytest.fail(f"no GlusterFS SAN: {status['san'].get('reason')}")
-        yield env
-    finally:
-        scratchbench("cluster", "down", env=env)
-        shutil.rmtree(path, ignore_errors=True)
+    with one_node_san("acceptance") as (path, env):
+        workloads = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
+        workloads["iotest"]["acceptance"] = SMALL_IOTEST
+        (path / "workloads.yaml").write_text(yaml.safe_dump(workloads))
+        yield dict(env, SCRATCHBENCH_WORKLOADS=str(path / "workloads.yaml"))
 
 
 def runs(env, note):

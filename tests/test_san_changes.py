@@ -10,12 +10,11 @@ keeps it; bad input and a change during a run are refused in one line, changing 
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import VENV_BIN, reachable_tmpdir, run, scratchbench
+from conftest import VENV_BIN, one_node_san, run, scratchbench
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
 
@@ -23,18 +22,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster 
 @pytest.fixture(scope="module")
 def home():
     """A SCRATCHBENCH_HOME with a 1-node cluster whose volume these tests change."""
-    path = reachable_tmpdir("sb-sanchange-")
-    env = {"SCRATCHBENCH_HOME": str(path)}
-    try:
-        up = scratchbench("cluster", "up", "--nodes", "1", "--san-brick-size", "1g", env=env)
-        assert up.returncode == 0, up.stderr
-        status = json.loads(scratchbench("cluster", "status", "--json", env=env).stdout)
-        if status["san"].get("kind") != "glusterfs":
-            pytest.fail(f"no GlusterFS SAN: {status['san'].get('reason')}")
+    with one_node_san("sanchange") as (path, _):
         yield path
-    finally:
-        scratchbench("cluster", "down", env=env)
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def sb(home, *args):
