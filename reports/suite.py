@@ -11,10 +11,13 @@ several false alarms every night.  This layer decides what is *notified*:
 2. **Groups.**  Figures that move together (a check's figures on one target, system
    and environment) form a group; the group's series is the mean of its members'
    standardised residuals.  Its spread is measured from its own history, so members
-   that share a job's conditions count as fewer independent figures.
+   that share a job's conditions count as fewer independent figures.  One history's
+   night-to-night correlation is too rough for the far tail the suite works in: a
+   figure's is at least its group's median, a group's at least its members' median.
 3. **One family, one budget.**  Every group series, every figure alone and the run
    effect are scanned for a recent change of level (the newest k runs against the
-   runs before them, k in ``SCAN``); the tests share a suite-wide budget of
+   runs before them, k in ``SCAN``), each judged by the spread of the runs before it
+   (a change's own nights would count as noise and hide it); the tests share a suite-wide budget of
    ``SUITE_ALPHA`` false notifications a night, split Bonferroni-wise (groups get
    ``GROUP_SHARE`` of it, single figures the rest), with a t quantile for the spread
    estimated from the history.  So at most about 0.7 false notifications a week,
@@ -41,7 +44,9 @@ from reports import verdicts
 SUITE_ALPHA = 0.1  # false notifications per night over the whole suite
 GROUP_SHARE = 0.8  # of it for group series (the rest: single figures, run effect)
 SCAN = (2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30)  # newest k runs tested
-REFERENCE = 30  # runs right before the newest k: the level compared with
+REFERENCE = 60  # runs right before the newest k: the level compared with
+NOISE_BEFORE = (2, 3, 5, 8)  # the newest k are judged by the spread of the runs before
+#   the newest 2, 3, 5 or 8 (the first that covers them; 8 for larger k)
 MIN_REFERENCE = 8  # ... at least this many
 LOOK_BACK = 7  # an alert is news unless one of the 7 nights before had it
 MAX_CORRELATION = verdicts.MAX_CORRELATION
@@ -54,7 +59,8 @@ SUITE_GROUP = "the whole suite"  # the run effect's own group
 METHOD = (
     "suite layer: each run's common shift (median over figures) removed and tested; "
     "figures grouped by check, target, system and environment; every group, figure "
-    "and the run effect scanned for a change in the newest 2-30 runs; one "
+    "and the run effect scanned for a change in the newest 2-30 runs, judged by the "
+    "spread of the nights before them; one "
     "Bonferroni budget for the whole suite; an alert is notified once"
 )
 FALSE_NOTIFICATIONS = (
@@ -174,7 +180,7 @@ def _level_start(body, sigma):
 
 
 def _noise(t):
-    """Marginal spread, AR(1) correlation, degrees of freedom and level start of tamed
+    """Marginal spread, AR(1) correlation, runs used and level start of tamed
     series t (rows), from all but the newest 2 runs, with the per-figure verdicts'
     estimator (``verdicts._noise``: residuals around the levels, the correlation from
     deviations around local levels, mapped back to AR(1)); missing nights take their
@@ -194,33 +200,55 @@ def _noise(t):
     # The lag-1 estimate is biased low by about (1 + 4 phi) / n (Kendall): corrected,
     # since the suite's thresholds sit far in the tail.
     phi = np.clip(phi + (1 + 4 * phi) / np.maximum(used, 1), 0.0, MAX_CORRELATION)
-    # About n (1 - phi) / (1 + phi) independent runs, less a mean per level.
-    df = np.maximum(used * (1 - phi) / (1 + phi) - 1 - (start > 0), 2.0)
-    return np.sqrt(s2), phi, df, start
+    return np.sqrt(s2), phi, used, start
 
 
-def _scan(series, floor=0.0):
-    """z of the newest k runs against the REFERENCE runs before them, for k in SCAN, each
-    way: (z down, z up, change down, change up (rows x len(SCAN), on the series'
-    scale), degrees of freedom of the spread, spread).  nan where a k does not fit or
-    the newest run is missing.
+def _degrees(used, phi, start):
+    """Degrees of freedom of a spread from ``used`` runs: about n (1 - phi) / (1 + phi)
+    independent runs, less a mean per level."""
+    return np.maximum(used * (1 - phi) / (1 + phi) - 1 - (start > 0), 2.0)
+
+
+def _scan(series, floor=0.0, pool=None, phi_floor=None):
+    """z of the newest k runs against up to REFERENCE runs before them, for k in SCAN,
+    each way: (z down, z up, change down, change up (rows x len(SCAN), on the series'
+    scale), degrees of freedom of the spread (rows x len(SCAN)), spread and correlation
+    from the runs before the newest 8 (or as many as the history allows)).  nan where a k does not fit or the
+    newest run is missing.
+
+    The spread and correlation that judge the newest k runs are measured on the runs
+    before them (``NOISE_BEFORE``): a change's own runs would otherwise count as noise
+    and hide it.  One history's correlation is too rough an estimate for the tail the
+    suite works in, so a row's correlation is at least the median of its ``pool``'s
+    (a group index per row: figures of one job share its nights) and at least its
+    ``phi_floor``.
 
     One bad night makes no change: the worst newest run (the best, upwards) is left out
     when it lies LEAVE_OUT_Z spreads beyond the mean of the other newest runs (as the
     per-figure scan does); a real change moves the newest runs together."""
     m, n = series.shape
     t = _tame(series)
-    sigma, phi, df, level_start = _noise(t)
-    sigma = np.where(np.isfinite(sigma), np.maximum(sigma, floor), sigma)
     finite = np.isfinite(t)
     csum = np.concatenate([np.zeros((m, 1)), np.cumsum(np.where(finite, t, 0), axis=1)], 1)
     ccount = np.concatenate([np.zeros((m, 1)), np.cumsum(finite, axis=1)], 1)
     rows = np.arange(m)
-    out = [np.full((m, len(SCAN)), np.nan) for _ in range(4)]
-    ok = np.isfinite(series[:, -1]) & (sigma > 0)
+    out = [np.full((m, len(SCAN)), np.nan) for _ in range(5)]
+    noise = {}
+    for before in NOISE_BEFORE:
+        if n - before >= MIN_REFERENCE:
+            sigma, phi, used, start = _noise(t[:, : n - before + 2])
+            if pool is not None:
+                phi = np.maximum(phi, _pool_median(np.nan_to_num(phi), pool)[pool])
+            if phi_floor is not None:
+                phi = np.maximum(phi, phi_floor)
+            sigma = np.where(np.isfinite(sigma), np.maximum(sigma, floor), sigma)
+            noise[before] = (sigma, phi, _degrees(used, phi, start), start)
     for j, k in enumerate(SCAN):
-        if n - k < MIN_REFERENCE:
+        before = next((b for b in NOISE_BEFORE if b >= min(k, NOISE_BEFORE[-1])), None)
+        if n - k < MIN_REFERENCE or before not in noise:
             continue
+        sigma, phi, df, level_start = noise[before]
+        ok = np.isfinite(series[:, -1]) & (sigma > 0)
         newest = series[:, n - k :]
         # The level before: up to REFERENCE runs, from the start of the newest level
         # when that leaves MIN_REFERENCE runs.
@@ -251,7 +279,22 @@ def _scan(series, floor=0.0):
             with np.errstate(all="ignore"):
                 out[way][:, j] = np.where(good, d / (sigma * np.sqrt(v)), np.nan)
             out[2 + way][:, j] = np.where(good, d, np.nan)
-    return (*out, df, sigma)
+        out[4][:, j] = df
+    if not noise:
+        return (*out, np.full(m, np.nan), np.zeros(m))
+    earliest = noise[max(noise)]  # the spread least touched by a recent change
+    return (*out, earliest[0], earliest[1])
+
+
+def _pool_median(values, pool):
+    """Median of ``values`` over the rows of each pool index (0..max)."""
+    order = np.lexsort((values, pool))
+    counts = np.bincount(pool)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ordered = values[order]
+    low = ordered[first + np.maximum(counts - 1, 0) // 2]
+    high = ordered[first + counts // 2 - (counts == 0)]
+    return np.where(counts > 0, (low + high) / 2, 0.0)
 
 
 def _critical(p, df):
@@ -282,7 +325,9 @@ def night(
     # No figure has less run-to-run spread than the per-figure verdicts assume.
     level = np.abs(_median(matrix, axis=1))
     floor = np.where(logs, verdicts.NOISE_FLOOR, verdicts.NOISE_FLOOR * level)
-    fig_down, fig_up, fig_cd, fig_cu, fig_df, sigma = _scan(adjusted, np.nan_to_num(floor))
+    fig_down, fig_up, fig_cd, fig_cu, fig_df, sigma, fig_phi = _scan(
+        adjusted, np.nan_to_num(floor), pool=group_of
+    )
     sigma = np.where(sigma > 0, sigma, np.nan)
     standard = adjusted / sigma[:, None]
     groups = int(group_of.max()) + 1 if f else 0
@@ -292,10 +337,13 @@ def night(
         if groups
         else np.zeros((0, n))
     )
-    g_down, g_up, _, _, g_df, _ = (
-        _scan(group_series) if groups else (np.zeros((0, len(SCAN))),) * 5 + (None,)
+    # A group's series is as correlated from night to night as its members.
+    g_down, g_up, _, _, g_df, _, _ = (
+        _scan(group_series, phi_floor=_pool_median(np.nan_to_num(fig_phi), group_of))
+        if groups
+        else (np.zeros((0, len(SCAN))),) * 5 + (None, None)
     )
-    e_down, e_up, e_cd, e_cu, e_df, _ = _scan(effect[None, :])
+    e_down, e_up, e_cd, e_cu, e_df, _, _ = _scan(effect[None, :])
     tested_figures = int(np.sum(np.isfinite(fig_down).any(axis=1)))
     tested_groups = int(np.sum(np.isfinite(g_down).any(axis=1)))
     per_k = len(SCAN)
@@ -314,7 +362,7 @@ def night(
         if key < 0:
             # The whole suite moved: every figure that moved with it, before the run
             # effect was taken out (computed only on such a night).
-            raw = _scan(centred, np.nan_to_num(floor))
+            raw = _scan(centred, np.nan_to_num(floor), pool=group_of)
             fz, fc = (raw[0], raw[2]) if sign < 0 else (raw[1], raw[3])
         moved = [
             (int(i), float(fz[i, j]), float(fc[i, j]))
@@ -326,8 +374,8 @@ def night(
             moved.insert(0, (-1, z, float((e_cd if sign < 0 else e_cu)[0, j])))
         out[(key, direction)] = (k, z, crit, moved)
     details = {
-        "group_threshold": float(_critical(p_group, np.median(g_df))) if groups else None,
-        "figure_threshold": float(_critical(p_single, np.median(fig_df))) if f else None,
+        "group_threshold": _threshold(p_group, g_df) if groups else None,
+        "figure_threshold": _threshold(p_single, fig_df) if f else None,
         "run_effect": float(effect[-1]),
         "tests": tested_groups + tested_figures + 1,
         "groups": tested_groups,
@@ -353,23 +401,32 @@ def _consider(
     df: np.ndarray,
     p: float,
 ) -> None:
-    """Record in fired the rows that pass their critical value, the strongest per
-    (group, direction)."""
-    crit = _critical(p, df)
+    """Record in fired the rows that pass their critical value (df: rows x len(SCAN)),
+    the strongest per (group, direction)."""
+    with np.errstate(invalid="ignore"):
+        crit = _critical(p, df)
     for direction, sign, z in (("regression", -1, down), ("improvement", 1, up)):
-        s = np.where(np.isfinite(z), sign * z, -np.inf)
-        j = np.argmax(s, axis=1)
+        with np.errstate(invalid="ignore"):
+            s = np.where(np.isfinite(z) & np.isfinite(crit), sign * z / crit, -np.inf)
+        j = np.argmax(s, axis=1) if s.size else np.zeros(0, dtype=int)
         best = s[np.arange(len(s)), j]
-        for r in np.flatnonzero(best >= crit):
-            key, strength = int(keys[r]), best[r] / crit[r]
+        for r in np.flatnonzero(best >= 1.0):
+            key, strength = int(keys[r]), best[r]
             old = fired.get((key, direction))
             if old is None or strength > abs(old[1]) / old[2]:
                 fired[(key, direction)] = (
                     SCAN[j[r]],
                     float(z[r, j[r]]),
-                    float(crit[r]),
+                    float(crit[r, j[r]]),
                     int(j[r]),
                 )
+
+
+def _threshold(p, df):
+    """The critical value of a change of the newest 2 runs, for the median row."""
+    column = df[:, 0] if df.size else df
+    finite = column[np.isfinite(column)]
+    return float(_critical(p, np.median(finite))) if finite.size else None
 
 
 def news(

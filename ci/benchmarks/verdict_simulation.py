@@ -118,6 +118,7 @@ def false_alarms(rng, count):
         ("independent", 0.40, 0.0, 0.0),
         ("AR(1) phi 0.5", 0.15, 0.5, 0.0),
         ("AR(1) phi 0.3", 0.15, 0.3, 0.0),
+        ("AR(1) phi 0.8", 0.15, 0.8, 0.0),
         ("independent + 5% bad nights", 0.15, 0.0, 0.05),
         ("AR(1) 0.5 + 5% bad nights", 0.15, 0.5, 0.05),
     ]
@@ -282,7 +283,7 @@ def _suite_nights(x, group_of, first, last, history=verdicts.WINDOW):
     return fired_by_night, news_by_night
 
 
-def suite_layer(rng, weeks, figures=10000, group_size=8, cv=0.15, replicates=2):
+def suite_layer(rng, weeks, figures=10000, group_size=8, cv=0.15, replicates=6):
     print("## The suite layer: false notifications a week, and detection\n")
     groups = figures // group_size
     group_of = np.repeat(np.arange(groups), group_size)[:figures]
