@@ -563,15 +563,19 @@ def main():
         "--calibrate",
         type=int,
         metavar="REPLICATES",
-        help="recompute the critical values with this many series per "
-        "length and noise (40000 for the tables in verdicts.py; about "
-        "10 minutes) and print them beside the module's",
+        help="recompute the critical values (both sets: independent and phi 0.5 "
+        "noise, and with phi 0.8 too) with this many series per length and noise "
+        "(40000 for the tables in verdicts.py; about 10 minutes) and print them "
+        "beside the module's",
     )
     args = parser.parse_args()
     if args.calibrate:
         names = ("CRITICAL_RECENT", "CRITICAL_LATER", "CRITICAL_SPLIT", "CRITICAL_REFERENCE")
-        for name, table in zip(names, verdicts.calibrate(replicates=args.calibrate)):
-            print(f"{name}\n  now:        {table}\n  in module:  {getattr(verdicts, name)}")
+        for suffix, correlations in (("", (0.0, 0.5)), ("_CORRELATED", (0.0, 0.5, 0.8))):
+            tables = verdicts.calibrate(replicates=args.calibrate, correlations=correlations)
+            for name, table in zip(names, tables):
+                name += suffix
+                print(f"{name}\n  now:        {table}\n  in module:  {getattr(verdicts, name)}")
         return
     count = 500 if args.quick else args.series
     rng = np.random.default_rng(args.seed)
