@@ -1413,26 +1413,10 @@ def _ar1(rng, count, n, phi):
     return x
 
 
-def calibrate(
-    replicates: int = 40000,
-    seed: int = 2026,
-    lengths: Sequence[int] = CALIBRATION_LENGTHS,
-    correlations: Sequence[float] = (0.0, 0.5),
-) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
-    """Critical values: (CRITICAL_RECENT, CRITICAL_LATER, CRITICAL_SPLIT,
-    CRITICAL_REFERENCE); with correlations (0.0, 0.5, 0.8), their _CORRELATED tables.
-
-    For each window length, series of pure noise (independent, and AR(1) with each
-    correlation given) go through the same estimates and statistics as real
-    histories; a critical value is the (1 - alpha) quantile of its statistic, the
-    largest over the correlations.  First the top split of the segmentation
-    (ALPHA_SPLIT and ALPHA_REFERENCE, two-sided), then, with those in place, the
-    recent-change scan (one-sided: ALPHA_RECENT for k <= RECENT_EARLY, ALPHA_LATER
-    beyond).
-    """
-    global CRITICAL_SPLIT, CRITICAL_REFERENCE, CALIBRATION_LENGTHS
-    global CRITICAL_SPLIT_CORRELATED, CRITICAL_REFERENCE_CORRELATED
-    rng = np.random.default_rng(seed)
+def _calibrate_splits(rng, replicates, lengths, correlations):
+    """CRITICAL_SPLIT and CRITICAL_REFERENCE (see calibrate): the top split's |z| on
+    pure noise, its (1 - ALPHA_SPLIT) and (1 - ALPHA_REFERENCE) quantiles, the largest
+    over the correlations."""
     split, reference = [], []
     for n in lengths:
         worst = np.zeros(2)
@@ -1461,6 +1445,30 @@ def calibrate(
             worst = np.maximum(worst, np.quantile(z, [1 - ALPHA_SPLIT, 1 - ALPHA_REFERENCE]))
         split.append(round(float(worst[0]), 2))
         reference.append(round(float(worst[1]), 2))
+    return split, reference
+
+
+def calibrate(
+    replicates: int = 40000,
+    seed: int = 2026,
+    lengths: Sequence[int] = CALIBRATION_LENGTHS,
+    correlations: Sequence[float] = (0.0, 0.5),
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """Critical values: (CRITICAL_RECENT, CRITICAL_LATER, CRITICAL_SPLIT,
+    CRITICAL_REFERENCE); with correlations (0.0, 0.5, 0.8), their _CORRELATED tables.
+
+    For each window length, series of pure noise (independent, and AR(1) with each
+    correlation given) go through the same estimates and statistics as real
+    histories; a critical value is the (1 - alpha) quantile of its statistic, the
+    largest over the correlations.  First the top split of the segmentation
+    (ALPHA_SPLIT and ALPHA_REFERENCE, two-sided), then, with those in place, the
+    recent-change scan (one-sided: ALPHA_RECENT for k <= RECENT_EARLY, ALPHA_LATER
+    beyond).
+    """
+    global CRITICAL_SPLIT, CRITICAL_REFERENCE, CALIBRATION_LENGTHS
+    global CRITICAL_SPLIT_CORRELATED, CRITICAL_REFERENCE_CORRELATED
+    rng = np.random.default_rng(seed)
+    split, reference = _calibrate_splits(rng, replicates, lengths, correlations)
     saved = (
         CRITICAL_SPLIT,
         CRITICAL_REFERENCE,
