@@ -674,6 +674,23 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
 
+def test_run_pages_written_by_forked_writers_are_the_same(made_up_site, tmp_path, monkeypatch):
+    """A full build splits its run pages over processes (each reading the store through
+    its own connection); the pages and the manifest are those of one process."""
+    alone, split = tmp_path / "alone", tmp_path / "split"
+    pages.build(alone, db_path=made_up_site["db"])
+    monkeypatch.setattr(pages, "PARALLEL_RUN_PAGES", 2)
+    monkeypatch.setattr(pages.os, "cpu_count", lambda: 2)
+    pages.build(split, db_path=made_up_site["db"])
+    run_pages = sorted(p.name for p in alone.glob("run-*.html"))
+    assert len(run_pages) == RUNS and run_pages == sorted(p.name for p in split.glob("run-*.html"))
+    generated = re.compile(r"Generated [^<]*")
+    for name in run_pages + [pages.MANIFEST]:
+        assert generated.sub("", (split / name).read_text()) == generated.sub(
+            "", (alone / name).read_text()
+        ), name
+
+
 def test_history_plots_with_one_run_and_with_many():
     one = [(START, 100.0, "r0")]
     spec, notes = plots.history_plot([("gnu", one)], "MiB/s", higher=True)
