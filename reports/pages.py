@@ -1198,7 +1198,7 @@ def _run_pages(conn, env, common, out, runs):
             pending.append((run, name, fingerprint))
     workers = min(os.cpu_count() or 1, 4)
     if len(pending) >= PARALLEL_RUN_PAGES and workers > 1:
-        db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+        db_file = store.database_file(conn)
         env.get_template("run.html")  # compiled once, here: the writers share it
         _FORKED.update(
             env=env, common=common, out=out, pending=pending, db=db_file, workers=workers

@@ -510,6 +510,11 @@ def figure_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT COUNT(*) FROM figures").fetchone()[0]
 
 
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of the store a connection has open (for another connection to it)."""
+    return conn.execute("PRAGMA database_list").fetchone()[2]
+
+
 def run(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row | None:
     """One run's row, or None."""
     return conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
