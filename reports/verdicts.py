@@ -167,12 +167,11 @@ def _critical(table, n):
     return np.interp(n, CALIBRATION_LENGTHS, table)
 
 
-def _blended(name, n, weight):
-    """The critical value CRITICAL_<name> at window length n, moved towards its
-    _CORRELATED table by ``weight`` (per row, 0..1: see _correlated_weight)."""
-    low = _critical(globals()[f"CRITICAL_{name}"], n)
-    high = _critical(globals()[f"CRITICAL_{name}_CORRELATED"], n)
-    return low + weight * (high - low)
+def _blended(table, correlated, n, weight):
+    """The critical value of ``table`` at window length n, moved towards its
+    ``correlated`` twin by ``weight`` (per row, 0..1: see _correlated_weight)."""
+    low = _critical(table, n)
+    return low + weight * (_critical(correlated, n) - low)
 
 
 def _correlated_weight(a):
@@ -384,8 +383,10 @@ def _segment(a, s, weight):
         while len(seg_f):
             t, z = _tested_splits(a, p, s, found, overfit, seg_f, seg_a, seg_b)
             length = seg_b - seg_a
-            split = np.abs(z) >= _blended("REFERENCE", length, weight[seg_f])
-            crit = _blended("SPLIT", length, weight[seg_f])
+            split = np.abs(z) >= _blended(
+                CRITICAL_REFERENCE, CRITICAL_REFERENCE_CORRELATED, length, weight[seg_f]
+            )
+            crit = _blended(CRITICAL_SPLIT, CRITICAL_SPLIT_CORRELATED, length, weight[seg_f])
             sure = split & under_strong & (np.abs(z) >= crit)
             if not split.any():
                 break
@@ -660,7 +661,11 @@ def _scan_block(prepared, min_effect):
     f, n = x.a.shape
     (z_down, down, drop_down), (z_up, up, drop_up) = x.down, x.up
     w = x.weight[:, None]
-    crit = np.where(ks <= RECENT_EARLY, _blended("RECENT", n, w), _blended("LATER", n, w))
+    crit = np.where(
+        ks <= RECENT_EARLY,
+        _blended(CRITICAL_RECENT, CRITICAL_RECENT_CORRELATED, n, w),
+        _blended(CRITICAL_LATER, CRITICAL_LATER_CORRELATED, n, w),
+    )
     signs = np.array([p.sign for p in prepared])[:, None]
     big_down = np.abs(_relative(reference, down, logs, signs)) >= min_effect
     big_up = np.abs(_relative(reference, up, logs, signs)) >= min_effect
