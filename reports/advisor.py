@@ -11,7 +11,8 @@ per scratch target, splits the job's I/O time into
   the self-scaling check's smallest requests); how far the job lies outside what the
   model measured (:func:`extrapolation`) and the error known at that distance beside
   it: the model's validation error (roles ``model_error_median``, ``model_error_max``)
-  only inside the measured range (:func:`error_words`); the regime as the check
+  only inside the measured range, past it the error its far validation measured at
+  that distance (:func:`far_error`), else none (:func:`error_words`); the regime as the check
   measured it (:func:`regime_words`); each other environment's (MPI's) models'
   prediction beside the newest environment's;
 * *metadata*: files created (the files the job writes), other opens and stats at the
@@ -261,6 +262,8 @@ def _attach_rates(
             short_phase=row["phase_seconds"] if row["too_short"] else None,
         )
         t = target(row)
+        if role == "model_error_far":
+            continue  # read with its model (ss.Model.far_errors)
         if role in ERROR_ROLES:
             if role not in t.errors or rate.date > t.errors[role].date:
                 t.errors[role] = rate
@@ -436,40 +439,86 @@ def data_seconds(
 INSIDE = 1.01
 
 
+def distances(profile: Profile, model: ss.Model) -> dict[str, float]:
+    """{parameter: times past the measured range} of each parameter in which the job lies
+    outside what the model measured: processes per node, bytes touched per node, and
+    its request sizes (the farthest of them)."""
+    ranges = model.measured_range()
+    values: dict[str, list[float]] = {
+        "process_num": [math.ceil(profile.processes / profile.nodes)],
+        "unique_bytes": [profile.unique_bytes / profile.nodes],
+        "size_mean": sorted(
+            {s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b}
+        ),
+    }
+    out = {}
+    for parameter, found in values.items():
+        far = max((ss.distance_past(ranges, parameter, v) for v in found), default=1.0)
+        if far > INSIDE:
+            out[parameter] = far
+    return out
+
+
 def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
     """(factor, [words]): how far the job lies outside what the model measured, per
     parameter (processes per node, bytes touched per node, request sizes above or
     below the sizes measured), and the largest of those factors (1.0: inside)."""
     ranges = model.measured_range()
-    per_node = math.ceil(profile.processes / profile.nodes)
-    unique = profile.unique_bytes / profile.nodes
-    sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
-    factor, words = 1.0, []
-    lo, hi = ranges["process_num"]
-    if per_node > hi * INSIDE:
-        factor = max(factor, per_node / hi)
+    far = distances(profile, model)
+    words = []
+    if "process_num" in far:
+        hi = ranges["process_num"][1]
         words.append(
-            f"{per_node} processes per node, {per_node / hi:,.1f}x the {hi:.0f} "
-            "measured (the curve's end is used)"
+            f"{math.ceil(profile.processes / profile.nodes)} processes per node, "
+            f"{far['process_num']:,.1f}x the {hi:.0f} measured (the curve's end is used)"
         )
-    lo, hi = ranges["unique_bytes"]
-    if unique > hi * INSIDE:
-        factor = max(factor, unique / hi)
+    if "unique_bytes" in far:
+        hi = ranges["unique_bytes"][1]
         words.append(
-            f"{size_words(unique)} touched per node, {unique / hi:,.1f}x the "
-            f"{size_words(hi)} measured"
+            f"{size_words(profile.unique_bytes / profile.nodes)} touched per node, "
+            f"{far['unique_bytes']:,.1f}x the {size_words(hi)} measured"
         )
     lo, hi = ranges["size_mean"]
+    sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
     for s in sizes:
         if s > hi * INSIDE or s * INSIDE < lo:
-            far = s / hi if s > hi else lo / max(s, 1)
-            factor = max(factor, far)
             words.append(
-                f"requests of {size_words(s)}, {far:,.1f}x "
+                f"requests of {size_words(s)}, {ss.distance_past(ranges, 'size_mean', s):,.1f}x "
                 f"{'above' if s > hi else 'below'} the {size_words(lo)} to "
                 f"{size_words(hi)} measured"
             )
-    return factor, words
+    return max(far.values(), default=1.0), words
+
+
+def far_error(model: ss.Model, far: Mapping[str, float]) -> tuple[float, float, int] | None:
+    """(band, median error, workloads): the error the model's far validation measured at
+    the job's distance, or None where it measured none (a parameter it cannot push,
+    processes; a distance past its last band).  Each parameter the job extrapolates in
+    takes the band that covers its distance; with several, the largest band and error
+    and the fewest workloads."""
+    found = []
+    for parameter, distance in far.items():
+        band = next((b for b in ss.FAR_BANDS if distance <= b * INSIDE), None)
+        error = model.far_errors.get((parameter, band))
+        if error is None:
+            return None
+        found.append((band, *error))
+    if not found:
+        return None
+    return (
+        max(f[0] for f in found),
+        max(f[1] for f in found),
+        min(f[2] for f in found),
+    )
+
+
+def distance_terms(profile: Profile, model: ss.Model) -> list[float | None]:
+    """[factor past the measured range, band, median error, workloads] of a job (the
+    last three None where no error was measured at its distance): what error_words
+    says."""
+    far = distances(profile, model)
+    error = far_error(model, far)
+    return [max(far.values(), default=1.0), *(error or (None, None, None))]
 
 
 def regime_words(profile: Profile, model: ss.Model) -> str:
@@ -509,6 +558,7 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
     seconds = point(values)
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
     factor, far = extrapolation(profile, model)
+    error_at_distance = far_error(model, distances(profile, model))
     within = f" of the {figures.environ} environment" if figures.other_models else ""
     part = Part(
         seconds=seconds,
@@ -521,6 +571,9 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         notes=far + list(figures.model_notes),
     )
     part.extra["extrapolation"] = factor
+    if error_at_distance:
+        far_band, far_median, far_count = error_at_distance
+        part.extra.update(far_band=far_band, far_error=far_median, far_workloads=far_count)
     for environ, models in sorted(figures.other_models.items()):
         own = {d: _request_rate_of(figures, role, environ) for d, role in REQUEST_ROLES.items()}
         other = point([data_seconds(profile, m, own) for _, m in models])
@@ -566,11 +619,17 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
 def error_words(extra: Mapping[str, Any]) -> str:
     """The error to print beside a data prediction: the model's validation error where
     the job lies inside the range the check measured (its held-out workloads lie
-    there), else how far it extrapolates and that no error is known that far."""
+    there); past it, the error the far validation measured at that distance, else that
+    none is known that far (advisor.js says the same)."""
     factor = extra.get("extrapolation") or 1.0
     if factor > INSIDE:
-        return (
-            f"extrapolated {factor:,.1f}x beyond what was measured; no error known at that distance"
+        said = f"extrapolated {factor:,.1f}x beyond what was measured; "
+        if extra.get("far_error") is None:
+            return said + "no error known at that distance"
+        return said + (
+            f"median error {extra['far_error']:.0%} on "
+            f"{count_words(extra['far_workloads'], 'held-out workload')} up to "
+            f"{extra['far_band']:g}x past the measured range"
         )
     med, top = extra.get("model_error_median"), extra.get("model_error_max")
     if med is None:

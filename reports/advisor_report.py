@@ -95,14 +95,15 @@ def model_terms(model: ss.Model) -> list[float]:
     return terms
 
 
-def model_extrapolations(model: ss.Model) -> list[float]:
-    """How far each point of the form's grid lies outside what the model measured, in
-    the grid's order (profile, then request size)."""
+def model_distances(model: ss.Model) -> list[list[float | None]]:
+    """How far each point of the form's grid lies outside what the model measured and
+    the error measured at that distance (advisor.distance_terms), in the grid's order
+    (profile, then request size)."""
     far = []
     for profile in _grid_profiles():
         for size in FORM_GRID["request_size"]:
             profile.size_classes = {"read": [[size, MIB]], "write": [[size, MIB]]}
-            far.append(advisor.extrapolation(profile, model)[0])
+            far.append(advisor.distance_terms(profile, model))
     return far
 
 
@@ -110,8 +111,8 @@ def _grid_throughputs(
     figures: advisor.TargetFigures, kept: "PredictionCache | None" = None
 ) -> dict[str, dict[str, Any]]:
     """{"size|seq|procs|footprint": {"read": [bytes/s per model], "write": [...],
-    "extrapolation": factor}}: what the models predict at every point of the form's
-    grid, newest model first, each the throughput of advisor.class_seconds (requests charged at
+    "extrapolation": factor, "far_band": band, "far_error": error, "far_workloads": n}}: what the models
+    predict at every point of the form's grid, newest model first, each the throughput of advisor.class_seconds (requests charged at
     the request rate as the CLI charges them), and how far the point lies outside what
     the newest model measured.  The models' terms come from ``kept`` when given (a
     night adds one model: only its terms are computed), the stored rates applied here."""
@@ -120,7 +121,7 @@ def _grid_throughputs(
     }
     models = [m for _, m in figures.models]
     terms = [kept.terms(m) if kept else model_terms(m) for m in models]
-    far = kept.extrapolations(models[0]) if kept else model_extrapolations(models[0])
+    far = kept.distances(models[0]) if kept else model_distances(models[0])
     sizes = FORM_GRID["request_size"]
     out: dict[str, dict[str, Any]] = {}
     for n, profile in enumerate(_grid_profiles()):
@@ -147,7 +148,10 @@ def _grid_throughputs(
                 ]
                 for j, d in enumerate(DIRECTIONS)
             }
-            out[key]["extrapolation"] = far[n * len(sizes) + i]
+            factor, band, error, count = far[n * len(sizes) + i]
+            out[key].update(
+                extrapolation=factor, far_band=band, far_error=error, far_workloads=count
+            )
     return out
 
 
@@ -175,7 +179,7 @@ class PredictionCache:
     its points are computed (the form's grid is thousands of predictions per model).
     Two parts, both keyed by a digest of each model (its curves, regimes and knee): each
     model's predictions by point, and its terms on the form's grid (model_terms and
-    model_extrapolations; the stored rates, which change every night, are applied at
+    model_distances; the stored rates, which change every night, are applied at
     each build).  The prediction code itself (scratchbench/selfscale.py and the
     advisor's modules) is part of the key: a change there starts afresh; an unreadable
     file or entry is rebuilt."""
@@ -218,9 +222,9 @@ class PredictionCache:
         self,
         model: ss.Model,
         part: str,
-        compute: Callable[[ss.Model], list[float]],
+        compute: Callable[[ss.Model], list[Any]],
         length: int,
-    ) -> list[float]:
+    ) -> list[Any]:
         fp = self.digests[id(model)]
         entry = self.grids_used.setdefault(fp, {})
         if part not in entry:
@@ -236,12 +240,12 @@ class PredictionCache:
         """model_terms of an attached model, kept or computed."""
         return self._kept(model, "terms", model_terms, TERMS_PER_PROFILE * len(_grid_profiles()))
 
-    def extrapolations(self, model: ss.Model) -> list[float]:
-        """model_extrapolations of an attached model, kept or computed."""
+    def distances(self, model: ss.Model) -> list[list[float | None]]:
+        """model_distances of an attached model, kept or computed."""
         return self._kept(
             model,
-            "extrapolation",
-            model_extrapolations,
+            "distance",
+            model_distances,
             len(_grid_profiles()) * len(FORM_GRID["request_size"]),
         )
 

@@ -55,6 +55,8 @@ ROLES = {
     "was not built from",
     "model_error_max": "largest relative error of a prediction model on workloads it was "
     "not built from",
+    "model_error_far": "median relative error of a prediction model on workloads it was "
+    "not built from, lying up to a given distance past the range it was measured over",
     "knee": "where a search found throughput fall from one level to another (the page "
     "cache's to the device's): it moves with the search, not a speed to rank",
     "focal": "throughput at a workload a search chose on each file system: file systems "
@@ -68,6 +70,7 @@ DESCRIPTIVE_ROLES = frozenset(
     {
         "model_error_median",
         "model_error_max",
+        "model_error_far",
         "stage_first_bytes",
         "stage_largest_bytes",
         "knee",

@@ -88,6 +88,10 @@ LOG_SCALE = {"unique_bytes", "size_mean", "process_num"}
 REGIMES = ("cache", "device")
 SHAPE_PARAMETERS = PARAMETERS[1:]  # swept in each regime
 UNIT = 512  # the kernel's request-size and offset unit
+#: the direction curves: each of DIRECTED_PARAMETERS swept at each regime's focal point
+#: with this readFrac
+DIRECTIONS = {"read": 1.0, "write": 0.0}
+DIRECTED_PARAMETERS = ("size_mean", "seq_frac", "process_num")
 #: a footprint this much resident after its measurement was held by the page cache
 HELD = 0.9
 
@@ -386,6 +390,9 @@ class Rules:
     memory_factor: float = 1.25
     #: ...and never beyond this share of the target's free space
     free_space_fraction: float = 0.5
+    #: after the rounds, sweep sizeMean at each regime's focal point with readFrac 1 and 0
+    #: (the direction curves: Regime.size_ratio)
+    direction_curves: bool = True
 
     def __post_init__(self):
         for name in (
@@ -668,6 +675,10 @@ class Regime:
     focal: Workload
     throughput: float
     curves: dict  # {parameter: Curve} for the shape parameters
+    #: {"read": {parameter: Curve}, "write": {...}}: each of DIRECTED_PARAMETERS swept at
+    #: the focal point with readFrac 1 and 0 (DIRECTIONS); empty in a model measured
+    #: without them
+    directions: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -675,6 +686,10 @@ class Regime:
             "focal": self.focal.as_dict(),
             "throughput": self.throughput,
             "curves": {p: c.as_dict() for p, c in self.curves.items()},
+            "directions": {
+                d: {p: c.as_dict() for p, c in curves.items()}
+                for d, curves in self.directions.items()
+            },
         }
 
     @classmethod
@@ -684,7 +699,70 @@ class Regime:
             focal=Workload.from_dict(data["focal"]),
             throughput=float(data["throughput"]),
             curves={p: Curve.from_dict(c) for p, c in data["curves"].items()},
+            directions={
+                d: {p: Curve.from_dict(c) for p, c in curves.items()}
+                for d, curves in (data.get("directions") or {}).items()
+            },
         )
+
+    def shape_ratio(self, workload: Workload) -> float:
+        """Throughput at ``workload`` over throughput at the focal point, by the shape
+        curves (uniqueBytes aside).  The product form multiplies each curve's ratio,
+        every curve measured at the focal readFrac.  With the direction curves, reads and
+        writes are predicted apart, each by the product of its own curves (on a FUSE file
+        system a small write costs a round trip where a small read comes from the page
+        cache, and reads scale with processes where writes do not), and mixed as the
+        workload mixes them (:meth:`directed`)."""
+        if not self.directions:
+            return math.prod(
+                self.curves[p].at(workload.get(p)) / self.curves[p].at(self.focal.get(p))
+                for p in SHAPE_PARAMETERS
+            )
+        return self.directed(workload) / self.directed(self.focal)
+
+    def _direction_seconds(self, workload: Workload) -> tuple[float, float]:
+        """(seconds per byte of the workload's reads, of its writes), weighted by their
+        shares: each direction's throughput the product of its own curves."""
+        seconds = []
+        for direction in DIRECTIONS:
+            curves = self.directions[direction]
+            level = curves["size_mean"].at(self.focal.size_mean)
+            for p in DIRECTED_PARAMETERS:
+                level *= curves[p].at(workload.get(p)) / curves[p].at(self.focal.get(p))
+            share = workload.read_frac if direction == "read" else 1.0 - workload.read_frac
+            seconds.append(share / level)
+        return seconds[0], seconds[1]
+
+    def directed(self, workload: Workload) -> float:
+        """The direction curves' throughput at ``workload`` (uniqueBytes aside): its reads
+        take their time and its writes theirs, less the part of the shorter that runs
+        beside the longer (:meth:`overlap`: a write-behind cache writes while the reads go
+        on): seconds = reads + writes - overlap x min(reads, writes)."""
+        reads, writes = self._direction_seconds(workload)
+        return 1.0 / (reads + writes - self.overlap(workload.read_frac) * min(reads, writes))
+
+    def overlap(self, read_frac: float) -> float:
+        """The share of the shorter direction's time that ran beside the longer, from the
+        readFrac curve at the workload it was measured at (-1 to 1: 0 where reads and
+        writes add up, 1 where the shorter is hidden, below 0 where mixing costs more),
+        interpolated in readFrac between its points inside (0, 1)."""
+        if "_overlap_cache" not in self.__dict__:
+            curve = self.curves["read_frac"]
+            at = self.focal
+            for p, value in curve.fixed.items():
+                if p in DIRECTED_PARAMETERS:
+                    at = at.with_value(p, value)
+            xs, shares = [], []
+            for x, y in zip(curve.xs, curve.ys):
+                reads, writes = self._direction_seconds(at.with_value("read_frac", x))
+                if min(reads, writes) > 0:
+                    xs.append(x)
+                    shares.append(
+                        max(-1.0, min(1.0, (reads + writes - 1.0 / y) / min(reads, writes)))
+                    )
+            self.__dict__["_overlap_cache"] = (xs, shares)
+        xs, shares = self.__dict__["_overlap_cache"]
+        return float(np.interp(read_frac, xs, shares)) if xs else 0.0
 
 
 @dataclass
@@ -694,6 +772,9 @@ class Model:
     unique_curve: Curve
     regimes: dict  # {"cache": Regime, "device": Regime (when a knee was found)}
     knee: Knee | None = None
+    #: the error measured past the range: {(parameter, band): (median error, workloads)}
+    #: (FAR_BANDS; the search's far validation)
+    far_errors: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if "cache" not in self.regimes:
@@ -712,10 +793,15 @@ class Model:
         r = self.regimes[regime_name]
         unique = self._smoothed_unique()
         value = r.throughput * unique.at(workload.unique_bytes) / unique.at(r.focal.unique_bytes)
-        for p in SHAPE_PARAMETERS:
-            curve = r.curves[p]
-            value *= curve.at(workload.get(p)) / curve.at(r.focal.get(p))
-        return value
+        return value * r.shape_ratio(workload)
+
+    def product_form(self) -> Model:
+        """This model without its direction curves: the paper's product form, which the
+        search's validation measures beside it."""
+        return replace(
+            self,
+            regimes={k: replace(r, directions={}) for k, r in self.regimes.items()},
+        )
 
     def _smoothed_unique(self):
         """The smoothed uniqueBytes curve, made once (a model is not changed after it is
@@ -772,7 +858,10 @@ class Model:
         best = max(y / processes(self.unique_curve, cache) for y in self.unique_curve.ys)
         for regime in self.regimes.values():
             best = max(best, regime.throughput / regime.focal.process_num)
-            for p, curve in regime.curves.items():
+            curves = list(regime.curves.items()) + [
+                (p, c) for curves in regime.directions.values() for p, c in curves.items()
+            ]
+            for p, curve in curves:
                 for x, y in zip(curve.xs, curve.ys):
                     best = max(best, y / (x if p == "process_num" else processes(curve, regime)))
         return best
@@ -813,6 +902,9 @@ class Model:
             "unique_curve": self.unique_curve.as_dict(),
             "regimes": {k: r.as_dict() for k, r in self.regimes.items()},
             "knee": self.knee.as_dict() if self.knee else None,
+            "far_errors": [
+                [p, band, *error] for (p, band), error in sorted(self.far_errors.items())
+            ],
         }
 
     @classmethod
@@ -822,8 +914,12 @@ class Model:
                 unique_curve=Curve.from_dict(data["unique_curve"]),
                 regimes={k: Regime.from_dict(r) for k, r in data["regimes"].items()},
                 knee=Knee(**data["knee"]) if data.get("knee") else None,
+                far_errors={
+                    (p, float(band)): (float(error), int(n))
+                    for p, band, error, n in data.get("far_errors") or []
+                },
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise SelfScaleError(f"model: incomplete ({exc})") from None
 
     @classmethod
@@ -835,7 +931,9 @@ class Model:
         Figures without a ``selfscale`` entry in their chart are ignored.  Raises
         SelfScaleError naming what is missing."""
         curves: dict[tuple[str, str | None], list[tuple[float, float]]]
-        curves, focal, knee = {}, {}, None
+        curves, focal, knee, far = {}, {}, None, {}
+        directions: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+        fixed: dict[tuple[str, str | None, str | None], dict[str, float]] = {}
         for name, (value, declaration) in figures.items():
             chart = (declaration or {}).get("chart") or {}
             meta = chart.get("selfscale") if isinstance(chart, dict) else None
@@ -844,6 +942,12 @@ class Model:
             scale = float(meta.get("to_base", 1.0))
             role, parameter, regime = meta.get("role"), meta.get("parameter"), meta.get("regime")
             if role == "curve":
+                fixed[parameter, regime, meta.get("direction")] = dict(meta.get("fixed") or {})
+            if role == "curve" and meta.get("direction"):
+                directions.setdefault((regime, meta["direction"], parameter), []).append(
+                    (float(meta["x"]), float(value) * scale)
+                )
+            elif role == "curve":
                 curves.setdefault((parameter, regime), []).append(
                     (float(meta["x"]), float(value) * scale)
                 )
@@ -860,6 +964,8 @@ class Model:
                     device_level=float(meta["device_level"]) * scale,
                     top_resident=meta.get("top_resident"),
                 )
+            elif role == "far_error":
+                far[parameter, float(meta["band"])] = (float(value) * scale, int(meta["workloads"]))
         if ("unique_bytes", None) not in curves:
             raise SelfScaleError("stored figures: no uniqueBytes curve of a self-scaling run")
         if "cache" not in focal:
@@ -876,9 +982,22 @@ class Model:
                         f"stored figures: no {PAPER_NAMES[p]} curve of the {regime} regime"
                     )
                 xs, ys = zip(*points)
-                shape[p] = Curve(p, list(xs), list(ys), regime=regime)
-            regimes[regime] = Regime(regime, workload, throughput, shape)
-        return cls(unique_curve=unique, regimes=regimes, knee=knee)
+                shape[p] = Curve(p, list(xs), list(ys), fixed[p, regime, None], regime)
+            directed = {
+                d: {
+                    p: Curve(
+                        p, [x for x, _ in pts], [y for _, y in pts], fixed[p, regime, d], regime
+                    )
+                    for p in DIRECTED_PARAMETERS
+                    if (pts := sorted(directions.get((regime, d, p)) or []))
+                }
+                for d in DIRECTIONS
+            }
+            complete = all(len(c) == len(DIRECTED_PARAMETERS) for c in directed.values())
+            regimes[regime] = Regime(
+                regime, workload, throughput, shape, directed if complete else {}
+            )
+        return cls(unique_curve=unique, regimes=regimes, knee=knee, far_errors=far)
 
 
 # ---- the search ------------------------------------------------------------------------------
@@ -1063,7 +1182,9 @@ def explore(
             say(f"round {round_no}: the focal values settled")
             break
 
-    regimes, repeat = _focal_regimes(measure, say, focal_of, shapes, repeats)
+    directions = _direction_curves(measure, say, focal_of, shapes) if rules.direction_curves else {}
+    measured += sum(len(c.xs) for c in directions.values())
+    regimes, repeat = _focal_regimes(measure, say, focal_of, shapes, repeats, directions)
     measured += len(repeat)
     assert unique_curve is not None  # max_rounds is at least 1
     model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
@@ -1168,12 +1289,49 @@ def _settled(
     )
 
 
+def _direction_curves(
+    measure: Measure,
+    say: Callable[[str], None],
+    focal_of: dict[str, Workload],
+    shapes: dict[tuple[str, str], Curve],
+) -> dict[tuple[str, str, str], Curve]:
+    """{(regime, direction, parameter): Curve}: each regime's DIRECTED_PARAMETERS swept
+    again at its focal point with readFrac 1 and 0, over the points of their curves; all
+    of them in one call of ``measure`` (one launch of the kernel)."""
+    planned = []
+    for regime, workload in focal_of.items():
+        for direction, read_frac in DIRECTIONS.items():
+            base = workload.with_value("read_frac", read_frac)
+            for p in DIRECTED_PARAMETERS:
+                points = [base.with_value(p, x) for x in shapes[(regime, p)].xs]
+                planned.append(((regime, direction, p), base, points))
+    workloads = [w for _, _, points in planned for w in points]
+    results = iter(measure(workloads, 1))
+    out = {}
+    for (regime, direction, p), base, points in planned:
+        ys = [float(np.median(next(results))) for _ in points]
+        fixed = {q: base.get(q) for q in PARAMETERS if q != p}
+        out[(regime, direction, p)] = Curve(p, [w.get(p) for w in points], ys, fixed, regime)
+    for regime in focal_of:
+        for direction, read_frac in DIRECTIONS.items():
+            say(
+                f"{regime} regime, {direction}s only (readFrac {read_frac:g}): "
+                + ", ".join(
+                    f"{PAPER_NAMES[p]} {min(c.ys) / MIB:.1f} to {max(c.ys) / MIB:.1f} MiB/s"
+                    for p in DIRECTED_PARAMETERS
+                    for c in [out[(regime, direction, p)]]
+                )
+            )
+    return out
+
+
 def _focal_regimes(
     measure: Measure,
     say: Callable[[str], None],
     focal_of: dict[str, Workload],
     shapes: dict[tuple[str, str], Curve],
     repeats: int,
+    directions: Mapping[tuple[str, str, str], Curve],
 ) -> tuple[dict[str, Regime], dict[str, list[float]]]:
     """(the regimes at their focal points, {regime: its repeated measurements}); with
     ``repeats`` > 1 each focal point is measured that many times more."""
@@ -1197,7 +1355,15 @@ def _focal_regimes(
                 f"{regime} regime focal point measured {len(values)} times: "
                 f"{np.mean(values) / MIB:.1f} MiB/s, variation {100 * cv:.1f}%"
             )
-        regimes[regime] = Regime(regime, workload, float(np.median(estimates)), curves)
+        regimes[regime] = Regime(
+            regime,
+            workload,
+            float(np.median(estimates)),
+            curves,
+            {d: {p: directions[(regime, d, p)] for p in DIRECTED_PARAMETERS} for d in DIRECTIONS}
+            if directions
+            else {},
+        )
     return regimes, repeat
 
 
@@ -1310,6 +1476,126 @@ class Validation:
             measured=list(data["measured"]),
             passes=[list(v) for v in data.get("passes") or []],
         )
+
+
+#: how far past the measured range the model is validated: a far workload lies, in one
+#: parameter, (previous band, band] times past what the model's curves measured
+FAR_BANDS = (2.0, 4.0)
+#: the parameters a far workload pushes (processes cannot go past the ranks launched)
+FAR_PARAMETERS = ("unique_bytes", "size_mean")
+
+
+def distance_past(ranges: Mapping[str, tuple[float, float]], parameter: str, value: float) -> float:
+    """How many times past the measured range ``value`` lies (1.0 inside it): above the
+    range value / high, below it low / value."""
+    lo, hi = ranges[parameter]
+    return value / hi if value > hi else lo / max(value, 1) if value < lo else 1.0
+
+
+@dataclass(frozen=True)
+class FarWorkload:
+    """A held-out workload past the measured range in one parameter."""
+
+    workload: Workload
+    parameter: str
+    distance: float  # times past the measured range
+    band: float  # the FAR_BANDS entry it validates
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload.as_dict(),
+            "parameter": self.parameter,
+            "distance": self.distance,
+            "band": self.band,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FarWorkload:
+        return cls(
+            Workload.from_dict(data["workload"]),
+            str(data["parameter"]),
+            float(data["distance"]),
+            float(data["band"]),
+        )
+
+
+def draw_far_workloads(
+    model: Model, domain: Domain, per_band: int, seed: int | None, unique_limit: float
+) -> list[FarWorkload]:
+    """Up to ``per_band`` workloads for each of FAR_BANDS: a workload drawn inside the
+    domain (draw_workloads) with one parameter pushed past the model's measured range,
+    the parameters taking turns: sizeMean above or below its range (not under the
+    kernel's 512-byte unit; uniqueBytes raised within its measured range when the
+    requests need it), uniqueBytes above (not past ``unique_limit``, the bytes the target
+    can hold).  Each distance is drawn log-uniform within its band and measured after
+    the kernel's rounding, as the advisor measures a job's.  A band no parameter can
+    reach (a range at the kernel's or the disk's limit) gets fewer workloads, or none."""
+    if per_band < 1:
+        raise SelfScaleError(f"far validation: expected at least 1 workload a band, got {per_band}")
+    rng = np.random.default_rng(seed)
+    ranges = model.measured_range()
+    pushes = [("size_mean", "above"), ("unique_bytes", "above"), ("size_mean", "below")]
+    tries = 20 * len(pushes)
+    inside = iter(draw_workloads(domain, tries * per_band * len(FAR_BANDS), seed))
+    out: list[FarWorkload] = []
+    lower = 1.0
+    for band in FAR_BANDS:
+        for slot in range(per_band):
+            # the parameters take turns; a slot one cannot fill goes to the next
+            for attempt in range(tries):
+                parameter, side = pushes[(slot + attempt) % len(pushes)]
+                found = _push(
+                    next(inside), parameter, side, rng, lower, band, ranges, domain, unique_limit
+                )
+                if found:
+                    out.append(FarWorkload(*found, band))
+                    break
+        lower = band
+    return out
+
+
+def _push(
+    base: Workload,
+    parameter: str,
+    side: str,
+    rng: np.random.Generator,
+    lower: float,
+    band: float,
+    ranges: Mapping[str, tuple[float, float]],
+    domain: Domain,
+    unique_limit: float,
+) -> tuple[Workload, str, float] | None:
+    """``base`` with ``parameter`` pushed past the measured range to a distance drawn
+    log-uniform in (lower, band] (measured after the kernel's rounding), or None where
+    that distance cannot be had (the kernel's unit, the target's room, requests that
+    would not fit the measured uniqueBytes)."""
+    wanted = math.exp(rng.uniform(math.log(lower), math.log(band)))
+    lo, hi = ranges[parameter]
+    value = _kernel_value(parameter, hi * wanted if side == "above" else lo / wanted)
+    distance = distance_past(ranges, parameter, value)
+    if not lower * 1.01 < distance <= band * 1.01:
+        return None
+    if parameter == "unique_bytes":
+        if value > unique_limit:
+            return None
+        return replace(base, unique_bytes=value), parameter, distance
+    needed = math.ceil(value * (1 + domain.size_spread) / UNIT) * UNIT
+    while domain.largest_size(needed) < value:
+        needed += UNIT
+    unique = max(base.unique_bytes, needed)
+    if unique > ranges["unique_bytes"][1]:
+        return None
+    return replace(base, size_mean=value, unique_bytes=unique), parameter, distance
+
+
+def far_errors(
+    far: Sequence[FarWorkload], validation: Validation
+) -> dict[tuple[str, float], tuple[float, int]]:
+    """{(parameter, band): (median error, workloads)} of a validation of far workloads."""
+    groups: dict[tuple[str, float], list[float]] = {}
+    for workload, error in zip(far, validation.errors):
+        groups.setdefault((workload.parameter, workload.band), []).append(error)
+    return {key: (float(np.median(errors)), len(errors)) for key, errors in groups.items()}
 
 
 def validate(model: Model, measure: Measure, workloads: Sequence[Workload]) -> Validation:

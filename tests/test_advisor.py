@@ -378,10 +378,11 @@ def known_model(scale=1.0):
 
 
 def selfscale_case(
-    target, model, error_median, error_max, environ="gnu-openmpi", request_rates=None
+    target, model, error_median, error_max, environ="gnu-openmpi", request_rates=None, far=None
 ):
     """The figures a self-scaling check stores for this model (its two prediction errors
-    and, given ``request_rates``, its request rates declare their roles)."""
+    and, given ``request_rates``, its request rates declare their roles; given ``far``,
+    {(parameter, band): error}, its far validation's errors)."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
     exploration = ss.Exploration(
         domain=domain, rules=ss.Rules(), model=model, rounds=[], settled=True, points_measured=40
@@ -389,14 +390,23 @@ def selfscale_case(
     workloads = ss.draw_workloads(domain, 4, seed=1)
     predicted = [model.predict(w) for w in workloads]
     validation = ss.Validation(workloads, predicted, [p / (1 + error_median) for p in predicted])
-    figures, samples = declared_figures(
-        {
-            "exploration": exploration.as_dict(),
-            "validation": validation.as_dict(),
-            "timing": {"total_s": 300.0},
-            "request_rates": request_rates,
+    result = {
+        "exploration": exploration.as_dict(),
+        "validation": validation.as_dict(),
+        "timing": {"total_s": 300.0},
+        "request_rates": request_rates,
+    }
+    if far:
+        pushed = [ss.FarWorkload(workloads[0], p, band, band) for p, band in far]
+        predicted = [model.predict(f.workload) for f in pushed]
+        measured = [v / (1 + error) for v, error in zip(predicted, far.values())]
+        result["far_validation"] = {
+            "workloads": [f.as_dict() for f in pushed],
+            "validation": ss.Validation(
+                [f.workload for f in pushed], predicted, measured
+            ).as_dict(),
         }
-    )
+    figures, samples = declared_figures(result)
     declarations = {n: d.as_dict() for n, (_, d) in figures.items()}
     values = {n: v for n, (v, _) in figures.items()}
     assert declarations["prediction_error_median"]["role"] == "model_error_median"
@@ -509,7 +519,7 @@ def known_history(tmp_path_factory):
     home = tmp_path_factory.mktemp("advisor-home")
     runs = home / "results" / "runs"
     for night, scale in enumerate((1.0, 0.8, 1.25)):
-        cases = [selfscale_case("fastfs", known_model(scale), 0.08, 0.2)]
+        cases = [selfscale_case("fastfs", known_model(scale), 0.08, 0.2, far=KNOWN_FAR)]
         cases += rate_cases("fastfs", scale) + rate_cases("slowfs", scale / 2, burst=False)
         run_dir = runs / f"night{night}"
         run_dir.mkdir(parents=True)
@@ -536,6 +546,102 @@ KNOWN = {
     "stats": 50,
     "stage_in": {"bytes": "1 GiB", "files": 10},
 }
+
+
+#: the far validation of the known model: uniqueBytes up to 2x and 4x past its range,
+#: request sizes only up to 2x
+KNOWN_FAR = {("unique_bytes", 2.0): 0.3, ("unique_bytes", 4.0): 0.5, ("size_mean", 2.0): 0.25}
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        # 1.5x the 1 GiB measured: the error measured up to 2x
+        (
+            {"footprint": "1536 MiB"},
+            "extrapolated 1.5x beyond what was measured; median error 30% on 1 held-out "
+            "workload up to 2x past the measured range",
+        ),
+        (
+            {"footprint": "3 GiB"},
+            "extrapolated 3.0x beyond what was measured; median error 50% on 1 held-out "
+            "workload up to 4x past the measured range",
+        ),
+        # two parameters past the range: the larger band and error of the two
+        (
+            {"footprint": "1536 MiB", "request_size": "24 MiB"},
+            "extrapolated 1.5x beyond what was measured; median error 30% on 1 held-out "
+            "workload up to 2x past the measured range",
+        ),
+        # request sizes were validated up to 2x only; processes never (the search cannot
+        # launch more ranks than it has); 16x is past every band
+        (
+            {"request_size": "48 MiB"},
+            "extrapolated 3.0x beyond what was measured; no error known at that distance",
+        ),
+        (
+            {"processes": 8},
+            "extrapolated 2.0x beyond what was measured; no error known at that distance",
+        ),
+        (
+            {"footprint": "16 GiB"},
+            "extrapolated 16.0x beyond what was measured; no error known at that distance",
+        ),
+        ({}, "inside the measured range: validation error median 8%, max 20%"),
+    ],
+)
+def test_the_error_printed_is_the_one_measured_at_the_distance(tmp_path, change, words):
+    db = history_of(
+        tmp_path, [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, far=KNOWN_FAR)])]
+    )
+    job = dict(KNOWN, **change)
+    job["bytes"] = "4 GiB" if "footprint" in change else job["bytes"]
+    result = advisor.advise(job_profile.description_profile(job, "far"), db_path=db)
+    data = result["targets"][0]["parts"]["data"]
+    assert data["extra"]["error_words"] == words
+    assert words in advisor_report.format_advice(result)
+
+
+def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
+    """The form's answer past the measured range carries the far validation's error, as
+    advise's does: a model measured up to 4 GiB, a job touching 16 GiB per node (4x)."""
+    from playwright.sync_api import sync_playwright
+
+    model = known_model()
+    model.unique_curve = ss.Curve("unique_bytes", [MIB, 64 * MIB, 4 * GIB], [1000 * MIB] * 3)
+    far = {("unique_bytes", 2.0): 0.3, ("unique_bytes", 4.0): 0.5}
+    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", model, 0.08, 0.2, far=far)])])
+    out = tmp_path / "pages"
+    pages.build(out, db_path=db)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/advisor.html")
+            form = page.locator("#advisor-form")
+            for name, value in (
+                ("processes_per_node", "2"),
+                ("request_size", str(64 * KIB)),
+                ("footprint_per_node", str(16 * GIB)),
+            ):
+                form.locator(f"[name={name}]").select_option(value)
+            page.wait_for_timeout(200)
+            description = page.locator("#advisor-yaml").text_content()
+            shown = page.locator("#advisor-result").text_content()
+            browser.close()
+    finally:
+        server.shutdown()
+    job = tmp_path / "job.yaml"
+    job.write_text(description)
+    expected = advisor.advise(job_profile.load_profile(job), db_path=db)
+    words = expected["targets"][0]["parts"]["data"]["extra"]["error_words"]
+    assert words == (
+        "extrapolated 4.0x beyond what was measured; median error 50% on 1 held-out "
+        "workload up to 4x past the measured range"
+    )
+    assert words in shown
 
 
 def test_prediction_on_known_curves_and_rates(known_history):

@@ -149,6 +149,43 @@ def test_prediction_of_a_separable_system_is_close_on_held_out_workloads():
     assert ex.model.predict(cache.focal) == pytest.approx(cache.throughput, rel=1e-9)
 
 
+class ReadWriteSynthetic(Synthetic):
+    """A FUSE-like file system, not separable: reads come from the page cache at 5 GiB/s
+    and scale with processes, every write costs a 50 us round trip plus its bytes at 800
+    MiB/s, whatever the processes; a workload mixes them byte by byte (each byte read
+    takes the read time, each byte written the write time)."""
+
+    def throughput(self, w):
+        reads = 5 * GIB * w.process_num / (w.process_num + 1) * (0.8 + 0.2 * w.seq_frac)
+        writes = w.size_mean / (w.size_mean / (800 * MIB) + 50e-6)
+        value = 1.0 / (w.read_frac / reads + (1 - w.read_frac) / writes)
+        return value * math.exp(self.noise * self.rng.standard_normal())
+
+
+def test_reads_and_writes_predicted_apart_where_they_scale_apart():
+    """Where request size and processes act on reads and writes differently, the
+    direction curves predict each apart and mix them as the workload does: the median
+    error on held-out workloads falls many times below the product form's, which
+    applies the one sizeMean curve measured at the focal readFrac to both."""
+    fs = ReadWriteSynthetic()
+    domain = ss.Domain(unique_bytes=(MIB, 4 * GIB), size_mean=(KIB, 16 * MIB), process_num=(1, 8))
+    ex = ss.explore(fs.measure, domain)
+    regime = ex.model.regimes["cache"]
+    assert set(regime.directions) == {"read", "write"}
+    assert set(regime.directions["write"]) == set(ss.DIRECTED_PARAMETERS)
+    held_out = ss.draw_workloads(domain, 60, seed=11)
+    split = ss.validate(ex.model, fs.measure, held_out)
+    product = ss.validate(ex.model.product_form(), fs.measure, held_out)
+    assert split.median_error < 0.05 and product.median_error > 4 * split.median_error, (
+        split.median_error,
+        product.median_error,
+    )
+    # without the rule, the search measures no direction curves: the product form
+    plain = ss.explore(fs.measure, domain, ss.Rules(direction_curves=False))
+    assert not plain.model.regimes["cache"].directions
+    assert plain.points_measured < ex.points_measured
+
+
 def test_different_caches_give_different_knees():
     small = ss.explore(Synthetic(cache=512 * MIB).measure, DOMAIN).model.knee
     large = ss.explore(Synthetic(cache=8 * GIB).measure, DOMAIN).model.knee
@@ -455,6 +492,35 @@ def synthetic_result(fs, seed=1):
         "timing": {"total_s": 321.0},
         "error": None,
     }, ex
+
+
+def test_far_workloads_lie_in_their_distance_bands():
+    """Each far workload lies, in the one parameter it pushes, within its band past the
+    model's measured range, as the advisor measures a job's distance; sizes stay on the
+    kernel's 512-byte unit and uniqueBytes within the bytes the target can hold."""
+    ex = ss.explore(Synthetic().measure, DOMAIN)
+    ranges = ex.model.measured_range()
+    far = ss.draw_far_workloads(ex.model, DOMAIN, 6, seed=3, unique_limit=math.inf)
+    assert far == ss.draw_far_workloads(ex.model, DOMAIN, 6, seed=3, unique_limit=math.inf)
+    assert [f.band for f in far] == [2.0] * 6 + [4.0] * 6
+    lower = {2.0: 1.0, 4.0: 2.0}
+    for f in far:
+        value = f.workload.get(f.parameter)
+        assert ss.distance_past(ranges, f.parameter, value) == f.distance
+        assert lower[f.band] * 1.01 < f.distance <= f.band * 1.01, f
+        for other in ss.FAR_PARAMETERS:
+            if other != f.parameter:
+                assert ss.distance_past(ranges, other, f.workload.get(other)) == 1.0, f
+        assert f.workload.size_mean % ss.UNIT == 0 and f.workload.size_mean >= ss.UNIT
+        assert f.workload.size_mean <= DOMAIN.largest_size(f.workload.unique_bytes)
+    assert {f.parameter for f in far} == set(ss.FAR_PARAMETERS)
+    # no room on the target past the measured uniqueBytes: only request sizes are pushed
+    tight = ss.draw_far_workloads(
+        ex.model, DOMAIN, 6, seed=3, unique_limit=ranges["unique_bytes"][1]
+    )
+    assert tight and {f.parameter for f in tight} == {"size_mean"}
+    with pytest.raises(ss.SelfScaleError, match="at least 1 workload a band"):
+        ss.draw_far_workloads(ex.model, DOMAIN, 0, seed=3, unique_limit=math.inf)
 
 
 def test_declared_figures_rebuild_the_model():
@@ -856,6 +922,8 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
             json.dumps({"max_rounds": 2}),
             "--validate",
             4,
+            "--validate-far",
+            2,
             "--repeat",
             4,
         ]
@@ -889,6 +957,18 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
             f"{direction}_requests_per_s",
             "ops/s",
         )
+    # the model checked past its measured range, in a launch of its own whose data is
+    # gone too; the rebuilt model carries each band's error for the advisor
+    far = [ss.FarWorkload.from_dict(w) for w in data["far_validation"]["workloads"]]
+    assert far and {f.band for f in far} <= set(ss.FAR_BANDS)
+    assert "selfscale: far validation: " in result.stdout
+    errors = ss.far_errors(far, ss.Validation.from_dict(data["far_validation"]["validation"]))
+    stored = {n: (v, d.as_dict()) for n, (v, d) in figures.items()}
+    rebuilt = ss.Model.from_figures(json.loads(json.dumps(stored)))
+    assert rebuilt.far_errors.keys() == errors.keys()
+    for key, (error, count) in errors.items():
+        assert rebuilt.far_errors[key] == (pytest.approx(error, rel=1e-9), count)
+        assert figures[f"prediction_error_far_{key[0]}_{key[1]:g}x"][1].role == "model_error_far"
     # tmpfs is the page cache: a knee found there is recorded as still in it
     if ex.model.knee:
         assert ex.model.knee.top_resident == 1.0 and ex.model.knee.upper_in_page_cache

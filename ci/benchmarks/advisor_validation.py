@@ -9,10 +9,11 @@ embedded cluster: predicted against measured I/O time of known workloads per tar
 2. Every workload below is described as a user would describe it (the advisor's YAML
    keys), and the advisor predicts it on every target from the store, BEFORE it runs.
 3. Then one Slurm job per target (one node, 2 ranks) runs each workload --repeats times
-   with the kernel (iotest, selfscale and metadata modes with set parameters) or, for
-   staging, `cp -r` as the staging check's script does; the measured I/O time is the
-   kernel's own timers (the slowest rank's time of each timed phase, added up) or the
-   copy's wall time.  The median of the repeats is compared with the prediction.
+   with the kernel (iotest, selfscale and metadata modes with set parameters), for
+   staging `cp -r` as the staging check's script does, and for the per-request
+   workloads `request_loop.c` (one process's small requests); the measured I/O time is
+   the kernel's own timers (the slowest rank's time of each timed phase, added up), the
+   copy's wall time, or request_loop's time around its requests.  The median of the repeats is compared with the prediction.
 
 It prints, per workload and target: predicted (with the interval over the stored runs),
 measured (median, min to max of the repeats), and the relative error |p - m| / m; then
@@ -247,8 +248,10 @@ WORKLOADS = [
     }
     for name, (files, size) in STAGE_SETS.items()
 ]
-#: the per-request workloads (issue 26, section 1): one process, `dd` with requests of
-#: 1 B, 512 B and 4 KiB, as a user's program would issue them; writes into the page
+#: the per-request workloads (issue 26, section 1): one process issuing requests of 1 B,
+#: 512 B and 4 KiB one after the other, as a user's program would (request_loop.c, timed
+#: around the requests alone, as Darshan times them: not `dd`, whose second system call
+#: per block, to /dev/null or from /dev/zero, is no I/O of the job); writes into the page
 #: cache, reads of a file the page cache holds ("cached") and of one whose pages were
 #: dropped just before (dd iflag=nocache, posix_fadvise DONTNEED: "uncached"; readahead
 #: still fetches ahead of the requests).  (request bytes, requests)
@@ -256,8 +259,8 @@ REQUEST_SIZES = ((1, 200_000), (512, 100_000), (4096, 25_000))
 WORKLOADS += [
     {
         "name": f"request {direction} {size} B{' ' + cache if direction == 'read' else ''}",
-        "words": f"dd bs={size} count={count:,} {'from' if direction == 'read' else 'into'} "
-        f"one file ({cache}), one process",
+        "words": f"{count:,} requests of {size} B {'from' if direction == 'read' else 'into'} "
+        f"one file ({cache}), one process (request_loop)",
         "description": {
             "processes": 1,
             "bytes": size * count,
@@ -269,7 +272,7 @@ WORKLOADS += [
             "files_written": 0 if direction == "read" else 1,
             "opens": 1,
         },
-        "dd": {"size": size, "count": count, "direction": direction, "cache": cache},
+        "requests": {"size": size, "count": count, "direction": direction, "cache": cache},
         "parts": ("data",),
     }
     for size, count in REQUEST_SIZES
@@ -360,7 +363,7 @@ def predict(figures):
     return out
 
 
-def job_script(target, kernel, work, repeats, stage_home):
+def job_script(target, tools, work, repeats, stage_home):
     """One job on one node: every workload `repeats` times, round-robin, each kernel
     report to its own file; the copies timed with date."""
     directory = TARGET_DIRS.get(target, target)
@@ -381,8 +384,8 @@ def job_script(target, kernel, work, repeats, stage_home):
     ]
     for rep in range(repeats):
         for i, w in enumerate(WORKLOADS):
-            if w.get("dd"):
-                lines += dd_lines(w["dd"], i, rep)
+            if w.get("requests"):
+                lines += request_lines(w["requests"], tools["request_loop"], i, rep)
                 continue
             if w.get("copy"):
                 dest = f'"$dir/stage-{rep}"'
@@ -399,46 +402,52 @@ def job_script(target, kernel, work, repeats, stage_home):
             # the same: no dirty data of the workload before (the kernel's own timers
             # leave this sync out), as the checks measured each point after a sync
             lines.append(
-                f"sync; srun -n {PROCESSES} {shlex.quote(str(kernel))} {args} "
+                f"sync; srun -n {PROCESSES} {shlex.quote(str(tools['kernel']))} {args} "
                 f'--seed {rep + 1} --dir "$dir" --output report-{i}-{rep}.json '
                 f'|| echo "workload {i} repeat {rep}: exit $?" >&2'
             )
     return "\n".join(lines) + "\n"
 
 
-def dd_lines(dd, index, rep):
-    """One timed dd of a per-request workload; the file's resident share (fincore)
-    just before the timed part is written beside the times."""
-    size, count = dd["size"], dd["count"]
+def request_lines(requests, request_loop, index, rep):
+    """One timed run of a per-request workload: its seconds, and the file's resident
+    share (fincore) just before it, written to requests-INDEX-REP.txt."""
+    size, count = requests["size"], requests["count"]
     f = f'"$dir/request-{index}"'
-    timed = (
-        f"dd if=/dev/zero of={f} bs={size} count={count} status=none"
-        if dd["direction"] == "write"
-        else f"dd if={f} of=/dev/null bs={size} count={count} status=none"
-    )
     lines = [f"rm -f {f}"]
-    if dd["direction"] == "read":
+    if requests["direction"] == "read":
         lines.append(f"head -c {size * count} /dev/zero > {f} && cat {f} > /dev/null")
     lines.append("sync")
-    if dd["cache"] == "uncached":
+    if requests["cache"] == "uncached":
         lines.append(f"dd if={f} iflag=nocache count=0 status=none")
     lines += [
         f"res=$(fincore --bytes --noheadings --output RES {f} 2>/dev/null || echo -)",
-        f"t0=$(date +%s.%N); {timed} || exit 6; t1=$(date +%s.%N)",
-        f'echo "$t0 $t1 $res" > dd-{index}-{rep}.txt; rm -f {f}; sync',
+        f"took=$({shlex.quote(str(request_loop))} {requests['direction']} {f} {size} "
+        f"{count}) || exit 6",
+        f'echo "$took $res" > requests-{index}-{rep}.txt; rm -f {f}; sync',
     ]
     return lines
+
+
+def build_request_loop(where):
+    """Compile request_loop.c into the directory `where`; its path."""
+    binary = Path(where) / "request_loop"
+    source = Path(__file__).with_name("request_loop.c")
+    command = ["gcc", "-O2", "-std=c11", "-Wall", "-Werror", "-o", str(binary), str(source)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"advisor_validation: {source.name} did not build:\n{result.stderr}")
+    return binary
 
 
 def measured_seconds(work, index, rep, w):
     """The I/O time one run of a workload measured; None (with a reason) when it did
     not complete."""
-    if w.get("dd"):
-        path = work / f"dd-{index}-{rep}.txt"
+    if w.get("requests"):
+        path = work / f"requests-{index}-{rep}.txt"
         if not path.exists():
-            return None, "dd did not run"
-        t0, t1 = path.read_text().split()[:2]
-        return float(t1) - float(t0), ""
+            return None, "request_loop did not run"
+        return float(path.read_text().split()[0]), ""
     if w.get("copy"):
         path = work / f"copy-{index}-{rep}.txt"
         if not path.exists():
@@ -507,7 +516,7 @@ def _arguments():
     return p
 
 
-def _measure_target(target, args, kernel, cluster, measured):
+def _measure_target(target, args, tools, cluster, measured):
     """Run the workloads' job on one target (its stage-in data made first, removed
     after); its seconds go to measured[workload name, target]. Returns its directory."""
     work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-", dir=paths.state_dir()))
@@ -518,7 +527,7 @@ def _measure_target(target, args, kernel, cluster, measured):
         for i in range(files):
             (stage_home / name / f"part-{i:04d}").write_bytes(os.urandom(size))
     script = work / "job.sh"
-    script.write_text(job_script(target, kernel, work, args.repeats, stage_home))
+    script.write_text(job_script(target, tools, work, args.repeats, stage_home))
     t0 = time.monotonic()
     submit = subprocess.run(
         ["sbatch", "--wait", "--partition=batch", str(script)],
@@ -569,14 +578,12 @@ def _comparison_row(w, target, args, predictions, measured, by_form, chosen, wor
         )
         other = "sum" if chosen == "max" else "max"
         alternative = by_form[other][w["name"], target][0]
-        if w.get("dd") and alternative is not None:
-            resident = sorted(
-                {
-                    (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt").read_text().split()[2]
-                    for r in range(args.repeats)
-                    if (works[target] / f"dd-{WORKLOADS.index(w)}-{r}.txt").exists()
-                }
-            )
+        if w.get("requests") and alternative is not None:
+            files = [
+                works[target] / f"requests-{WORKLOADS.index(w)}-{r}.txt"
+                for r in range(args.repeats)
+            ]
+            resident = sorted({f.read_text().split()[1] for f in files if f.exists()})
             row += (
                 f"; {other} form {alternative:.3f} s "
                 f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
@@ -631,10 +638,10 @@ def main():
         )
 
     build = Path(tempfile.mkdtemp(prefix="advisor-validation-kernel-"))
-    kernel = build_kernel(build)
+    tools = {"kernel": build_kernel(build), "request_loop": build_request_loop(build)}
     measured, works = {}, {}
     for target in args.targets:
-        works[target] = _measure_target(target, args, kernel, cluster, measured)
+        works[target] = _measure_target(target, args, tools, cluster, measured)
 
     print(
         "\nWorkload (parts compared)" + " " * 20 + "target        predicted s "

@@ -77,6 +77,7 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
         "fsync": params.get("fsync", "outside"),
         "repeat": params.get("repeat", 5),
         "validate": params.get("validate", 20),
+        "validate-far": params.get("validate_far", 0),
         "rules": json.dumps(rules),
     }
     return [token for name, value in options.items() for token in (f"--{name}", str(value))]
@@ -110,6 +111,11 @@ class SelfScaleCheckBase(ScratchCheck):
             f"{self.tasks_per_node_used}, {window}, at most "
             f"{p.get('max_rounds', 3)} rounds, {p.get('validate', 20)} "
             "held-out workloads"
+            + (
+                f", {p['validate_far']} per distance band past the measured range"
+                if p.get("validate_far")
+                else ""
+            )
         )
 
     @run_before("run")
@@ -256,8 +262,35 @@ def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
                     better="higher",
                     label=f"Throughput at {ss.PAPER_NAMES[parameter]} "
                     f"{ss.value_words(parameter, x)}, {regime} regime",
-                    chart=_chart(parameter, x, line, {"role": "curve", "regime": regime}),
+                    # the other parameters it was measured at: the rebuilt model's
+                    # readFrac correction and ceiling read them
+                    chart=_chart(
+                        parameter, x, line, {"role": "curve", "regime": regime, "fixed": c.fixed}
+                    ),
                 )
+        for direction, curves in r.directions.items():
+            only = f"{direction}s only (readFrac {ss.DIRECTIONS[direction]:g})"
+            for parameter, c in curves.items():
+                for x, y in zip(c.xs, c.ys):
+                    add(
+                        f"{curve_figure_name(parameter, x, regime)}_{direction}",
+                        y / MIB,
+                        unit="MiB/s",
+                        better="higher",
+                        label=f"Throughput at {ss.PAPER_NAMES[parameter]} "
+                        f"{ss.value_words(parameter, x)}, {regime} regime, {only}",
+                        chart=_chart(
+                            parameter,
+                            x,
+                            f"{line}, {only}",
+                            {
+                                "role": "curve",
+                                "regime": regime,
+                                "direction": direction,
+                                "fixed": c.fixed,
+                            },
+                        ),
+                    )
 
 
 def _marker_figures(add: Callable[..., None], model: ss.Model) -> None:
@@ -396,6 +429,7 @@ def _model_figures(
         label=f"Largest error of predicted throughput, {len(validation.workloads)} held-out "
         "workloads",
     )
+    _far_error_figures(add, result.get("far_validation"))
     rates = result.get("request_rates") or {}
     for direction in ("read", "write"):
         if rates.get(direction):
@@ -426,6 +460,44 @@ def _model_figures(
         label=f"Time of the exploration ({exploration.points_measured} points, "
         f"{len(exploration.rounds)} rounds) and its validation",
     )
+
+
+#: the far validation's chart: the model's error against the distance past its range
+FAR_CHART_TITLE = "Self-scaling prediction error past the measured range"
+
+
+def _far_error_figures(add: Callable[..., None], far: Mapping[str, Any] | None) -> None:
+    """The median error of the far validation per parameter and distance band, each a
+    point of one chart; its ``selfscale`` entry gives the rebuilt model its far errors."""
+    if not far:
+        return
+    workloads = [ss.FarWorkload.from_dict(w) for w in far["workloads"]]
+    errors = ss.far_errors(workloads, ss.Validation.from_dict(far["validation"]))
+    lower = dict(zip(ss.FAR_BANDS, (1.0, *ss.FAR_BANDS)))
+    for (parameter, band), (error, count) in sorted(errors.items()):
+        add(
+            f"prediction_error_far_{parameter}_{band:g}x",
+            100.0 * error,
+            unit="%",
+            better="lower",
+            role="model_error_far",
+            label=f"Median error of predicted throughput, {count} held-out workload"
+            f"{'s' if count != 1 else ''} with {ss.PAPER_NAMES[parameter]} "
+            f"{lower.get(band, 1.0):g}x to {band:g}x past the measured range",
+            chart={
+                "title": FAR_CHART_TITLE,
+                "kind": "lines",
+                "x": ["times past the measured range", band],
+                "line": ss.PAPER_NAMES[parameter],
+                "selfscale": {
+                    "role": "far_error",
+                    "parameter": parameter,
+                    "band": band,
+                    "workloads": count,
+                    "to_base": 0.01,
+                },
+            },
+        )
 
 
 def _constant(value: float) -> Callable[[], float]:

@@ -293,6 +293,19 @@ def search(args, kernel, result):
     )
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
+    if any(r.directions for r in model.regimes.values()):
+        # the same measurements predicted by the paper's product form, for comparison
+        product = model.product_form()
+        paper = ss.Validation(
+            validation.workloads,
+            [product.predict(w) for w in validation.workloads],
+            validation.measured,
+        )
+        result["validation_product_form"] = paper.as_dict()
+        say(
+            f"validation: the product form without the direction curves: median error "
+            f"{100 * paper.median_error:.1f}%, maximum {100 * paper.max_error:.1f}%"
+        )
     spread = validation.spread
     say(
         f"validation: prediction error median {100 * validation.median_error:.1f}%, "
@@ -304,6 +317,44 @@ def search(args, kernel, result):
             else ""
         )
     )
+    far = far_validation(args, kernel, model, domain, rules)
+    if far:
+        result["far_validation"] = far
+        result["timing"]["far_validation_s"] = far["time_s"]
+
+
+def far_validation(args, kernel, model, domain, rules):
+    """The model checked past the range it measured (the advisor prints the error of a
+    job's distance): --validate-far workloads in each of ss.FAR_BANDS, measured in a
+    launch of their own over data as large as the farthest needs (within the rules'
+    share of the target's free space), removed after.  None when not asked for or no
+    band can be reached."""
+    if not args.validate_far:
+        return None
+    free = os.statvfs(args.dir)
+    limit = rules.free_space_fraction * free.f_bavail * free.f_frsize
+    far = ss.draw_far_workloads(model, domain, args.validate_far, args.validate_seed + 1, limit)
+    if not far:
+        say("far validation: no workload can lie past the measured range here (limits)")
+        return None
+    t0 = time.monotonic()
+    validation = ss.validate(
+        model,
+        lambda ws, reps: kernel.measure(ws, reps, label="far validation"),
+        [f.workload for f in far],
+    )
+    kernel.discard("far validation: discard")
+    errors = ss.far_errors(far, validation)
+    for (parameter, band), (error, count) in sorted(errors.items()):
+        say(
+            f"far validation: {ss.PAPER_NAMES[parameter]} up to {band:g}x past the measured "
+            f"range: median error {100 * error:.1f}% ({count} workload{'s' if count != 1 else ''})"
+        )
+    return {
+        "workloads": [f.as_dict() for f in far],
+        "validation": validation.as_dict(),
+        "time_s": time.monotonic() - t0,
+    }
 
 
 def request_rates(kernel, model, domain):
@@ -399,6 +450,12 @@ def _parser():
         "--repeat", type=int, default=5, help="measure each regime's focal point this many times"
     )
     p.add_argument("--validate", type=int, default=20, help="held-out workloads")
+    p.add_argument(
+        "--validate-far",
+        type=int,
+        default=0,
+        help="held-out workloads per distance band past the measured range (0: none)",
+    )
     p.add_argument("--validate-seed", type=int, default=2003)
     p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
     return p
@@ -422,6 +479,7 @@ def _new_result(args):
                 "size_spread",
                 "repeat",
                 "validate",
+                "validate_far",
                 "validate_seed",
                 "direct",
                 "launcher",
@@ -438,6 +496,8 @@ def main(argv=None):
     for name in ("processes", "validate", "passes"):
         if getattr(args, name) < 1:
             p.error(f"--{name}: expected at least 1, got {getattr(args, name)}")
+    if args.validate_far < 0:
+        p.error(f"--validate-far: expected 0 or more, got {args.validate_far}")
     if not os.path.isdir(args.dir):
         p.error(f"--dir {args.dir}: not a directory")
     if not os.access(args.kernel, os.X_OK):

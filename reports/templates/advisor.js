@@ -119,7 +119,11 @@
       if (tp.extrapolation > 1.01) {
         parts.data.rests_on += "; extrapolated " + tp.extrapolation.toLocaleString("en",
           {minimumFractionDigits: 1, maximumFractionDigits: 1}) +
-          "x beyond what was measured; no error known at that distance";
+          "x beyond what was measured; " + (tp.far_error === null ?
+          "no error known at that distance" : "median error " +
+          Math.round(100 * tp.far_error) + "% on " + tp.far_workloads + " held-out workload" +
+          (tp.far_workloads === 1 ? "" : "s") + " up to " + tp.far_band +
+          "x past the measured range");
       } else if (t.errors.model_error_median !== undefined) {
         parts.data.rests_on += "; inside the measured range: validation error median " +
           Math.round(100 * t.errors.model_error_median) + "%" +
