@@ -447,9 +447,7 @@ def distances(profile: Profile, model: ss.Model) -> dict[str, float]:
     values: dict[str, list[float]] = {
         "process_num": [math.ceil(profile.processes / profile.nodes)],
         "unique_bytes": [profile.unique_bytes / profile.nodes],
-        "size_mean": sorted(
-            {s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b}
-        ),
+        "size_mean": _request_sizes(profile),
     }
     out = {}
     for parameter, found in values.items():
@@ -457,6 +455,11 @@ def distances(profile: Profile, model: ss.Model) -> dict[str, float]:
         if far > INSIDE:
             out[parameter] = far
     return out
+
+
+def _request_sizes(profile: Profile) -> list[float]:
+    """The job's request sizes that moved bytes, read or written, smallest first."""
+    return sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
 
 
 def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
@@ -479,8 +482,7 @@ def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
             f"{far['unique_bytes']:,.1f}x the {size_words(hi)} measured"
         )
     lo, hi = ranges["size_mean"]
-    sizes = sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
-    for s in sizes:
+    for s in _request_sizes(profile):
         if s > hi * INSIDE or s * INSIDE < lo:
             words.append(
                 f"requests of {size_words(s)}, {ss.distance_past(ranges, 'size_mean', s):,.1f}x "
@@ -558,7 +560,6 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
     seconds = point(values)
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
     factor, far = extrapolation(profile, model)
-    error_at_distance = far_error(model, distances(profile, model))
     within = f" of the {figures.environ} environment" if figures.other_models else ""
     part = Part(
         seconds=seconds,
@@ -571,8 +572,8 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         notes=far + list(figures.model_notes),
     )
     part.extra["extrapolation"] = factor
-    if error_at_distance:
-        far_band, far_median, far_count = error_at_distance
+    _, far_band, far_median, far_count = distance_terms(profile, model)
+    if far_band is not None:
         part.extra.update(far_band=far_band, far_error=far_median, far_workloads=far_count)
     for environ, models in sorted(figures.other_models.items()):
         own = {d: _request_rate_of(figures, role, environ) for d, role in REQUEST_ROLES.items()}

@@ -253,44 +253,30 @@ def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
         )
     for regime, r in model.regimes.items():
         line = regime_words(regime, r.focal.as_dict())
-        for parameter, c in r.curves.items():
+        # the shape curves, then the direction curves (readFrac 1 and 0)
+        curves = [(c, None) for c in r.curves.values()] + [
+            (c, d) for d, by_parameter in r.directions.items() for c in by_parameter.values()
+        ]
+        for c, direction in curves:
+            only = (
+                f", {direction}s only (readFrac {ss.DIRECTIONS[direction]:g})" if direction else ""
+            )
+            meta = {"role": "curve", "regime": regime, "fixed": c.fixed}
+            if direction:
+                meta["direction"] = direction
             for x, y in zip(c.xs, c.ys):
                 add(
-                    curve_figure_name(parameter, x, regime),
+                    curve_figure_name(c.parameter, x, regime)
+                    + (f"_{direction}" if direction else ""),
                     y / MIB,
                     unit="MiB/s",
                     better="higher",
-                    label=f"Throughput at {ss.PAPER_NAMES[parameter]} "
-                    f"{ss.value_words(parameter, x)}, {regime} regime",
-                    # the other parameters it was measured at: the rebuilt model's
-                    # readFrac correction and ceiling read them
-                    chart=_chart(
-                        parameter, x, line, {"role": "curve", "regime": regime, "fixed": c.fixed}
-                    ),
+                    label=f"Throughput at {ss.PAPER_NAMES[c.parameter]} "
+                    f"{ss.value_words(c.parameter, x)}, {regime} regime{only}",
+                    # "fixed", the other parameters it was measured at: the rebuilt
+                    # model's overlap of reads and writes and its ceiling read them
+                    chart=_chart(c.parameter, x, line + only, meta),
                 )
-        for direction, curves in r.directions.items():
-            only = f"{direction}s only (readFrac {ss.DIRECTIONS[direction]:g})"
-            for parameter, c in curves.items():
-                for x, y in zip(c.xs, c.ys):
-                    add(
-                        f"{curve_figure_name(parameter, x, regime)}_{direction}",
-                        y / MIB,
-                        unit="MiB/s",
-                        better="higher",
-                        label=f"Throughput at {ss.PAPER_NAMES[parameter]} "
-                        f"{ss.value_words(parameter, x)}, {regime} regime, {only}",
-                        chart=_chart(
-                            parameter,
-                            x,
-                            f"{line}, {only}",
-                            {
-                                "role": "curve",
-                                "regime": regime,
-                                "direction": direction,
-                                "fixed": c.fixed,
-                            },
-                        ),
-                    )
 
 
 def _marker_figures(add: Callable[..., None], model: ss.Model) -> None:
