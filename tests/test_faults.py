@@ -133,6 +133,17 @@ def wait_for_running_job(cluster, timeout=180):
     raise AssertionError("no KernelIOTest job started running")
 
 
+def wait_for_running_step(cluster, job, timeout=180):
+    """Until the job's first step (the kernel, launched by srun) runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = run(["squeue", "-h", "-s", "-j", job, "-o", "%i"], env=cluster.client_env())
+        if f"{job}.0" in out.stdout.split():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} started no step")
+
+
 def job_processes(job):
     """The PIDs of a Slurm job's slurmstepd processes and all their descendants."""
     parent, roots = {}, []
@@ -350,9 +361,12 @@ def test_a_two_node_check_behind_a_drained_node(home, healthy):
 def test_slurmctld_restarted_in_the_middle_of_the_suite(home, healthy):
     cluster = healthy
     before = stored_digest(home)
-    env = env_of(home, workloads_file(home, reps=600))
+    env = env_of(home, workloads_file(home))
     proc = start_run(env, *FAULT_CHECK)
-    wait_for_running_job(cluster)
+    job, _ = wait_for_running_job(cluster)
+    # under the kernel: a restart before srun asks for its step makes srun wait a minute
+    # before it asks again (Slurm's own retry), which tests nothing more
+    wait_for_running_step(cluster, job)
     cluster.restart_slurmctld()
     result = finish(proc)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
@@ -442,6 +456,8 @@ def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
             "KernelMetadata",
             "--target",
             "sanscratch",
+            "--environ",
+            "gnu-openmpi",
             env=env,
             timeout=900,
         )
@@ -587,7 +603,10 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     env = env_of(
         home, workloads_file(home, **({"reps": 200} if fault == "glusterd restarted" else {}))
     )
+    # one environment: the other's case would run on whichever node and brick are left,
+    # for the whole long workload (a minute), or be cancelled, as the timing falls
     checks = ["--name", "KernelIOTest.*fpp-posix", "--target", "sanscratch"]
+    checks += ["--environ", "gnu-openmpi"]
     proc = start_run(env, *checks)
     job, node = wait_for_running_job(cluster)
     servers = cluster.dir / "san" / "servers"
@@ -627,7 +646,7 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     result = finish(proc)
     if cause is None:
         assert result.returncode == 0, result.stdout[-3000:]
-        assert result.stdout.splitlines()[-1] == "4 passed, 0 failed, 0 skipped"
+        assert result.stdout.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
     else:
         assert result.returncode == 1, result.stdout[-3000:]
         failed = failed_lines(result)

@@ -918,6 +918,8 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
             0.1,
             "--warmup",
             0.05,
+            "--passes",
+            1,
             "--rules",
             json.dumps({"max_rounds": 2}),
             "--validate",
@@ -1070,6 +1072,26 @@ def test_driver_failure_is_one_line_and_removes_the_data(kernels, shm_dir, tmp_p
     assert (
         result.returncode == 2 and "--dir" in result.stderr and "not a directory" in result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "option, value, expected",
+    [
+        ("--validate-far", -1, "--validate-far: expected 0 or more, got -1"),
+        ("--passes", 0, "--passes: expected at least 1, got 0"),
+        ("--validate", 0, "--validate: expected at least 1, got 0"),
+    ],
+)
+def test_driver_refuses_a_count_out_of_range(kernels, shm_dir, tmp_path, option, value, expected):
+    binary, _ = kernels["openmpi"]
+    out = tmp_path / "result.json"
+    result = driver(
+        ["--kernel", binary, "--launcher", launcher(2), "--dir", shm_dir, "--processes", 2]
+        + ["--out", out, option, value]
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(expected), result.stderr
+    assert not out.exists() and list(shm_dir.iterdir()) == [], "a refusal created nothing"
 
 
 def test_driver_stopped_by_a_signal_removes_the_data(kernels, shm_dir, tmp_path):
