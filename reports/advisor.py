@@ -347,6 +347,59 @@ REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
 REQUEST_COST = "max"
 
 
+#: the roles of what a new open does to a file's cached pages (the self-scaling check's
+#: reopen probe): the share it drops, and the rate of a first pass that reads them again
+DROPPED_ROLE = "reopen_cache_dropped"
+FIRST_PASS_ROLE = "first_pass_read_Bps"
+
+
+@dataclass
+class FirstPass:
+    """The share of a job's read bytes that are its first pass over files it opened, on
+    a target where a new open drops a file's cached pages (GlusterFS's FUSE client with
+    fopen-keep-cache off), and the rate such a pass reads at (bytes/s per node).  The
+    self-scaling curves are measured within one open, where the cache serves reads
+    again: they price only the rest."""
+
+    share: float
+    rate: Rate
+    dropped: Rate
+
+    def seconds(self, seconds: float, moved: float, nodes: int) -> float:
+        """A read size class's seconds (class_seconds') with its first-pass share
+        taking the longer of those seconds and its bytes at the first-pass rate (the
+        advisor page's form does the same: reports/templates/advisor.js)."""
+        cold = max(seconds, moved / (self.rate.value * nodes))
+        return (1.0 - self.share) * seconds + self.share * cold
+
+
+def first_pass(
+    profile: Profile, figures: TargetFigures, environ: str | None = None
+) -> FirstPass | None:
+    """The job's FirstPass on this target, or None where the target's opens keep the
+    cache, nothing was measured, or the job opens or reads nothing.  The first pass is
+    each byte touched, read once: min(bytes read, bytes touched), times the share of
+    cached pages an open drops."""
+    rates = first_pass_rates(figures, environ)
+    if not (rates and profile.opens and profile.bytes_read):
+        return None
+    dropped, rate = rates
+    touched = profile.unique_bytes or profile.bytes_read
+    share = min(1.0, touched / profile.bytes_read) * min(1.0, dropped.value)
+    return FirstPass(share=share, rate=rate, dropped=dropped)
+
+
+def first_pass_rates(
+    figures: TargetFigures, environ: str | None = None
+) -> tuple[Rate, Rate] | None:
+    """(share of cached pages a new open drops, first-pass read rate) stored for the
+    target, the rate of the models' environment (default: the one that predicts), or
+    None where the target's opens keep the cache or nothing was measured."""
+    dropped = _rate(figures, DROPPED_ROLE)
+    rate = _request_rate_of(figures, FIRST_PASS_ROLE, environ)
+    return (dropped, rate) if dropped and rate else None
+
+
 def request_rate(
     profile: Profile, direction: str, model: ss.Model, stored: Rate | None = None
 ) -> float:
@@ -384,19 +437,25 @@ def class_seconds(
     stored: Rate | None = None,
     form: str | None = None,
     rate: float | None = None,
+    first: FirstPass | None = None,
 ) -> tuple[float, bool]:
     """(seconds, by requests?) of one size class: its bytes over the predicted
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
     the throughput curve is carried flat and would make a 1-byte request cost as little
     as 1/4096 of a 4 KiB one; the request rate says what a request costs whatever its
-    size.  ``rate``: request_rate() of the same arguments, when the caller has it."""
+    size.  ``rate``: request_rate() of the same arguments, when the caller has it;
+    ``first``: the job's reads' first pass (first_pass()), applied to reads."""
     form = form or REQUEST_COST
     if form not in ("max", "sum"):
         raise AdvisorError(f"request cost form: expected 'max' or 'sum', got {form!r}")
     throughput = model.predict(workload_of(profile, size, direction, model))
     rate = rate or request_rate(profile, direction, model, stored)
-    return seconds_of(throughput, rate, size, moved, profile.nodes, form)
+    seconds, by_requests = seconds_of(throughput, rate, size, moved, profile.nodes, form)
+    if first is None or direction != "read":
+        return seconds, by_requests
+    longer = first.seconds(seconds, moved, profile.nodes)
+    return longer, by_requests and longer == seconds
 
 
 def seconds_of(
@@ -416,6 +475,7 @@ def data_seconds(
     model: ss.Model,
     stored_rates: Mapping[str, Rate | None] | None = None,
     form: str | None = None,
+    first: FirstPass | None = None,
 ) -> float:
     """Seconds to move the profile's bytes with one model: each size class and
     direction by class_seconds, the nodes adding up."""
@@ -431,6 +491,7 @@ def data_seconds(
                     moved,
                     (stored_rates or {}).get(direction),
                     form,
+                    first=first,
                 )[0]
     return seconds
 
@@ -462,12 +523,14 @@ def _request_sizes(profile: Profile) -> list[float]:
     return sorted({s for d in ("read", "write") for s, b in profile.size_classes.get(d, []) if b})
 
 
-def extrapolation(profile: Profile, model: ss.Model) -> tuple[float, list[str]]:
+def extrapolation(
+    profile: Profile, model: ss.Model, far: Mapping[str, float]
+) -> tuple[float, list[str]]:
     """(factor, [words]): how far the job lies outside what the model measured, per
     parameter (processes per node, bytes touched per node, request sizes above or
-    below the sizes measured), and the largest of those factors (1.0: inside)."""
+    below the sizes measured; ``far``: distances()), and the largest of those factors
+    (1.0: inside)."""
     ranges = model.measured_range()
-    far = distances(profile, model)
     words = []
     if "process_num" in far:
         hi = ranges["process_num"][1]
@@ -555,11 +618,13 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         )
     date, model = figures.models[0]
     stored = {d: _request_rate_of(figures, role) for d, role in REQUEST_ROLES.items()}
-    values = [data_seconds(profile, m, stored) for _, m in figures.models]
+    first = first_pass(profile, figures)
+    values = [data_seconds(profile, m, stored, first=first) for _, m in figures.models]
     low, high = _interval(values)
     seconds = point(values)
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
-    factor, far = extrapolation(profile, model)
+    distance = distances(profile, model)
+    factor, far = extrapolation(profile, model, distance)
     within = f" of the {figures.environ} environment" if figures.other_models else ""
     part = Part(
         seconds=seconds,
@@ -572,12 +637,14 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         notes=far + list(figures.model_notes),
     )
     part.extra["extrapolation"] = factor
-    _, far_band, far_median, far_count = distance_terms(profile, model)
-    if far_band is not None:
+    measured_far = far_error(model, distance)
+    if measured_far is not None:
+        far_band, far_median, far_count = measured_far
         part.extra.update(far_band=far_band, far_error=far_median, far_workloads=far_count)
     for environ, models in sorted(figures.other_models.items()):
         own = {d: _request_rate_of(figures, role, environ) for d, role in REQUEST_ROLES.items()}
-        other = point([data_seconds(profile, m, own) for _, m in models])
+        own_first = first_pass(profile, figures, environ)
+        other = point([data_seconds(profile, m, own, first=own_first) for _, m in models])
         part.extra.setdefault("other_environments", {})[environ] = other
         part.notes.append(
             f"with the self-scaling model of the {environ} environment (another MPI): "
@@ -588,7 +655,10 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         bound = [
             size
             for size, moved in profile.size_classes.get(direction, [])
-            if moved and class_seconds(profile, model, direction, size, moved, stored[direction])[1]
+            if moved
+            and class_seconds(
+                profile, model, direction, size, moved, stored[direction], first=first
+            )[1]
         ]
         if bound:
             rate = point(
@@ -605,6 +675,8 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
                 f"by their number, {units.quantity(rate * profile.nodes, 'requests/s')} "
                 f"({source}), not their bytes"
             )
+    if first is not None:
+        part.notes.append(first_pass_words(profile, first))
     for role in ERROR_ROLES:
         error = figures.errors.get(role)
         part.extra[role] = error.value if error else None
@@ -615,6 +687,19 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         )
     part.extra["error_words"] = error_words(part.extra)
     return part
+
+
+def first_pass_words(profile: Profile, first: FirstPass) -> str:
+    """What the prediction of a job's reads charges at the first-pass rate, and why."""
+    words = (
+        f"{size_words(first.share * profile.bytes_read)} of the reads are a first pass over "
+        f"files the job opens, at {units.quantity(first.rate.value * profile.nodes, 'B/s')} "
+        f"(the stored first-pass read rate): a new open on this target drops "
+        f"{first.dropped.value:.0%} of a file's cached pages, so the page cache serves "
+        f"only what is read again within one open"
+    )
+    short = short_phase_note([first.rate])
+    return "; ".join([words, *short])
 
 
 def error_words(extra: Mapping[str, Any]) -> str:

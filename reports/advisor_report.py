@@ -261,6 +261,12 @@ class PredictionCache:
         tmp.replace(self.path)
 
 
+def _first_pass_of(figures: advisor.TargetFigures) -> dict[str, float] | None:
+    """The form's first-pass terms (advisor.first_pass_rates), or None."""
+    rates = advisor.first_pass_rates(figures)
+    return {"dropped": rates[0].value, "rate": rates[1].value} if rates else None
+
+
 def page_data(
     conn: sqlite3.Connection,
     classes_path: Path = CLASSES_FILE,
@@ -293,6 +299,7 @@ def page_data(
                 "measured": t.models[0][1].measured_range() if t.models else None,
                 "errors": {role: r.value for role, r in t.errors.items()},
                 "rates": {role: [r.as_dict() for r in rs] for role, rs in t.rates.items()},
+                "first_pass": _first_pass_of(t),
             }
         )
     if cache:

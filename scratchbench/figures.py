@@ -51,6 +51,11 @@ ROLES = {
     "whatever its size",
     "write_requests_per_s": "write requests per second of the smallest requests "
     "measured, all ranks of one node together",
+    "reopen_cache_dropped": "share of a file's cached pages that a new open of the file "
+    "dropped (GlusterFS's FUSE client with fopen-keep-cache off drops them all)",
+    "first_pass_read_Bps": "bytes read per second by one process's first pass over a "
+    "freshly opened file whose cached pages the open dropped: what a job's first read of "
+    "each file it opens costs there",
     "model_error_median": "median relative error of a prediction model on workloads it "
     "was not built from",
     "model_error_max": "largest relative error of a prediction model on workloads it was "
@@ -73,6 +78,7 @@ DESCRIPTIVE_ROLES = frozenset(
         "model_error_far",
         "stage_first_bytes",
         "stage_largest_bytes",
+        "reopen_cache_dropped",
         "knee",
         "focal",
         "marker",

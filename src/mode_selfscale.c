@@ -230,6 +230,7 @@ enum {
     F_WINDOW,
     F_VERIFY,
     F_FSYNC,
+    F_PRIME,
     F_BYTES,
     F_REQUESTS,
     F_READS,
@@ -237,6 +238,7 @@ enum {
     F_SEQ,
     F_ACTIVE,
     F_PRIMED,
+    F_RES_FOUND,
     F_RES_BEFORE,
     F_RES_AFTER,
     F_FOOTPRINT,
@@ -247,6 +249,7 @@ static const sbk_field ss_fields[F_N] = {
     {"window", SBK_TIMER},
     {"verify", SBK_TIMER},
     {"fsync", SBK_TIMER},
+    {"prime", SBK_TIMER},
     {"bytes", SBK_TOTAL},
     {"requests", SBK_TOTAL},
     {"read_requests", SBK_TOTAL},
@@ -254,6 +257,7 @@ static const sbk_field ss_fields[F_N] = {
     {"sequential_requests", SBK_TOTAL},
     {"active", SBK_TOTAL},
     {"primed_bytes", SBK_TOTAL},
+    {"resident_pages_found", SBK_COUNT},
     {"resident_pages_before", SBK_COUNT},
     {"resident_pages_after", SBK_COUNT},
     {"footprint_pages", SBK_COUNT},
@@ -700,10 +704,14 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
                  "over %d node(s) with %d ranks each",
                  p->process_num, ctx->nnodes, ctx->ranks_per_node);
 
-    uint64_t before = 0, pages = 0, primed = 0;
-    residency(ctx, s, unique, &before, &pages);
-    if ((primed = prime_footprint(ctx, s, unique, before, pages)) > 0)
+    uint64_t found = 0, before = 0, pages = 0, primed = 0;
+    residency(ctx, s, unique, &found, &pages);
+    before = found;
+    double prime_start = sbk_now();
+    if ((primed = prime_footprint(ctx, s, unique, before, pages)) > 0) {
+        rec->time[F_PRIME] += sbk_now() - prime_start;
         residency(ctx, s, unique, &before, &pages);
+    }
     idle_barrier();
 
     ss_tally t = {.digest = sbk_mix64((uint64_t)ctx->cfg->seed)};
@@ -722,6 +730,7 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     rec->count[F_SEQ] += t.seq;
     rec->count[F_ACTIVE] += (uint64_t)active;
     rec->count[F_PRIMED] += primed;
+    rec->count[F_RES_FOUND] = found;
     rec->count[F_RES_BEFORE] = before;
     rec->count[F_RES_AFTER] = after;
     rec->count[F_FOOTPRINT] = pages;
@@ -739,8 +748,9 @@ static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
     size_range(p, s->o->spread, s->unit, &lo, &hi);
     double slowest = sbk_col_max(g, F_WINDOW);
     uint64_t bytes = sbk_col_sum(g, F_BYTES), requests = sbk_col_sum(g, F_REQUESTS);
-    uint64_t before = 0, after = 0, pages = 0;
+    uint64_t found = 0, before = 0, after = 0, pages = 0;
     for (int r = 0; r < g->nranks; r++) {
+        found += g->count[F_RES_FOUND][r];
         before += g->count[F_RES_BEFORE][r];
         after += g->count[F_RES_AFTER][r];
         pages += g->count[F_FOOTPRINT][r];
@@ -762,12 +772,21 @@ static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
     jw_num(j, "size_mean", requests ? (double)bytes / (double)requests : NAN);
     jw_num(j, "window_s", slowest);
     jw_end_obj(j);
-    /* The page cache held this share of the footprint before and after the point
-     * (summed over the nodes' files). */
+    /* The page cache held this share of the footprint when the point began (before
+     * --prime: after a new open, what the file system kept across it), before its
+     * timed window and after it (summed over the nodes' files). */
+    sbk_figure(ctx, j, ph, "resident_fraction_found", pages ? (double)found / (double)pages : NAN,
+               SBK_UNIT_FRACTION);
     sbk_figure(ctx, j, ph, "resident_fraction_before", pages ? (double)before / (double)pages : NAN,
                SBK_UNIT_FRACTION);
     sbk_figure(ctx, j, ph, "resident_fraction_after", pages ? (double)after / (double)pages : NAN,
                SBK_UNIT_FRACTION);
+    /* --prime's read, a first pass over what the cache did not hold: the nodes read
+     * in parallel, so their bytes over the slowest node's time */
+    uint64_t primed = sbk_col_sum(g, F_PRIMED);
+    double prime_s = sbk_col_max(g, F_PRIME);
+    sbk_figure(ctx, j, ph, "prime_Bps", primed && prime_s > 0 ? (double)primed / prime_s : NAN,
+               SBK_UNIT_BPS);
 }
 
 static void ss_manifest_write(const sbk_ctx *ctx, FILE *f)

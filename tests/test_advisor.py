@@ -378,11 +378,19 @@ def known_model(scale=1.0):
 
 
 def selfscale_case(
-    target, model, error_median, error_max, environ="gnu-openmpi", request_rates=None, far=None
+    target,
+    model,
+    error_median,
+    error_max,
+    environ="gnu-openmpi",
+    request_rates=None,
+    far=None,
+    reopen=None,
 ):
     """The figures a self-scaling check stores for this model (its two prediction errors
     and, given ``request_rates``, its request rates declare their roles; given ``far``,
-    {(parameter, band): error}, its far validation's errors)."""
+    {(parameter, band): error}, its far validation's errors; given ``reopen``, its
+    reopen probe's result)."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
     exploration = ss.Exploration(
         domain=domain, rules=ss.Rules(), model=model, rounds=[], settled=True, points_measured=40
@@ -395,6 +403,7 @@ def selfscale_case(
         "validation": validation.as_dict(),
         "timing": {"total_s": 300.0},
         "request_rates": request_rates,
+        "reopen": reopen,
     }
     if far:
         pushed = [ss.FarWorkload(workloads[0], p, band, band) for p, band in far]
@@ -604,13 +613,18 @@ def test_the_error_printed_is_the_one_measured_at_the_distance(tmp_path, change,
 
 def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
     """The form's answer past the measured range carries the far validation's error, as
-    advise's does: a model measured up to 4 GiB, a job touching 16 GiB per node (4x)."""
+    advise's does: a model measured up to 4 GiB, a job touching 16 GiB per node (4x).
+    On a target whose opens drop the cache, the form charges the reads' first pass as
+    advise does: the same seconds."""
     from playwright.sync_api import sync_playwright
 
     model = known_model()
     model.unique_curve = ss.Curve("unique_bytes", [MIB, 64 * MIB, 4 * GIB], [1000 * MIB] * 3)
     far = {("unique_bytes", 2.0): 0.3, ("unique_bytes", 4.0): 0.5}
-    db = history_of(tmp_path, [(0, [selfscale_case("fastfs", model, 0.08, 0.2, far=far)])])
+    db = history_of(
+        tmp_path,
+        [(0, [selfscale_case("fastfs", model, 0.08, 0.2, far=far, reopen=DROPPING_OPENS)])],
+    )
     out = tmp_path / "pages"
     pages.build(out, db_path=db)
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(out)))
@@ -627,21 +641,89 @@ def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
                 ("footprint_per_node", str(16 * GIB)),
             ):
                 form.locator(f"[name={name}]").select_option(value)
+            form.locator("[name=read_fraction]").fill("0.5")
             page.wait_for_timeout(200)
             description = page.locator("#advisor-yaml").text_content()
             shown = page.locator("#advisor-result").text_content()
+            seconds = page.locator("#advisor-result tr[data-part=data]").get_attribute(
+                "data-seconds"
+            )
             browser.close()
     finally:
         server.shutdown()
     job = tmp_path / "job.yaml"
     job.write_text(description)
     expected = advisor.advise(job_profile.load_profile(job), db_path=db)
-    words = expected["targets"][0]["parts"]["data"]["extra"]["error_words"]
+    data = expected["targets"][0]["parts"]["data"]
+    assert any("first pass" in n for n in data["notes"])
+    assert float(seconds) == pytest.approx(data["seconds"], rel=1e-6)
+    assert "the reads' first pass over the files opened at 100 MiB/s" in shown
+    words = data["extra"]["error_words"]
     assert words == (
         "extrapolated 4.0x beyond what was measured; median error 50% on 1 held-out "
         "workload up to 4x past the measured range"
     )
     assert words in shown
+
+
+#: a reopen probe on a GlusterFS client with fopen-keep-cache off: every cached page of
+#: the file dropped at the new open, its first pass read at 100 MiB/s
+DROPPING_OPENS = {
+    "unique_bytes": 256 * MIB,
+    "cached_bytes": 64 * MIB,
+    "kept": 0.0,
+    "first_pass_Bps": 100 * MIB,
+}
+
+
+def test_a_first_read_of_each_file_opened_where_an_open_drops_the_cache(tmp_path):
+    """Where a new open drops a file's cached pages, the job's first pass over its files
+    is charged at the first-pass rate, the rest as the curves say; a job that opens
+    nothing, and a target whose opens keep the cache, as before."""
+    dropping = history_of(
+        tmp_path / "dropping",
+        [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, reopen=DROPPING_OPENS)])],
+    )
+    keeping = history_of(
+        tmp_path / "keeping",
+        [
+            (
+                0,
+                [
+                    selfscale_case(
+                        "fastfs",
+                        known_model(),
+                        0.08,
+                        0.2,
+                        reopen=dict(DROPPING_OPENS, kept=1.0, first_pass_Bps=None),
+                    )
+                ],
+            )
+        ],
+    )
+    # KNOWN: 512 MiB read at 1000 MiB/s and 512 MiB written at 640 MiB/s by the curves;
+    # 64 MiB touched, so an eighth of the reads is the first pass, at 100 MiB/s
+    curves = 512 / 1000 + 512 / 640
+    first = 7 / 8 * 512 / 1000 + 1 / 8 * 512 / 100 + 512 / 640
+    for db, job, expected in (
+        (dropping, KNOWN, first),
+        (dropping, dict(KNOWN, opens=0), curves),
+        (keeping, KNOWN, curves),
+    ):
+        profile = job_profile.description_profile(job, "job")
+        data = advisor.predict_data(profile, advisor.load_figures(db_path=db)["fastfs"])
+        assert data.seconds == pytest.approx(expected, rel=1e-9), (db.parent.name, job)
+        said = [n for n in data.notes if "first pass" in n]
+        assert said == (
+            [
+                "64 MiB of the reads are a first pass over files the job opens, at 100 MiB/s "
+                "(the stored first-pass read rate): a new open on this target drops 100% of "
+                "a file's cached pages, so the page cache serves only what is read again "
+                "within one open"
+            ]
+            if expected == first
+            else []
+        )
 
 
 def test_prediction_on_known_curves_and_rates(known_history):

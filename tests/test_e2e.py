@@ -378,3 +378,20 @@ def test_metadata_on_the_san_costs_what_a_network_file_system_costs(first):
     for metric, factor in (("create_rate", 1.25), ("open_close_rate", 5), ("delete_rate", 5)):
         san, local = median("sanscratch", metric), median("localscratch", metric)
         assert san * factor < local, f"{metric}: SAN {san:.0f}/s, node-local {local:.0f}/s"
+
+
+def test_a_new_open_drops_the_sans_cached_pages_and_not_the_disks(first):
+    """The self-scaling check's reopen probe on real file systems: the GlusterFS client
+    (mounted with fopen-keep-cache off) drops a file's cached pages at every open, so
+    its first pass is read from the servers at a stored rate; the node-local disk's page
+    cache keeps them (README, "The prediction")."""
+    for case in case_named(first, r"^KernelSelfScale"):
+        figures = {k.split(":")[-1]: v[0] for k, v in case["perfvalues"].items()}
+        target = case["scratch_target"]
+        assert "cache_dropped_at_reopen" in figures, (target, sorted(figures))
+        if target == "sanscratch":
+            assert figures["cache_dropped_at_reopen"] >= 90, figures["cache_dropped_at_reopen"]
+            assert figures["first_pass_read_rate"] > 0
+        else:
+            assert figures["cache_dropped_at_reopen"] <= 10, figures["cache_dropped_at_reopen"]
+            assert "first_pass_read_rate" not in figures

@@ -120,28 +120,36 @@ def start_run(env, *args):
     return proc
 
 
+def poll_until(probe, timeout, interval=0.5):
+    """probe()'s first truthy value, asked every ``interval`` s for ``timeout`` s; the
+    last (falsy) one when the time ran out."""
+    deadline = time.monotonic() + timeout
+    while not (found := probe()) and time.monotonic() < deadline:
+        time.sleep(interval)
+    return found
+
+
 def wait_for_running_job(cluster, timeout=180):
     """(job id, node) of the first RUNNING job of the cluster."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def running():
         out = run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%N|%j"], env=cluster.client_env())
-        for line in out.stdout.splitlines():
-            job, node, name = line.split("|")
-            if name.startswith("rfm_KernelIOTest"):
-                return job, node
-        time.sleep(0.5)
-    raise AssertionError("no KernelIOTest job started running")
+        found = [ln.split("|") for ln in out.stdout.splitlines()]
+        return next(((j, n) for j, n, name in found if name.startswith("rfm_KernelIOTest")), None)
+
+    found = poll_until(running, timeout)
+    assert found, "no KernelIOTest job started running"
+    return found
 
 
 def wait_for_running_step(cluster, job, timeout=180):
     """Until the job's first step (the kernel, launched by srun) runs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def stepping():
         out = run(["squeue", "-h", "-s", "-j", job, "-o", "%i"], env=cluster.client_env())
-        if f"{job}.0" in out.stdout.split():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"job {job} started no step")
+        return f"{job}.0" in out.stdout.split()
+
+    assert poll_until(stepping, timeout, interval=0.2), f"job {job} started no step"
 
 
 def job_processes(job):
@@ -221,9 +229,8 @@ def no_job_left(cluster):
     jobs = queue()
     alive = [ln for ln in jobs.splitlines() if ln.split()[1] != "COMPLETING"]
     assert not alive, f"jobs left in the queue:\n{jobs}"
-    deadline = time.monotonic() + 60
-    while jobs and time.monotonic() < deadline:
-        time.sleep(1)
+    if jobs:
+        poll_until(lambda: not queue(), 60, interval=1)
         jobs = queue()
     assert jobs == "", f"jobs still completing after 60 s:\n{jobs}"
 
@@ -299,9 +306,7 @@ def test_a_job_killed_under_the_check(home, healthy, fault):
         # Slurm's SIGTERM reaches the kernel, which removes what it made before it stops.
         # sacct says CANCELLED at once, while the job's processes may still be cleaning up
         # on a loaded machine: wait for them (Slurm's KillWait bounds it) first.
-        deadline = time.monotonic() + 40
-        while job_processes(job) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        poll_until(lambda: not job_processes(job), 40)
         # The kernel's run directory is named after its job (sbk.<mode>.<time>.<job>.<pid>);
         # only this job's counts (a crashed node of an earlier case could not clean up).
         left = list((cluster.dir / "localscratch").rglob(f"sbk.*.{job}.*"))
@@ -610,17 +615,17 @@ def test_a_san_fault_during_a_run(home, healthy, fault):
     proc = start_run(env, *checks)
     job, node = wait_for_running_job(cluster)
     servers = cluster.dir / "san" / "servers"
-    deadline = time.monotonic() + 60
-    holding = []
-    while not holding and time.monotonic() < deadline:
-        holding = sorted(
+    holding = poll_until(
+        lambda: sorted(
             {
                 p.relative_to(servers).parts[0]
                 for p in servers.glob(f"s*/brick/{job}/*/*")
                 if p.is_file()
             }
-        )
-        time.sleep(0.2)
+        ),
+        60,
+        interval=0.2,
+    )
     assert holding, f"job {job} wrote no file on the storage servers"
     daemons = {d["name"]: d for d in cluster.status()["daemons"]}
     if fault == "storage server killed":

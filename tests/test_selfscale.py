@@ -763,11 +763,14 @@ def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     phase = report["repetitions"][0]["phases"]["p0"]
     assert phase["primed_bytes"] == 128 * MIB and phase["resident_fraction_before"] > 0.9
+    # what the point found before priming, and the first pass's rate
+    assert phase["resident_fraction_found"] < 0.1 and phase["prime_Bps"] > 0
     # tmpfs is the page cache: always resident
     result, report = kernel(kernels["openmpi"], 1, ["--dir", shm_dir, *args], tmp_path)
     assert result.returncode == 0, result.stderr
     phase = report["repetitions"][0]["phases"]["p0"]
     assert phase["resident_fraction_before"] == 1.0 == phase["resident_fraction_after"]
+    assert phase["resident_fraction_found"] == 1.0 and phase["prime_Bps"] is None
     assert report["filesystem"]["type"] == "tmpfs"
 
 
@@ -959,6 +962,11 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
             f"{direction}_requests_per_s",
             "ops/s",
         )
+    # tmpfs keeps a file's pages across a new open: nothing dropped, no first pass
+    reopen = data["reopen"]
+    assert (reopen["kept"], reopen["first_pass_Bps"]) == (1.0, None), reopen
+    assert "selfscale: reopen: 100% of the cached" in result.stdout
+    assert figures["cache_dropped_at_reopen"][0] == 0.0 and "first_pass_read_rate" not in figures
     # the model checked past its measured range, in a launch of its own whose data is
     # gone too; the rebuilt model carries each band's error for the advisor
     far = [ss.FarWorkload.from_dict(w) for w in data["far_validation"]["workloads"]]

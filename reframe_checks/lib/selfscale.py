@@ -195,6 +195,13 @@ class SelfScaleCheckBase(ScratchCheck):
                     if name.startswith(("focal_throughput_", "request_rate_"))
                 },
             )
+        # the first pass is timed over the probe's footprint, however long that took
+        probe = result.get("reopen") or {}
+        if "first_pass_read_rate" in figures:
+            self.phase_seconds = dict(
+                self.phase_seconds,
+                first_pass_read_rate=probe["unique_bytes"] / probe["first_pass_Bps"],
+            )
 
 
 #: the pages' x axes: sizes in MiB and KiB read better than in bytes
@@ -237,6 +244,41 @@ def declared_figures(
     _focal_variables(add, exploration, samples)
     _model_figures(add, result, exploration, validation)
     return out, samples
+
+
+#: a new open that keeps at least this share of a file's cached pages keeps the cache
+#: (the kernel's --prime reads a footprint less than 90% cached)
+REOPEN_KEPT = 0.9
+
+
+def _reopen_figures(add: Callable[..., None], probe: dict[str, Any] | None) -> None:
+    """What a new open does to a file's cached pages (the search's reopen probe): the
+    share it dropped, and where it dropped some, the rate of the first pass that read
+    them again (the advisor charges a job's first read of each file it opens at it)."""
+    if not probe or probe.get("kept") is None:
+        return
+    footprint = ss.size_words(probe["unique_bytes"])
+    add(
+        "cache_dropped_at_reopen",
+        100.0 * (1.0 - probe["kept"]),
+        unit="%",
+        better="lower",
+        role="reopen_cache_dropped",
+        label=f"Share of a file's cached pages dropped by a new open "
+        f"({ss.size_words(probe['cached_bytes'])} cached, 1 process)",
+    )
+    # where the open kept the cache, the probe's first pass read what no launch had
+    # cached: a device's rate, which no job's reopen pays
+    if probe.get("first_pass_Bps") and probe["kept"] < REOPEN_KEPT:
+        add(
+            "first_pass_read_rate",
+            probe["first_pass_Bps"] / MIB,
+            unit="MiB/s",
+            better="higher",
+            role="first_pass_read_Bps",
+            label=f"Read of a freshly opened file, first pass ({footprint}, 4 MiB requests, "
+            "1 process)",
+        )
 
 
 def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
@@ -429,6 +471,7 @@ def _model_figures(
                 f"{ss.size_words(rates['size'])} sequential, 1 process, "
                 f"{ss.size_words(rates['unique_bytes'])} touched (in the page cache)",
             )
+    _reopen_figures(add, result.get("reopen"))
     if validation.spread is not None:
         add(
             "validation_spread",

@@ -165,6 +165,7 @@ class Kernel:
         for i, w in enumerate(workloads):
             phase = f"p{i}"
             values = [rep["phases"][phase]["throughput_Bps"] for rep in report["repetitions"]]
+            first = report["repetitions"][0]["phases"][phase]
             final = report["repetitions"][-1]["phases"][phase]
             self.points.append(
                 {
@@ -175,6 +176,8 @@ class Kernel:
                     "requests_per_s": [
                         rep["phases"][phase]["requests_per_s"] for rep in report["repetitions"]
                     ],
+                    "resident_fraction_found": first.get("resident_fraction_found"),
+                    "prime_Bps": first.get("prime_Bps"),
                     "resident_fraction_before": final["resident_fraction_before"],
                     "resident_fraction_after": final["resident_fraction_after"],
                     "primed_bytes": final.get("primed_bytes", 0),
@@ -281,6 +284,7 @@ def search(args, kernel, result):
     )
 
     result["request_rates"] = request_rates(kernel, model, domain)
+    result["reopen"] = reopen_probe(kernel, result["request_rates"])
 
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
     say(
@@ -390,6 +394,66 @@ def request_rates(kernel, model, domain):
         + ", ".join(f"{d} {rates[d]:,.0f}/s" for d in ("read", "write") if rates.get(d))
     )
     return rates
+
+
+#: the least the reopen probe reads of the data file (where the file holds it): its
+#: first pass is timed over this, so that the pass's start (the servers' lookup and
+#: open, 30-50 ms on the embedded SAN) does not make the rate
+REOPEN_PROBE_BYTES = 256 * 1024 * 1024
+
+
+def reopen_probe(kernel, rates):
+    """{"unique_bytes", "cached_bytes", "resident_found", "kept", "first_pass_Bps"}:
+    whether the page cache keeps a file's pages across a close and a new open, and what
+    a first pass over a freshly opened file reads at where it does not.  GlusterFS's FUSE
+    client with --fopen-keep-cache=off (the embedded SAN's) drops a file's pages at
+    every open, so a job's first read of each file it opens comes from the servers,
+    whatever the self-scaling curves (measured within one open) say.  One launch of one
+    sequential read point on one process over at least REOPEN_PROBE_BYTES of the data,
+    which begins with the footprint the request rates' launch just left cached: the
+    bytes found cached at its start over the bytes left (``kept``, at most 1), and
+    --prime's rate over what was not cached (``first_pass_Bps``: 4 MiB sequential
+    reads; None when all was).  ``kept`` is None when the request rates' launch left
+    less than half its footprint cached."""
+    left = kernel.points[-1]["resident_fraction_after"]
+    cached = (left or 0.0) * rates["unique_bytes"]
+    footprint = min(kernel.prepare_bytes, max(rates["unique_bytes"], REOPEN_PROBE_BYTES))
+    point = ss.Workload(
+        unique_bytes=footprint,
+        size_mean=rates["size"],
+        read_frac=1.0,
+        seq_frac=1.0,
+        process_num=1,
+    )
+    kernel.measure([point], 1, label="reopen")
+    found = kernel.points[-1]["resident_fraction_found"]
+    probe = {
+        "unique_bytes": footprint,
+        "cached_bytes": cached,
+        "resident_found": found,
+        "kept": (
+            min(1.0, found * footprint / cached)
+            if left and left >= 0.5 and found is not None
+            else None
+        ),
+        "first_pass_Bps": kernel.points[-1]["prime_Bps"],
+    }
+    what = ss.size_words(rates["unique_bytes"])
+    if probe["kept"] is None:
+        say(
+            f"reopen: the page cache held {left or 0:.0%} of {what} before the new open: too little to tell"
+        )
+    else:
+        say(
+            f"reopen: {probe['kept']:.0%} of the cached {what} was still cached after a new open"
+            + (
+                f"; a first pass over {ss.size_words(footprint)} read at "
+                f"{units.quantity(probe['first_pass_Bps'], 'B/s')}"
+                if probe["first_pass_Bps"]
+                else ""
+            )
+        )
+    return probe
 
 
 def _parser():

@@ -106,15 +106,23 @@
     else {
       var key = d.request_size + "|" + d.sequential_fraction + "|" + d.processes / d.nodes +
                 "|" + d.footprint / d.nodes, tp = t.throughput[key];
+      // reads: a first pass over the files opened at the first-pass rate where a new
+      // open drops the cache (FirstPass in reports/advisor.py)
+      var fp = t.first_pass, share = fp && d.opens && readBytes ?
+          Math.min(1, (d.footprint || readBytes) / readBytes) * Math.min(1, fp.dropped) : 0;
       var values = t.model_dates.map(function (_, m) {
-        return (readBytes ? readBytes / (tp.read[m] * d.nodes) : 0) +
-               (writeBytes ? writeBytes / (tp.write[m] * d.nodes) : 0);
+        var read = readBytes ? readBytes / (tp.read[m] * d.nodes) : 0;
+        if (share) read = (1 - share) * read + share * Math.max(read, readBytes / (fp.rate * d.nodes));
+        return read + (writeBytes ? writeBytes / (tp.write[m] * d.nodes) : 0);
       });
       var many = values.length > 1, point = median(values.slice(0, data.point_runs));
       parts.data = part(point, many ? Math.min.apply(null, values) : null,
                         many ? Math.max.apply(null, values) : null, values.length,
                         "self-scaling model, " + Math.round(d.bytes / point / MIB)
                           .toLocaleString("en") + " MiB/s predicted");
+      if (share) parts.data.rests_on += "; the reads' first pass over the files opened at " +
+        Math.round(fp.rate * d.nodes / MIB).toLocaleString("en") + " MiB/s (a new open drops " +
+        Math.round(100 * fp.dropped) + "% of a file's cached pages here)";
       // as error_words in reports/advisor.py: the in-range error only inside the range
       if (tp.extrapolation > 1.01) {
         parts.data.rests_on += "; extrapolated " + tp.extrapolation.toLocaleString("en",
