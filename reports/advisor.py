@@ -337,6 +337,10 @@ def _workload(
 #: smallest requests the self-scaling check may use, sequential, in the page cache, on
 #: one process (the check's ``request_rate_*`` figures)
 REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
+#: the roles of the share of a request's time at the smallest size measured that does
+#: not grow with its bytes (the check's ``request_fixed_share_*`` figures, from its
+#: request rates at two sizes)
+FIXED_SHARE_ROLES = {"read": "read_request_fixed_share", "write": "write_request_fixed_share"}
 #: how a size class's request time and byte time combine: "max" (the larger) or "sum".
 #: Chosen by measurement (ci/benchmarks/advisor_validation.py --only request prints
 #: both): on 2026-11-26 at quick sizes (load 12 to 26 on 2 cores), over 18 rows of dd
@@ -428,6 +432,19 @@ def rate_of_terms(terms: Sequence[float], stored: Rate | None) -> float:
     return at_job / smallest if stored is None else stored.value * at_job / one
 
 
+def small_request_rate(rate: float, size: float, smallest: float, fixed: Rate | None) -> float:
+    """The request rate of requests of ``size`` bytes, from ``rate``, that of requests of
+    ``smallest`` bytes (the smallest measured).  Below that size a request costs the
+    fixed share of a measured request's time (``fixed``: a Rate of a FIXED_SHARE_ROLES
+    role, a fraction) plus its bytes at the measured cost per byte: a 1-byte read in the
+    page cache costs about three quarters of a 1 KiB one, not all of it.  At or above
+    ``smallest``, or where no share is stored, ``rate`` itself."""
+    if fixed is None or size >= smallest:
+        return rate
+    share = min(1.0, fixed.value)
+    return rate / (share + (1.0 - share) * size / smallest)
+
+
 def class_seconds(
     profile: Profile,
     model: ss.Model,
@@ -436,21 +453,24 @@ def class_seconds(
     moved: float,
     stored: Rate | None = None,
     form: str | None = None,
-    rate: float | None = None,
     first: FirstPass | None = None,
+    fixed: Rate | None = None,
 ) -> tuple[float, bool]:
     """(seconds, by requests?) of one size class: its bytes over the predicted
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
     the throughput curve is carried flat and would make a 1-byte request cost as little
-    as 1/4096 of a 4 KiB one; the request rate says what a request costs whatever its
-    size.  ``rate``: request_rate() of the same arguments, when the caller has it;
-    ``first``: the job's reads' first pass (first_pass()), applied to reads."""
+    as 1/4096 of a 4 KiB one; the request rate says what a request costs, less its
+    bytes' part below that size (small_request_rate, ``fixed``).  ``first``: the job's
+    reads' first pass (first_pass()), applied to reads."""
     form = form or REQUEST_COST
     if form not in ("max", "sum"):
         raise AdvisorError(f"request cost form: expected 'max' or 'sum', got {form!r}")
     throughput = model.predict(workload_of(profile, size, direction, model))
-    rate = rate or request_rate(profile, direction, model, stored)
+    smallest = model.measured_range()["size_mean"][0]
+    rate = small_request_rate(
+        request_rate(profile, direction, model, stored), size, smallest, fixed
+    )
     seconds, by_requests = seconds_of(throughput, rate, size, moved, profile.nodes, form)
     if first is None or direction != "read":
         return seconds, by_requests
@@ -476,6 +496,7 @@ def data_seconds(
     stored_rates: Mapping[str, Rate | None] | None = None,
     form: str | None = None,
     first: FirstPass | None = None,
+    fixed_shares: Mapping[str, Rate | None] | None = None,
 ) -> float:
     """Seconds to move the profile's bytes with one model: each size class and
     direction by class_seconds, the nodes adding up."""
@@ -492,6 +513,7 @@ def data_seconds(
                     (stored_rates or {}).get(direction),
                     form,
                     first=first,
+                    fixed=(fixed_shares or {}).get(direction),
                 )[0]
     return seconds
 
@@ -618,8 +640,11 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         )
     date, model = figures.models[0]
     stored = {d: _request_rate_of(figures, role) for d, role in REQUEST_ROLES.items()}
+    fixed = {d: _request_rate_of(figures, role) for d, role in FIXED_SHARE_ROLES.items()}
     first = first_pass(profile, figures)
-    values = [data_seconds(profile, m, stored, first=first) for _, m in figures.models]
+    values = [
+        data_seconds(profile, m, stored, first=first, fixed_shares=fixed) for _, m in figures.models
+    ]
     low, high = _interval(values)
     seconds = point(values)
     throughput = (profile.bytes_read + profile.bytes_written) / seconds if seconds else 0
@@ -643,8 +668,16 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         part.extra.update(far_band=far_band, far_error=far_median, far_workloads=far_count)
     for environ, models in sorted(figures.other_models.items()):
         own = {d: _request_rate_of(figures, role, environ) for d, role in REQUEST_ROLES.items()}
+        own_fixed = {
+            d: _request_rate_of(figures, role, environ) for d, role in FIXED_SHARE_ROLES.items()
+        }
         own_first = first_pass(profile, figures, environ)
-        other = point([data_seconds(profile, m, own, first=own_first) for _, m in models])
+        other = point(
+            [
+                data_seconds(profile, m, own, first=own_first, fixed_shares=own_fixed)
+                for _, m in models
+            ]
+        )
         part.extra.setdefault("other_environments", {})[environ] = other
         part.notes.append(
             f"with the self-scaling model of the {environ} environment (another MPI): "
@@ -652,29 +685,9 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
             f"advisor does not know which MPI the job used)"
         )
     for direction in ("read", "write"):
-        bound = [
-            size
-            for size, moved in profile.size_classes.get(direction, [])
-            if moved
-            and class_seconds(
-                profile, model, direction, size, moved, stored[direction], first=first
-            )[1]
-        ]
-        if bound:
-            rate = point(
-                [request_rate(profile, direction, m, stored[direction]) for _, m in figures.models]
-            )
-            source = (
-                f"the stored {REQUEST_ROLES[direction].replace('_', ' ')}"
-                if stored[direction]
-                else f"the model's at its smallest requests measured ("
-                f"{size_words(model.measured_range()['size_mean'][0])})"
-            )
-            part.notes.append(
-                f"{direction} requests of {', '.join(size_words(b) for b in bound)}: timed "
-                f"by their number, {units.quantity(rate * profile.nodes, 'requests/s')} "
-                f"({source}), not their bytes"
-            )
+        words = request_bound_words(profile, figures, direction, stored, fixed, first)
+        if words:
+            part.notes.append(words)
     if first is not None:
         part.notes.append(first_pass_words(profile, first))
     for role in ERROR_ROLES:
@@ -687,6 +700,58 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         )
     part.extra["error_words"] = error_words(part.extra)
     return part
+
+
+def request_bound_words(
+    profile: Profile,
+    figures: TargetFigures,
+    direction: str,
+    stored: Mapping[str, Rate | None],
+    fixed: Mapping[str, Rate | None],
+    first: FirstPass | None,
+) -> str:
+    """The note on a direction's size classes timed by their number of requests, not
+    their bytes: each size's request rate and where it comes from ("" when none is)."""
+    model = figures.models[0][1]
+    smallest = model.measured_range()["size_mean"][0]
+    bound = [
+        size
+        for size, moved in profile.size_classes.get(direction, [])
+        if moved
+        and class_seconds(
+            profile,
+            model,
+            direction,
+            size,
+            moved,
+            stored[direction],
+            first=first,
+            fixed=fixed[direction],
+        )[1]
+    ]
+    if not bound:
+        return ""
+    rate = point(
+        [request_rate(profile, direction, m, stored[direction]) for _, m in figures.models]
+    )
+    rates = ", ".join(
+        f"{size_words(b)} at "
+        f"{units.quantity(small_request_rate(rate, b, smallest, fixed[direction]) * profile.nodes, 'requests/s')}"
+        for b in bound
+    )
+    source = (
+        f"the stored {REQUEST_ROLES[direction].replace('_', ' ')} of {size_words(smallest)}"
+        if stored[direction]
+        else f"the model's at its smallest requests measured ({size_words(smallest)})"
+    )
+    share = fixed[direction]
+    if share is not None and min(bound) < smallest:
+        source += (
+            f"; a smaller request costs the {min(1.0, share.value):.0%} of a "
+            f"{size_words(smallest)} request's time that does not grow with its bytes, plus "
+            "its own bytes"
+        )
+    return f"{direction} requests timed by their number, not their bytes: {rates} ({source})"
 
 
 def first_pass_words(profile: Profile, first: FirstPass) -> str:

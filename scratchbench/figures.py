@@ -51,6 +51,11 @@ ROLES = {
     "whatever its size",
     "write_requests_per_s": "write requests per second of the smallest requests "
     "measured, all ranks of one node together",
+    "read_request_fixed_share": "share of a read request's time at the smallest size "
+    "measured (the read_requests_per_s figure's) that does not grow with its bytes: a "
+    "smaller request costs that share plus its bytes at the same cost per byte",
+    "write_request_fixed_share": "share of a write request's time at the smallest size "
+    "measured (the write_requests_per_s figure's) that does not grow with its bytes",
     "reopen_cache_dropped": "share of a file's cached pages that a new open of the file "
     "dropped (GlusterFS's FUSE client with fopen-keep-cache off drops them all)",
     "first_pass_read_Bps": "bytes read per second by one process's first pass over a "
@@ -79,6 +84,8 @@ DESCRIPTIVE_ROLES = frozenset(
         "stage_first_bytes",
         "stage_largest_bytes",
         "reopen_cache_dropped",
+        "read_request_fixed_share",
+        "write_request_fixed_share",
         "knee",
         "focal",
         "marker",

@@ -20,7 +20,7 @@ from reports import advisor, advisor_report, job_profile, pages, store
 from reports.synthetic import make_case, make_report
 from scratchbench import selfscale as ss
 from scratchbench import units
-from scratchbench.figures import too_short_words
+from scratchbench.figures import DESCRIPTIVE_ROLES, too_short_words
 
 darshan = pytest.importorskip("darshan")
 DARSHAN_DIR = Path(darshan.__file__).parent
@@ -1114,8 +1114,8 @@ def test_a_million_one_byte_reads_cost_a_request_each(known_history, tmp_path):
     assert data["seconds"] == pytest.approx(1e6 / (250 * MIB / (4 * KIB)), rel=1e-6)
     assert data["seconds"] > 1.0
     assert (
-        "read requests of 1 B: timed by their number, 64,000 requests/s (the model's "
-        "at its smallest requests measured (4 KiB)), not their bytes" in data["notes"]
+        "read requests timed by their number, not their bytes: 1 B at 64,000 requests/s "
+        "(the model's at its smallest requests measured (4 KiB))" in data["notes"]
     )
     # requests as large as the smallest measured are timed by their bytes as before
     kib = job_profile.description_profile(
@@ -1149,7 +1149,10 @@ def test_a_stored_request_rate_is_used_where_a_figure_declares_it(tmp_path):
     profile = job_profile.description_profile(ONE_BYTE_READS, "bytes")
     data = advisor.predict_data(profile, advisor.load_figures(db_path=db)["fastfs"])
     assert data.seconds == pytest.approx(2.0, rel=1e-6)
-    assert any("500,000 requests/s (the stored read requests per s)" in n for n in data.notes)
+    assert any(
+        "1 B at 500,000 requests/s (the stored read requests per s of 4 KiB)" in n
+        for n in data.notes
+    )
 
 
 def test_a_prediction_on_figures_timed_too_briefly_says_so(tmp_path):
@@ -1216,7 +1219,9 @@ def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
     one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
     data = advisor.predict_data(one, figures)
     assert data.seconds == pytest.approx(2.5, rel=1e-9)
-    assert any("400,000 requests/s (the stored read requests per s)" in n for n in data.notes)
+    assert any(
+        "400,000 requests/s (the stored read requests per s of 4 KiB)" in n for n in data.notes
+    )
     four = job_profile.description_profile(dict(ONE_BYTE_READS, processes=4), "four")
     assert advisor.predict_data(four, figures).seconds == pytest.approx(2.5, rel=1e-9)
     writes = job_profile.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
@@ -1234,6 +1239,53 @@ def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
         assert seconds == pytest.approx(expected, rel=1e-9) and not bound
     with pytest.raises(job_profile.AdvisorError, match="expected 'max' or 'sum', got 'min'"):
         advisor.class_seconds(kib, model, "read", 4096, 4096, None, "min")
+
+
+def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp_path):
+    """Where the check measured what share of a request's time does not grow with its
+    bytes (75% here, at the model's smallest measured size, 4 KiB), a smaller request
+    costs that share of a measured request's time plus its bytes at the measured cost
+    per byte: a million 1-byte reads at 400,000 requests/s (4 KiB) take
+    1e6 x (0.75 + 0.25 / 4096) / 400,000 s, not 2.5 s; 2 KiB reads take 0.875 of a
+    4 KiB read's time each (small_request_rate).  Writes, whose stored share is 100% (each a round trip to
+    a server), cost a whole request whatever their size; requests at or above 4 KiB
+    are as before.  The note says which share it used."""
+    rates = {
+        "read": 400_000.0,
+        "write": 100_000.0,
+        "size": 4 * KIB,
+        "larger_size": 16 * KIB,
+        "unique_bytes": 64 * MIB,
+        "fixed_share": {"read": 0.75, "write": 1.0},
+    }
+    db = history_of(
+        tmp_path, [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, request_rates=rates)])]
+    )
+    figures = advisor.load_figures(db_path=db)["fastfs"]
+    assert figures.rates["read_request_fixed_share"][0].value == pytest.approx(0.75)
+    one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
+    data = advisor.predict_data(one, figures)
+    assert data.seconds == pytest.approx(1e6 * (0.75 + 0.25 / 4096) / 400_000, rel=1e-9)
+    assert (
+        "read requests timed by their number, not their bytes: 1 B at 533,000 requests/s "
+        "(the stored read requests per s of 4 KiB; a smaller request costs the 75% of a "
+        "4 KiB request's time that does not grow with its bytes, plus its own bytes)" in data.notes
+    )
+    share = figures.rates["read_request_fixed_share"][0]
+    assert advisor.small_request_rate(400_000.0, 2 * KIB, 4 * KIB, share) == pytest.approx(
+        400_000.0 / 0.875, rel=1e-12
+    )
+    assert advisor.small_request_rate(400_000.0, 8 * KIB, 4 * KIB, share) == 400_000.0
+    writes = job_profile.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
+    assert advisor.predict_data(writes, figures).seconds == pytest.approx(10.0, rel=1e-9)
+    kib = job_profile.description_profile(
+        dict(ONE_BYTE_READS, bytes=4096 * 1000, request_size="4 KiB"), "4k"
+    )
+    assert advisor.predict_data(kib, figures).seconds == pytest.approx(
+        4096 * 1000 / (250 * MIB), rel=1e-9
+    )
+    # the share describes the request path: shown, never ranked
+    assert "read_request_fixed_share" in DESCRIPTIVE_ROLES
 
 
 def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_history):

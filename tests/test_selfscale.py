@@ -962,6 +962,20 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
             f"{direction}_requests_per_s",
             "ops/s",
         )
+    # and at 4x that size: the share of a request's time that does not grow with its
+    # bytes, which the advisor charges a smaller request (on tmpfs a 4 KiB read copies
+    # 4 KiB, so it costs more than a 1 KiB one: the share is below 1)
+    assert rates["larger_size"] == 4 * rates["size"]
+    assert 0.0 <= rates["fixed_share"]["read"] < 1.0 and rates["larger"]["read"] > 0
+    assert 0.0 <= rates["fixed_share"]["write"] <= 1.0
+    assert "of a request's time does not grow with its bytes" in result.stdout
+    for direction in ("read", "write"):
+        value, declaration = figures[f"request_fixed_share_{direction}"]
+        assert (value, declaration.role, declaration.unit) == (
+            pytest.approx(100.0 * rates["fixed_share"][direction]),
+            f"{direction}_request_fixed_share",
+            "%",
+        )
     # tmpfs keeps a file's pages across a new open: nothing dropped, no first pass
     reopen = data["reopen"]
     assert (reopen["kept"], reopen["first_pass_Bps"]) == (1.0, None), reopen
@@ -983,6 +997,24 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     if ex.model.knee:
         assert ex.model.knee.top_resident == 1.0 and ex.model.knee.upper_in_page_cache
         assert figures["knee_throughput"][1].chart["selfscale"]["top_resident"] == 1.0
+
+
+def test_the_fixed_share_of_a_request_comes_from_two_sizes():
+    """A request takes a + b x bytes: 1 KiB at 1,000,000/s (1 µs) and 4 KiB at 500,000/s
+    (2 µs) give b = 1/3072 µs a byte and a = 2/3 µs, two thirds of a 1 KiB request; a
+    larger request that costs no more each (a round trip to a server) gives 1; a
+    missing rate or a single size gives None."""
+    sys.path.insert(0, str(DRIVER.parent))
+    try:
+        from selfscale_search import fixed_share
+    finally:
+        sys.path.pop(0)
+    assert fixed_share(KIB, 1e6, 4 * KIB, 5e5) == pytest.approx(2 / 3, rel=1e-12)
+    assert fixed_share(KIB, 1e6, 4 * KIB, 1.2e6) == 1.0
+    assert fixed_share(KIB, 1e6, 4 * KIB, 1e6) == 1.0
+    assert fixed_share(KIB, 1e6, 4 * KIB, 1e5) == 0.0  # bytes are all of it
+    assert fixed_share(KIB, None, 4 * KIB, 5e5) is None
+    assert fixed_share(KIB, 1e6, KIB, 1e6) is None
 
 
 def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):

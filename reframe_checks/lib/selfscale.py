@@ -471,6 +471,19 @@ def _model_figures(
                 f"{ss.size_words(rates['size'])} sequential, 1 process, "
                 f"{ss.size_words(rates['unique_bytes'])} touched (in the page cache)",
             )
+        share = (rates.get("fixed_share") or {}).get(direction)
+        if rates.get(direction) and share is not None:
+            add(
+                f"request_fixed_share_{direction}",
+                100.0 * share,
+                unit="%",
+                better="lower",
+                role=f"{direction}_request_fixed_share",
+                label=f"Share of a {ss.size_words(rates['size'])} {direction} request's "
+                f"time that does not grow with its bytes (against "
+                f"{ss.size_words(rates['larger_size'])} requests, sequential, 1 process, "
+                "in the page cache)",
+            )
     _reopen_figures(add, result.get("reopen"))
     if validation.spread is not None:
         add(

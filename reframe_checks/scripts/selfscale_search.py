@@ -361,39 +361,82 @@ def far_validation(args, kernel, model, domain, rules):
     }
 
 
+#: the request rates are measured at the smallest request size and at this many times
+#: it: the two give what a request costs whatever its bytes (the fixed share below)
+REQUEST_SIZE_STEP = 4
+
+
 def request_rates(kernel, model, domain):
-    """{"read", "write": requests per second, "size", "unique_bytes"}: what one request
-    costs, measured on one process at the smallest request size the search may use,
-    sequential (the cheapest order), in the cache regime's footprint (the page cache
-    holds it: the cost is the file system's per request, not the device's).  The
-    advisor charges a job's requests at this rate (a 1-byte read costs no less than
-    this); one launch of two points, before the validation (whose launch discards the
-    data)."""
+    """{"read", "write": requests per second, "size", "unique_bytes", "larger_size",
+    "larger": {"read", "write"}, "fixed_share": {"read", "write"}}: what one request
+    costs, measured on one process at the smallest request size the search may use and
+    at REQUEST_SIZE_STEP times it (within the domain), sequential (the cheapest order),
+    in the cache regime's footprint (the page cache holds it: the cost is the file
+    system's per request, not the device's).  The advisor charges a job's requests at
+    the smallest size's rate; below that size, only the share of a request's time that
+    does not grow with its bytes (``fixed_share``, from the two sizes: a request takes
+    a + b x bytes; 1.0 where the larger size cost no more per request, as a round trip
+    to a server does) and the bytes' part at the same cost per byte.  One launch of
+    four points, before the validation (whose launch discards the data)."""
     base = model.regimes["cache"].focal
     size = domain.size_mean[0]
+    larger = min(REQUEST_SIZE_STEP * size, domain.size_mean[1])
+    sizes = [size] + ([larger] if larger > size else [])
     points = [
         ss.Workload(
             unique_bytes=base.unique_bytes,
-            size_mean=size,
+            size_mean=s,
             read_frac=frac,
             seq_frac=1.0,
             process_num=1,
         )
+        for s in sizes
         for frac in (1.0, 0.0)
     ]
     kernel.measure(points, 1, label="request rate")
-    measured = kernel.points[-2:]
-    rates = {"size": size, "unique_bytes": base.unique_bytes}
-    for point in measured:
+    measured = {}
+    for point in kernel.points[-len(points) :]:
         direction = "read" if point["workload"]["read_frac"] == 1.0 else "write"
         values = sorted(v for v in point["requests_per_s"] if v)
-        rates[direction] = values[len(values) // 2] if values else None
+        measured[direction, point["workload"]["size_mean"]] = (
+            values[len(values) // 2] if values else None
+        )
+    rates = {"size": size, "unique_bytes": base.unique_bytes, "larger_size": sizes[-1]}
+    rates["larger"] = {d: measured.get((d, sizes[-1])) for d in ("read", "write")}
+    rates["fixed_share"] = {}
+    for d in ("read", "write"):
+        rates[d] = measured.get((d, size))
+        rates["fixed_share"][d] = fixed_share(size, rates[d], sizes[-1], rates["larger"][d])
+    words = []
+    for d in ("read", "write"):
+        if rates[d]:
+            share = rates["fixed_share"][d]
+            words.append(
+                f"{d} {rates[d]:,.0f}/s"
+                + (
+                    f" ({rates['larger'][d]:,.0f}/s at {ss.size_words(sizes[-1])}: "
+                    f"{share:.0%} of a request's time does not grow with its bytes)"
+                    if share is not None
+                    else ""
+                )
+            )
     say(
         f"request rate at {ss.size_words(size)} sequential requests, 1 process, "
-        f"{ss.size_words(base.unique_bytes)} touched: "
-        + ", ".join(f"{d} {rates[d]:,.0f}/s" for d in ("read", "write") if rates.get(d))
+        f"{ss.size_words(base.unique_bytes)} touched: {', '.join(words)}"
     )
     return rates
+
+
+def fixed_share(size, rate, larger_size, larger_rate):
+    """The share of a request's time at ``size`` that does not grow with its bytes, from
+    the request rates at two sizes (a request takes a + b x bytes: the share is a over
+    the time at ``size``); 1.0 where the larger requests cost no more each, None where
+    either rate is missing or the sizes are the same."""
+    if not (rate and larger_rate) or larger_size <= size:
+        return None
+    small, large = 1.0 / rate, 1.0 / larger_rate
+    per_byte = max(0.0, (large - small) / (larger_size - size))
+    return max(0.0, small - per_byte * size) / small
 
 
 #: the least the reopen probe reads of the data file (where the file holds it): its
