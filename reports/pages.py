@@ -512,7 +512,7 @@ def compare_page(
                 spec,
                 label=label,
                 unit=unit,
-                better=better,
+                direction=next(iter(by_variant.values())).direction_words,
                 log=log,
                 targets=targets,
                 table=[

@@ -246,7 +246,8 @@ class Ranking:
         self.second = ranked[1] if len(ranked) > 1 else None
         self.regressed = {}  # target: its regression verdicts (set from the nightly verdict)
         self.margin = self.runs_needed = None
-        if any(s.descriptive for ss in series_by_target.values() for s in ss):
+        self.descriptive = any(s.descriptive for ss in series_by_target.values() for s in ss)
+        if self.descriptive:
             self.status = "not ranked"
             return
         #: (target, phase seconds) where the latest run's phase was too short to time
@@ -297,6 +298,12 @@ class Ranking:
             f"({state}, {units.percent(v.get('relative_change'))}): its older runs "
             "may no longer hold"
         )
+
+    @property
+    def direction_words(self) -> str:
+        """ "higher is better" or "lower is better"; "" for a figure that describes a model
+        or the measurement, where neither way is better."""
+        return "" if self.descriptive else f"{self.better} is better"
 
     def verdict(self) -> str:
         """The ranking in words, as the index shows it (and the advice repeats)."""

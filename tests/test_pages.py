@@ -834,6 +834,11 @@ def test_a_figure_that_describes_a_model_is_shown_but_never_ranked(tmp_path):
     row = headline_row((out / "index.html").read_text(), "Prediction error of a model")
     assert "10.7 %" in row and "32.1 %" in row, row
     assert "not ranked: it describes a model or the measurement" in row
+    # neither way is better for a figure that describes the measurement: no page says so
+    assert "(%)" in row and "is better" not in row, row
+    compare = text_of((out / "compare.html").read_text())
+    assert "Prediction error (median) (%)" in compare
+    assert "Prediction error (median) (%, lower is better)" not in compare
     for target in ("fastfs", "slowfs"):
         fs = text_of((out / f"fs-{target}.html").read_text())
         advice = re.search(r"Advice for users(.*?)Headline figures", fs).group(1)
