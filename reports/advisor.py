@@ -751,7 +751,8 @@ def request_bound_words(
             f"{size_words(smallest)} request's time that does not grow with its bytes, plus "
             "its own bytes"
         )
-    return f"{direction} requests timed by their number, not their bytes: {rates} ({source})"
+    words = f"{direction} requests timed by their number, not their bytes: {rates} ({source})"
+    return "; ".join([words, *short_phase_note([stored[direction], share])])
 
 
 def first_pass_words(profile: Profile, first: FirstPass) -> str:

@@ -386,11 +386,12 @@ def selfscale_case(
     request_rates=None,
     far=None,
     reopen=None,
+    phase_seconds=None,
 ):
     """The figures a self-scaling check stores for this model (its two prediction errors
     and, given ``request_rates``, its request rates declare their roles; given ``far``,
     {(parameter, band): error}, its far validation's errors; given ``reopen``, its
-    reopen probe's result)."""
+    reopen probe's result; ``phase_seconds``: {metric: its timed phase})."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
     exploration = ss.Exploration(
         domain=domain, rules=ss.Rules(), model=model, rounds=[], settled=True, points_measured=40
@@ -428,6 +429,7 @@ def selfscale_case(
         target,
         {n: (values[n], d["unit"], samples.get(n, [])) for n, d in declarations.items()},
         declarations=declarations,
+        phase_seconds=phase_seconds,
     )
 
 
@@ -1286,6 +1288,30 @@ def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp
     )
     # the share describes the request path: shown, never ranked
     assert "read_request_fixed_share" in DESCRIPTIVE_ROLES
+    # timed in the quick tag's 0.15 s windows, rate and share are too short to trust,
+    # and the note says so
+    brief = {"request_rate_read": 0.15, "request_fixed_share_read": 0.15}
+    db = history_of(
+        tmp_path / "brief",
+        [
+            (
+                0,
+                [
+                    selfscale_case(
+                        "fastfs",
+                        known_model(),
+                        0.08,
+                        0.2,
+                        request_rates=rates,
+                        phase_seconds=brief,
+                    )
+                ],
+            )
+        ],
+    )
+    notes = advisor.predict_data(one, advisor.load_figures(db_path=db)["fastfs"]).notes
+    note = next(n for n in notes if n.startswith("read requests timed by their number"))
+    assert f"rests on figures {too_short_words(0.15)}" in note, note
 
 
 def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_history):

@@ -183,8 +183,8 @@ class SelfScaleCheckBase(ScratchCheck):
         for name, (value, declaration) in figures.items():
             self.add_figure(name, declaration, _constant(value))
         self.samples = dict(self.samples, **samples)
-        # the throughputs and request rates are timed over windows of --duration (the
-        # model's figures are no timed phase)
+        # the throughputs, request rates and the request share from them are timed over
+        # windows of --duration (the model's figures are no timed phase)
         if not self.params.get("requests"):
             window = float(self.params.get("duration", 0.4))
             self.phase_seconds = dict(
@@ -192,7 +192,9 @@ class SelfScaleCheckBase(ScratchCheck):
                 **{
                     name: window
                     for name in figures
-                    if name.startswith(("focal_throughput_", "request_rate_"))
+                    if name.startswith(
+                        ("focal_throughput_", "request_rate_", "request_fixed_share_")
+                    )
                 },
             )
         # the first pass is timed over the probe's footprint, however long that took
