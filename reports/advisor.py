@@ -436,8 +436,8 @@ def small_request_rate(rate: float, size: float, smallest: float, fixed: Rate | 
     """The request rate of requests of ``size`` bytes, from ``rate``, that of requests of
     ``smallest`` bytes (the smallest measured).  Below that size a request costs the
     fixed share of a measured request's time (``fixed``: a Rate of a FIXED_SHARE_ROLES
-    role, a fraction) plus its bytes at the measured cost per byte: a 1-byte read in the
-    page cache costs about three quarters of a 1 KiB one, not all of it.  At or above
+    role, a fraction) plus its bytes at the measured cost per byte: a 1-byte read from
+    the page cache costs less than a 1 KiB one (docs/benchmarks.md).  At or above
     ``smallest``, or where no share is stored, ``rate`` itself."""
     if fixed is None or size >= smallest:
         return rate
