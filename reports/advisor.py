@@ -236,7 +236,9 @@ def _attach_rates(
     series: dict[tuple[str | None, str, str, str], list[tuple[sqlite3.Row, float]]] = {}
     for row in rows:
         value = _base(row["value"], row["unit"])
-        if value is None or value <= 0:
+        # a rate of 0 would divide by zero; a share of 0 is a measurement (a request's
+        # time all in its bytes)
+        if value is None or value < 0 or (value == 0 and row["role"] not in SHARE_ROLES):
             continue
         # a figure renamed or redefined by a newer check is a series of its own
         series.setdefault(
@@ -341,6 +343,8 @@ REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
 #: not grow with its bytes (the check's ``request_fixed_share_*`` figures, from its
 #: request rates at two sizes)
 FIXED_SHARE_ROLES = {"read": "read_request_fixed_share", "write": "write_request_fixed_share"}
+#: roles whose figures are shares of something (0 to 1), where 0 is a value, not a gap
+SHARE_ROLES = frozenset(FIXED_SHARE_ROLES.values())
 #: how a size class's request time and byte time combine: "max" (the larger) or "sum".
 #: Chosen by measurement (ci/benchmarks/advisor_validation.py --only request prints
 #: both): on 2026-11-26 at quick sizes (load 12 to 26 on 2 cores), over 18 rows of dd
@@ -441,8 +445,14 @@ def small_request_rate(rate: float, size: float, smallest: float, fixed: Rate | 
     ``smallest``, or where no share is stored, ``rate`` itself."""
     if fixed is None or size >= smallest:
         return rate
-    share = min(1.0, fixed.value)
+    share = fixed_fraction(fixed)
     return rate / (share + (1.0 - share) * size / smallest)
+
+
+def fixed_fraction(fixed: Rate) -> float:
+    """A stored fixed share as the fraction of a request's time used, 0 to 1 (the check
+    stores it so; a history edited by hand could hold more)."""
+    return max(0.0, min(1.0, fixed.value))
 
 
 def class_seconds(
@@ -744,10 +754,11 @@ def request_bound_words(
         if stored[direction]
         else f"the model's at its smallest requests measured ({size_words(smallest)})"
     )
-    share = fixed[direction]
-    if share is not None and min(bound) < smallest:
+    # the share counts (and its timing is worth a word) only below the smallest size
+    share = fixed[direction] if min(bound) < smallest else None
+    if share is not None:
         source += (
-            f"; a smaller request costs the {min(1.0, share.value):.0%} of a "
+            f"; a smaller request costs the {fixed_fraction(share):.0%} of a "
             f"{size_words(smallest)} request's time that does not grow with its bytes, plus "
             "its own bytes"
         )

@@ -1314,6 +1314,52 @@ def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp
     assert f"rests on figures {too_short_words(0.15)}" in note, note
 
 
+def test_a_share_of_zero_counts_and_an_unused_share_is_not_noted(tmp_path):
+    """A stored share of 0 (a request's time all in its bytes) is a measurement, not a
+    gap: a million 1-byte reads then cost their bytes, not 2.5 s at the 4 KiB request
+    rate as when the share is missing.  A share counts only below the smallest size
+    measured: 4 KiB writes bound by their number of requests say that their rate was
+    timed too briefly when it was, never that the (unused) share was."""
+    rates = {
+        "read": 400_000.0,
+        "write": 10_000.0,
+        "size": 4 * KIB,
+        "larger_size": 16 * KIB,
+        "unique_bytes": 64 * MIB,
+        "fixed_share": {"read": 0.0, "write": 1.0},
+    }
+    db = history_of(
+        tmp_path,
+        [
+            (
+                0,
+                [
+                    selfscale_case(
+                        "fastfs",
+                        known_model(),
+                        0.08,
+                        0.2,
+                        request_rates=rates,
+                        phase_seconds={"request_fixed_share_write": 0.15},
+                    )
+                ],
+            )
+        ],
+    )
+    figures = advisor.load_figures(db_path=db)["fastfs"]
+    share = figures.rates["read_request_fixed_share"][0]
+    assert share.value == 0.0
+    assert advisor.small_request_rate(400_000.0, 1, 4 * KIB, share) == 400_000.0 * 4096
+    one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
+    assert advisor.predict_data(one, figures).seconds < 0.01
+    writes = job_profile.description_profile(
+        dict(ONE_BYTE_READS, read_fraction=0.0, bytes=4096 * 1000, request_size="4 KiB"), "w"
+    )
+    notes = advisor.predict_data(writes, figures).notes
+    note = next(n for n in notes if n.startswith("write requests timed by their number"))
+    assert "rests on figures" not in note and "does not grow" not in note, note
+
+
 def test_the_error_printed_is_the_one_known_at_the_predictions_distance(known_history):
     """Inside the measured range, the check's validation error (its held-out workloads
     lie there); a real log far outside it (sample-goodost: 48 processes and 48 GiB on
