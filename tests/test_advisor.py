@@ -1243,6 +1243,15 @@ def test_the_self_scaling_checks_request_rate_charges_each_request(tmp_path):
         advisor.class_seconds(kib, model, "read", 4096, 4096, None, "min")
 
 
+def request_rate_history(path, rates, phase_seconds=None):
+    """A history of one self-scaling run on "fastfs" (known_model) that stored
+    ``rates``: its request rates and shares, each timed in ``phase_seconds``."""
+    case = selfscale_case(
+        "fastfs", known_model(), 0.08, 0.2, request_rates=rates, phase_seconds=phase_seconds
+    )
+    return history_of(path, [(0, [case])])
+
+
 def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp_path):
     """Where the check measured what share of a request's time does not grow with its
     bytes (75% here, at the model's smallest measured size, 4 KiB), a smaller request
@@ -1260,9 +1269,7 @@ def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp
         "unique_bytes": 64 * MIB,
         "fixed_share": {"read": 0.75, "write": 1.0},
     }
-    db = history_of(
-        tmp_path, [(0, [selfscale_case("fastfs", known_model(), 0.08, 0.2, request_rates=rates)])]
-    )
+    db = request_rate_history(tmp_path, rates)
     figures = advisor.load_figures(db_path=db)["fastfs"]
     assert figures.rates["read_request_fixed_share"][0].value == pytest.approx(0.75)
     one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
@@ -1291,24 +1298,7 @@ def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp
     # timed in the quick tag's 0.15 s windows, rate and share are too short to trust,
     # and the note says so
     brief = {"request_rate_read": 0.15, "request_fixed_share_read": 0.15}
-    db = history_of(
-        tmp_path / "brief",
-        [
-            (
-                0,
-                [
-                    selfscale_case(
-                        "fastfs",
-                        known_model(),
-                        0.08,
-                        0.2,
-                        request_rates=rates,
-                        phase_seconds=brief,
-                    )
-                ],
-            )
-        ],
-    )
+    db = request_rate_history(tmp_path / "brief", rates, brief)
     notes = advisor.predict_data(one, advisor.load_figures(db_path=db)["fastfs"]).notes
     note = next(n for n in notes if n.startswith("read requests timed by their number"))
     assert f"rests on figures {too_short_words(0.15)}" in note, note
@@ -1328,24 +1318,7 @@ def test_a_share_of_zero_counts_and_an_unused_share_is_not_noted(tmp_path):
         "unique_bytes": 64 * MIB,
         "fixed_share": {"read": 0.0, "write": 1.0},
     }
-    db = history_of(
-        tmp_path,
-        [
-            (
-                0,
-                [
-                    selfscale_case(
-                        "fastfs",
-                        known_model(),
-                        0.08,
-                        0.2,
-                        request_rates=rates,
-                        phase_seconds={"request_fixed_share_write": 0.15},
-                    )
-                ],
-            )
-        ],
-    )
+    db = request_rate_history(tmp_path, rates, {"request_fixed_share_write": 0.15})
     figures = advisor.load_figures(db_path=db)["fastfs"]
     share = figures.rates["read_request_fixed_share"][0]
     assert share.value == 0.0
