@@ -9,6 +9,7 @@ Every error is one line, ``scratchbench: error: ...``, and a non-zero exit code.
 """
 
 import argparse
+import errno
 import json
 import os
 import sqlite3
@@ -717,6 +718,18 @@ def main(argv=None):
         # `scratchbench cluster status | head`: the reader left; that is not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # a full disk or quota anywhere a command writes: one line, not a traceback
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # a copy's error names its source first and the file it wrote second
+        written = exc.filename2 or exc.filename
+        where = f"{written}: " if written else ""
+        print(
+            f"scratchbench: error: {where}{exc.strerror}: free some space there and run again",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         print("scratchbench: interrupted", file=sys.stderr)
         return 130

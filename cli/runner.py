@@ -396,7 +396,7 @@ def _run_reframe(
     env["SCRATCHBENCH_RUN_ID"] = run_dir.name
     env["SCRATCHBENCH_REFRAME_LOG"] = str(run_dir / "reframe.log")
     resolve_missing_modules(config, system, env)
-    rc, signalled = _stream_reframe(cmd, env, run_dir, log_path, out)
+    rc, signalled, log_error = _stream_reframe(cmd, env, run_dir, log_path, out)
     wall = time.monotonic() - t0
     meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta["wall_seconds"] = round(wall, 1)
@@ -406,6 +406,11 @@ def _run_reframe(
         meta["interrupted_what"] = f"stopped by signal {signalled[0]}"
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
     notes = []
+    if log_error:
+        notes.append(
+            f"{log_path} holds only ReFrame's output up to where writing it failed "
+            f"({log_error}); the rest was printed here only"
+        )
     if slurm_conf:
         left = jobs_of_runs({run_dir.name}, env)
         if left:
@@ -509,9 +514,19 @@ def _reframe_command(
 def _stream_reframe(cmd, env, run_dir, log_path, out):
     """Run ReFrame, its output to the log and to out; a SIGTERM or SIGINT meanwhile is
     passed on as a SIGTERM (ReFrame then cancels its jobs and writes its run report).
-    Returns (its exit code, [the signals received])."""
+    A log that can no longer be written (a full disk) is left as it is and the output
+    still goes to out: the run is not lost with it.  Returns (its exit code, [the
+    signals received], why the log stopped being written or None)."""
     signalled = []
-    with open(log_path, "w") as log:
+    try:
+        # a line at a time: `tail -f` shows progress, and a full disk shows at once
+        log = open(log_path, "w", buffering=1)
+    except OSError as exc:
+        raise RunError(
+            f"{log_path}: cannot write ReFrame's output there ({exc.strerror})"
+        ) from None
+    log_error = None
+    try:
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
@@ -520,28 +535,41 @@ def _stream_reframe(cmd, env, run_dir, log_path, out):
             env=env,
             cwd=str(run_dir),
         )
+    except BaseException:
+        log.close()
+        raise
 
-        def stop_reframe(signum, _frame):
-            # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
-            signalled.append(signum)
-            progress(
-                f"received signal {signum}: stopping ReFrame, which cancels its jobs "
-                "and writes what finished"
-            )
-            proc.send_signal(signal.SIGTERM)
+    def stop_reframe(signum, _frame):
+        # ReFrame cancels its jobs and writes its run report on SIGTERM: let it.
+        signalled.append(signum)
+        progress(
+            f"received signal {signum}: stopping ReFrame, which cancels its jobs "
+            "and writes what finished"
+        )
+        proc.send_signal(signal.SIGTERM)
 
-        previous = {
-            sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM, signal.SIGINT)
-        }
+    previous = {sig: signal.signal(sig, stop_reframe) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for line in proc.stdout:
+            if log_error is None:
+                try:
+                    log.write(line)
+                except OSError as exc:
+                    log_error = exc.strerror or str(exc)
+                    progress(
+                        f"warning: cannot write {log_path} any more ({log_error}): "
+                        "ReFrame's output goes on here only"
+                    )
+            out.write(line)
+        rc = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         try:
-            for line in proc.stdout:
-                log.write(line)
-                out.write(line)
-            rc = proc.wait()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-    return rc, signalled
+            log.close()
+        except OSError as exc:  # what was still buffered when the disk filled
+            log_error = log_error or exc.strerror or str(exc)
+    return rc, signalled, log_error
 
 
 def summarise_report(report):

@@ -1,13 +1,19 @@
 """The command line: --help everywhere, one-line errors for bad input."""
 
+import errno
+import io
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from cli import runner
 from conftest import REPO, VENV_BIN, run, scratchbench
+from scratchbench.errors import RunError
 
 SUBCOMMANDS = [
     ["cluster"],
@@ -188,27 +194,55 @@ def test_a_damaged_history_is_one_line(tmp_path, command):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("where", ["unwritable", "a file"])
+@pytest.mark.parametrize("where", ["unwritable", "a file", "full"])
 def test_report_out_that_cannot_be_written(tmp_path, where):
+    """A read-only --out or a file is refused before anything is built (exit 2); a disk
+    that fills while the pages are written is one line naming the file it could not
+    write, not a traceback (exit 1)."""
     _history_with_runs(tmp_path)
+    env = {"SCRATCHBENCH_HOME": str(tmp_path)}
+    code = 2
     if where == "a file":
         out = tmp_path / "pages.html"
         out.write_text("not a directory")
         expect = "exists and is not a directory"
-        result = scratchbench("report", "--out", str(out), env={"SCRATCHBENCH_HOME": str(tmp_path)})
+        result = scratchbench("report", "--out", str(out), env=env)
     else:
-        parent = tmp_path / "ro"
+        parent = tmp_path / "mounted"
         parent.mkdir()
-        assert run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", parent]).returncode == 0
+        options = "ro,size=1m" if where == "unwritable" else "size=64k"
+        assert run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", parent]).returncode == 0
         try:
-            expect = "cannot make the directory (Read-only file system)"
-            result = scratchbench(
-                "report", "--out", str(parent / "pages"), env={"SCRATCHBENCH_HOME": str(tmp_path)}
-            )
+            if where == "unwritable":
+                expect = "cannot make the directory (Read-only file system)"
+            else:
+                run(["dd", "if=/dev/zero", f"of={parent / 'filler'}", "bs=4k", "count=64"])
+                code = 1
+                expect = f"{parent / 'pages'}/"
+            result = scratchbench("report", "--out", str(parent / "pages"), env=env)
         finally:
             run(["umount", parent])
-    assert result.returncode == 2, result.stderr
-    assert expect in one_line(result) and "Traceback" not in result.stderr
+    assert result.returncode == code, result.stderr
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
+    assert len(errors) == 1 and expect in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    if where == "full":
+        assert "No space left on device: free some space there" in errors[0]
+
+
+def test_a_full_disk_under_the_run_log_loses_no_output(tmp_path):
+    """ReFrame's output still reaches the console when its log can no longer be written
+    (/dev/full: every write fails with ENOSPC), and the run is told why its log is
+    short; a log that cannot be made at all is one error naming it."""
+    out = io.StringIO()
+    cmd = [sys.executable, "-c", "print('first'); print('second')"]
+    env = dict(os.environ)
+    rc, signalled, error = runner._stream_reframe(cmd, env, tmp_path, Path("/dev/full"), out)
+    assert (rc, signalled, out.getvalue()) == (0, [], "first\nsecond\n")
+    assert error == os.strerror(errno.ENOSPC)
+    missing = tmp_path / "missing" / "reframe.out"
+    with pytest.raises(RunError, match=re.escape(f"{missing}: cannot write ReFrame's output")):
+        runner._stream_reframe(cmd, env, tmp_path, missing, out)
 
 
 def test_a_reader_that_leaves_early_is_not_an_error(tmp_path):
