@@ -41,7 +41,6 @@ def _size(text, option=None):
 
 def _cluster(args):
     from cluster import ClusterSpec, EmbeddedCluster
-    from cluster.san import DEFAULT_BRICK_SIZE
 
     cluster = EmbeddedCluster(paths.cluster_dir())
     if args.action != "san" and (
@@ -58,9 +57,7 @@ def _cluster(args):
             base_port=args.base_port,
             san_root=args.scratch_root or "",
             san_servers=args.san_servers,
-            san_brick_size=(
-                _size(args.san_brick_size) if args.san_brick_size else DEFAULT_BRICK_SIZE
-            ),
+            san_brick_size=_size(args.san_brick_size) if args.san_brick_size else 0,
             san_stripe_size=_size(args.san_stripe_size),
         )
         status = cluster.up(spec)
@@ -376,7 +373,9 @@ def _add_cluster_command(sub):
         metavar="SIZE",
         help="each storage server's disk, a sparse XFS image (default 1.5 x "
         "this machine's memory, at least 8g: room for the nightly "
-        "IOzone file past the node's memory)",
+        "IOzone file past the node's memory; where the disk below has "
+        "less room, 3/4 of its free space shared out, so that the SAN "
+        "never offers room the disk below does not have)",
     )
     cluster.add_argument(
         "--san-stripe-size",

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from cluster.processes import process_alive, process_program
 from cluster.san import (
-    DEFAULT_BRICK_SIZE,
     DEFAULT_SERVERS,
     MAX_SERVERS,
     GlusterSan,
@@ -83,8 +82,9 @@ class ClusterSpec:
     name: str = "scratchbench"
     #: GlusterFS storage servers of the SAN (0: per-job directories on a plain directory)
     san_servers: int = DEFAULT_SERVERS
-    #: size of each server's disk (a sparse XFS image)
-    san_brick_size: int = DEFAULT_BRICK_SIZE
+    #: size of each server's disk (a sparse XFS image); 0: DEFAULT_BRICK_SIZE, less
+    #: where the disk below has less room (san.fitted_brick_size)
+    san_brick_size: int = 0
     #: shard block size (the seeds' stripe size); 0: no sharding, files stay whole
     san_stripe_size: int = 0
 

@@ -90,10 +90,22 @@ def validate_stripe_size(stripe_size, option="--san-stripe-size"):
         )
 
 
+def fitted_brick_size(room, count):
+    """The default disk of each of ``count`` new storage servers: DEFAULT_BRICK_SIZE, or,
+    where the file system below has less ``room`` (free bytes), 3/4 of it shared out (the
+    rest for the node-local targets and logs beside them).  The images are sparse: sized
+    past what the disk below holds, the SAN would offer room it does not have, a check
+    sizing its files by the SAN's free space would fill the disk below, and its writes
+    would fail with I/O errors instead of 'no space'."""
+    share = ((room * 3 // 4) // count) >> 30 << 30
+    return max(MIN_BRICK_SIZE, min(DEFAULT_BRICK_SIZE, share))
+
+
 def validate_san_options(servers, brick_size, stripe_size):
+    """``brick_size`` 0: the default (fitted_brick_size)."""
     if not 1 <= int(servers) <= MAX_SERVERS:
         raise ClusterError(f"--san-servers {servers}: expected 1 to {MAX_SERVERS} storage servers")
-    if brick_size < MIN_BRICK_SIZE:
+    if brick_size and brick_size < MIN_BRICK_SIZE:
         raise ClusterError(
             f"--san-brick-size {size_words(brick_size)}: expected at least "
             f"{size_words(MIN_BRICK_SIZE)} per server"
@@ -507,9 +519,20 @@ class GlusterSan:
         return sum(1 for line in info.read_text().splitlines() if line.startswith("brick-"))
 
     def _mount_server_disks(self, numbers, brick_size, progress):
-        """The disks of storage servers `numbers` (1-based), made where missing."""
+        """The disks of storage servers `numbers` (1-based), made where missing;
+        ``brick_size`` 0: the default, fitted to the room below (fitted_brick_size)."""
         room = shutil.disk_usage(self.servers_dir).free
-        needed = len(numbers) * brick_size
+        missing = [i for i in numbers if not (self.servers_dir / f"s{i}.xfs").exists()]
+        if not brick_size and missing:
+            brick_size = fitted_brick_size(room, len(missing))
+            if brick_size < DEFAULT_BRICK_SIZE:
+                progress(
+                    f"note: {self.servers_dir} has {room >> 30} GiB free, so each storage "
+                    f"server's disk is {size_words(brick_size)}, not "
+                    f"{size_words(DEFAULT_BRICK_SIZE)} (1.5 x memory, the nightly IOzone "
+                    "file's size): a check that needs more fails with 'no space'"
+                )
+        needed = len(missing) * brick_size
         if room < needed:
             progress(
                 f"note: the storage servers' disks (sparse images) may grow to "

@@ -19,6 +19,13 @@ import pytest
 from conftest import REPO, reachable_tmpdir, run, scratchbench
 from cluster import ClusterSpec, EmbeddedCluster
 from cluster.embedded import process_alive
+from cluster.san import (
+    DEFAULT_BRICK_SIZE,
+    MIN_BRICK_SIZE,
+    fitted_brick_size,
+    validate_san_options,
+)
+from scratchbench.errors import ClusterError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the embedded cluster needs root")
 
@@ -390,6 +397,22 @@ def test_two_clusters_at_once_take_their_own_ports(cluster):
 def test_bad_options(spare_home, args, expect):
     result = scratchbench("cluster", "up", *args, env={"SCRATCHBENCH_HOME": str(spare_home)})
     assert result.returncode == 3 and expect in one_line_error(result)
+
+
+def test_the_default_storage_server_disks_fit_the_disk_below():
+    """The SAN's default disks (1.5 x memory each) shrink where the disk below has less
+    room: 3/4 of its free space shared out, so the SAN never offers room it does not
+    have (a nightly self-scaling search sized by the SAN's free space once filled this
+    machine's 40 GiB validation image through the SAN's sparse images: I/O errors)."""
+    gib = 1 << 30
+    assert fitted_brick_size(1000 * gib, 2) == DEFAULT_BRICK_SIZE
+    assert fitted_brick_size(38 * gib, 2) == 14 * gib < DEFAULT_BRICK_SIZE
+    assert 2 * fitted_brick_size(38 * gib, 2) <= 38 * gib * 3 // 4
+    assert fitted_brick_size(gib, 4) == MIN_BRICK_SIZE
+    # 0 asks for the default; an explicit size below the least is still refused
+    validate_san_options(2, 0, 0)
+    with pytest.raises(ClusterError, match="--san-brick-size 256 MiB: expected at least"):
+        validate_san_options(2, 256 << 20, 0)
 
 
 def test_a_san_that_cannot_start_falls_back_to_a_plain_directory_and_says_so(spare_home):
