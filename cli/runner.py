@@ -419,10 +419,9 @@ def _run_reframe(
                 f"cancelled {len(left)} job(s) this run left in the queue: "
                 f"{', '.join(sorted(left))}"
             )
-    if not report.exists():
-        raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
-    summary = summarise_report(json.loads(report.read_text()))
-    summary["site_lines"] = site_check_lines(json.loads(report.read_text()))
+    data = read_run_report(report, rc, log_path)
+    summary = summarise_report(data)
+    summary["site_lines"] = site_check_lines(data)
     summary.update(
         run_dir=str(run_dir),
         report=str(report),
@@ -441,6 +440,21 @@ def _run_reframe(
         )
         return 128 + signalled[0], summary
     return (0 if rc == 0 and summary["failed"] == 0 else 1), summary
+
+
+def read_run_report(report, rc, log_path):
+    """ReFrame's run report, or one error saying why there is none to read: not written,
+    or cut short (a full disk leaves it empty)."""
+    if not report.exists():
+        raise RunError(f"ReFrame exited {rc} without writing a run report; see {log_path}")
+    try:
+        return json.loads(report.read_text())
+    except (OSError, ValueError) as exc:
+        free = shutil.disk_usage(report.parent).free
+        raise RunError(
+            f"ReFrame exited {rc} and its run report {report} cannot be read ({exc}; "
+            f"{free >> 20} MiB free there); see {log_path}"
+        ) from None
 
 
 def _run_meta(run_dir, tag, site_path, config, system, target, note, fallback, revision):

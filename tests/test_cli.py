@@ -230,6 +230,22 @@ def test_report_out_that_cannot_be_written(tmp_path, where):
         assert "No space left on device: free some space there" in errors[0]
 
 
+def test_a_run_report_cut_short_is_one_error(tmp_path):
+    """A full disk leaves ReFrame's run report empty: one error naming it, the room
+    left there and the log to read, not a JSON traceback; a whole report is read."""
+    report, log = tmp_path / "report.json", tmp_path / "reframe.out"
+    report.write_text("")
+    with pytest.raises(RunError) as caught:
+        runner.read_run_report(report, 1, log)
+    message = str(caught.value)
+    assert message.startswith(f"ReFrame exited 1 and its run report {report} cannot be read (")
+    assert "MiB free there); see " + str(log) in message and "\n" not in message
+    report.write_text('{"runs": []}')
+    assert runner.read_run_report(report, 0, log) == {"runs": []}
+    with pytest.raises(RunError, match="without writing a run report"):
+        runner.read_run_report(tmp_path / "missing.json", 1, log)
+
+
 def test_a_full_disk_under_the_run_log_loses_no_output(tmp_path):
     """ReFrame's output still reaches the console when its log can no longer be written
     (/dev/full: every write fails with ENOSPC), and the run is told why its log is
