@@ -35,6 +35,12 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    throughput measured at the regime's focal point (on the curves that pass through it
    and in the repeated measurements).  Between the two regimes' focal uniqueBytes
    the two predictions are blended geometrically; below and above, one regime applies.
+   How far throughput falls with the footprint depends on the request size (past a
+   cache, small requests pay a device's latency each, large ones its bandwidth): no
+   product of one-parameter curves holds that, so after the rounds the search measures
+   the uniqueBytes curve again at other sizeMean values (:func:`size_curve_sizes`, the
+   domain's smallest and largest among them) and a workload's uniqueBytes ratio is
+   interpolated in log sizeMean between them (:meth:`Model.unique_ratio`).
    A prediction never exceeds the fastest throughput per process that any curve
    measured, times the workload's processes (:attr:`Model.per_process_ceiling`): where
    several parameters favour a workload at once (a large sequential read), their
@@ -393,6 +399,11 @@ class Rules:
     #: after the rounds, sweep sizeMean at each regime's focal point with readFrac 1 and 0
     #: (the direction curves: Regime.size_ratio)
     direction_curves: bool = True
+    #: after the rounds, sweep uniqueBytes again at other sizeMean values, the smallest
+    #: and the largest of the domain's among them (the size curves: size_curve_sizes,
+    #: Model.unique_ratio), so that how throughput falls with the footprint follows the
+    #: request size
+    size_curves: bool = True
 
     def __post_init__(self):
         for name in (
@@ -560,13 +571,20 @@ def focal_value(curve: Curve, rules: Rules, domain: Domain | None = None) -> flo
 def useful_range(curve: Curve, rules: Rules) -> tuple[float, float]:
     """(low, high): the part of the swept values over which throughput changes: from
     the first to the last grid step that moves the curve by more than
-    ``rules.range_fraction`` of its span (max - min).  Outside it the curve is flat
-    within that share on both sides; a flat curve's useful range is the whole sweep."""
+    ``rules.range_fraction`` of its span, both in log throughput (as the model
+    interpolates: from 20 to 80 MiB/s at the small-request end of a curve that reaches
+    2 GiB/s is a step of 4x, which a share of the span in MiB/s calls flat, and a curve
+    cut there predicts small requests at the throughput of larger ones).  Outside it the
+    curve is flat within that share on both sides; a flat curve's useful range is the
+    whole sweep."""
     xs, ys = curve.xs, curve.ys
     if curve.span < rules.flat_span or len(xs) < 2:
         return xs[0], xs[-1]
-    span = max(ys) - min(ys)
-    moving = [k for k in range(len(xs) - 1) if abs(ys[k + 1] - ys[k]) > rules.range_fraction * span]
+    logs = [math.log(y) for y in ys]
+    span = max(logs) - min(logs)
+    moving = [
+        k for k in range(len(xs) - 1) if abs(logs[k + 1] - logs[k]) > rules.range_fraction * span
+    ]
     if not moving:  # many small steps add up: the whole sweep
         return xs[0], xs[-1]
     return xs[moving[0]], xs[moving[-1] + 1]
@@ -775,6 +793,12 @@ class Model:
     #: the error measured past the range: {(parameter, band): (median error, workloads)}
     #: (FAR_BANDS; the search's far validation)
     far_errors: dict = field(default_factory=dict)
+    #: uniqueBytes curves measured at other sizeMean values than ``unique_curve`` (each
+    #: at its ``fixed["size_mean"]``, the rest at unique_curve's): a footprint's fall
+    #: past a cache differs with the request size (the uniqueBytes x sizeMean
+    #: interaction, which no product of one-parameter curves holds); empty in a model
+    #: measured without them (:meth:`unique_ratio`)
+    size_curves: list = field(default_factory=list)
 
     def __post_init__(self):
         if "cache" not in self.regimes:
@@ -785,32 +809,66 @@ class Model:
                 raise SelfScaleError(
                     f"model: the {regime.name} regime has no curve of {', '.join(missing)}"
                 )
+        for curve in self.size_curves:
+            if curve.parameter != "unique_bytes" or not curve.fixed.get("size_mean"):
+                raise SelfScaleError(
+                    "model: a size curve must be a uniqueBytes curve with its sizeMean in fixed"
+                )
 
     def predict_in(self, workload: Workload, regime_name: str) -> float:
-        """The product form within one regime; the uniqueBytes curve smoothed (its grid
-        is fine, and a ratio to one noisy point at the focal uniqueBytes would move
-        every prediction of the regime)."""
+        """Within one regime: the focal throughput, times the shape curves' ratio at the
+        focal uniqueBytes (:meth:`Regime.shape_ratio`), times the uniqueBytes ratio from
+        the focal uniqueBytes to the workload's at the workload's sizeMean
+        (:meth:`unique_ratio`).  Where only uniqueBytes and sizeMean differ from the
+        focal point, the two ratios are measured ones, T(uf, s)/T(uf, sf) and
+        T(u, s)/T(uf, s): their product is T(u, s)/T(uf, sf), with no product-form
+        assumption."""
         r = self.regimes[regime_name]
-        unique = self._smoothed_unique()
-        value = r.throughput * unique.at(workload.unique_bytes) / unique.at(r.focal.unique_bytes)
+        value = r.throughput * self.unique_ratio(workload, r.focal.unique_bytes)
         return value * r.shape_ratio(workload)
 
+    def unique_ratio(self, workload: Workload, unique_from: int) -> float:
+        """Throughput at the workload's uniqueBytes over throughput at ``unique_from``,
+        at the workload's sizeMean: each uniqueBytes curve's log ratio, interpolated in
+        log sizeMean between the sizeMeans they were measured at (the nearest curve's
+        beyond them).  Curves smoothed (their grid is fine, and a ratio to one noisy
+        point at the focal uniqueBytes would move every prediction of the regime)."""
+        lines = self._unique_lines()
+        ratios = [
+            math.log(curve.at(workload.unique_bytes) / curve.at(unique_from)) for _, curve in lines
+        ]
+        size = math.log(workload.size_mean)
+        k = bisect.bisect_left([at for at, _ in lines], size)
+        if k == 0 or k == len(lines):
+            return math.exp(ratios[min(k, len(lines) - 1)])
+        (lo, _), (hi, _) = lines[k - 1], lines[k]
+        share = (size - lo) / (hi - lo)
+        return math.exp(ratios[k - 1] + share * (ratios[k] - ratios[k - 1]))
+
     def product_form(self) -> Model:
-        """This model without its direction curves: the paper's product form, which the
-        search's validation measures beside it."""
+        """This model without its direction and size curves: the paper's product form,
+        which the search's validation measures beside it."""
         return replace(
             self,
             regimes={k: replace(r, directions={}) for k, r in self.regimes.items()},
+            size_curves=[],
         )
 
-    def _smoothed_unique(self):
-        """The smoothed uniqueBytes curve, made once (a model is not changed after it is
-        made; every prediction uses it)."""
-        if "_smoothed_cache" not in self.__dict__:
-            self.__dict__["_smoothed_cache"] = self.unique_curve.smoothed(
-                self.knee.unique_bytes if self.knee else None
+    def _unique_lines(self) -> list[tuple[float, Curve]]:
+        """[(log sizeMean, smoothed uniqueBytes curve)], by sizeMean: unique_curve's and
+        the size curves'; made once (a model is not changed after it is made; every
+        prediction uses them).  unique_curve's sizeMean is the one it was measured at,
+        or the cache regime's focal sizeMean (a model stored before the curves kept it)."""
+        if "_lines_cache" not in self.__dict__:
+            split = self.knee.unique_bytes if self.knee else None
+            main_size = self.unique_curve.fixed.get(
+                "size_mean", self.regimes["cache"].focal.size_mean
             )
-        return self.__dict__["_smoothed_cache"]
+            lines = {math.log(main_size): self.unique_curve.smoothed(split)}
+            for curve in self.size_curves:
+                lines.setdefault(math.log(curve.fixed["size_mean"]), curve.smoothed(split))
+            self.__dict__["_lines_cache"] = sorted(lines.items(), key=lambda line: line[0])
+        return self.__dict__["_lines_cache"]
 
     def regime_weight(self, workload: Workload) -> float:
         """0 in the cache regime, 1 in the device regime, between them in log uniqueBytes."""
@@ -836,6 +894,12 @@ class Model:
                 for p, curve in regime.curves.items():
                     lo, hi = ranges.get(p, (math.inf, -math.inf))
                     ranges[p] = (min(lo, min(curve.xs)), max(hi, max(curve.xs)))
+            # the size curves measured their sizes too
+            lo, hi = ranges["size_mean"]
+            for curve in self.size_curves:
+                size = curve.fixed["size_mean"]
+                lo, hi = min(lo, size), max(hi, size)
+            ranges["size_mean"] = (lo, hi)
             self.__dict__["_range_cache"] = ranges
         return dict(self.__dict__["_range_cache"])
 
@@ -855,7 +919,11 @@ class Model:
             return curve.fixed.get("process_num", regime.focal.process_num)
 
         cache = self.regimes["cache"]
-        best = max(y / processes(self.unique_curve, cache) for y in self.unique_curve.ys)
+        best = max(
+            y / processes(curve, cache)
+            for curve in [self.unique_curve, *self.size_curves]
+            for y in curve.ys
+        )
         for regime in self.regimes.values():
             best = max(best, regime.throughput / regime.focal.process_num)
             curves = list(regime.curves.items()) + [
@@ -905,6 +973,7 @@ class Model:
             "far_errors": [
                 [p, band, *error] for (p, band), error in sorted(self.far_errors.items())
             ],
+            "size_curves": [c.as_dict() for c in self.size_curves],
         }
 
     @classmethod
@@ -918,6 +987,7 @@ class Model:
                     (p, float(band)): (float(error), int(n))
                     for p, band, error, n in data.get("far_errors") or []
                 },
+                size_curves=[Curve.from_dict(c) for c in data.get("size_curves") or []],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SelfScaleError(f"model: incomplete ({exc})") from None
@@ -933,6 +1003,7 @@ class Model:
         curves: dict[tuple[str, str | None], list[tuple[float, float]]]
         curves, focal, knee, far = {}, {}, None, {}
         directions: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+        at_sizes: dict[float, tuple[list[tuple[float, float]], dict[str, float]]] = {}
         fixed: dict[tuple[str, str | None, str | None], dict[str, float]] = {}
         for name, (value, declaration) in figures.items():
             chart = (declaration or {}).get("chart") or {}
@@ -941,6 +1012,13 @@ class Model:
                 continue
             scale = float(meta.get("to_base", 1.0))
             role, parameter, regime = meta.get("role"), meta.get("parameter"), meta.get("regime")
+            if role == "curve" and meta.get("size_line"):
+                # a size curve: uniqueBytes at another sizeMean (Model.size_curves)
+                line, _ = at_sizes.setdefault(
+                    float(meta["size_line"]), ([], dict(meta.get("fixed") or {}))
+                )
+                line.append((float(meta["x"]), float(value) * scale))
+                continue
             if role == "curve":
                 fixed[parameter, regime, meta.get("direction")] = dict(meta.get("fixed") or {})
             if role == "curve" and meta.get("direction"):
@@ -971,7 +1049,9 @@ class Model:
         if "cache" not in focal:
             raise SelfScaleError("stored figures: no focal point of the cache regime")
         xs, ys = zip(*curves[("unique_bytes", None)])
-        unique = Curve("unique_bytes", list(xs), list(ys))
+        unique = Curve(
+            "unique_bytes", list(xs), list(ys), fixed.get(("unique_bytes", None, None), {})
+        )
         regimes = {}
         for regime, (workload, throughput) in focal.items():
             shape = {}
@@ -997,7 +1077,22 @@ class Model:
             regimes[regime] = Regime(
                 regime, workload, throughput, shape, directed if complete else {}
             )
-        return cls(unique_curve=unique, regimes=regimes, knee=knee, far_errors=far)
+        size_curves = [
+            Curve(
+                "unique_bytes",
+                [x for x, _ in line],
+                [y for _, y in line],
+                dict(others, size_mean=int(size)),
+            )
+            for size, (line, others) in sorted(at_sizes.items())
+        ]
+        return cls(
+            unique_curve=unique,
+            regimes=regimes,
+            knee=knee,
+            far_errors=far,
+            size_curves=size_curves,
+        )
 
 
 # ---- the search ------------------------------------------------------------------------------
@@ -1183,11 +1278,11 @@ def explore(
             break
 
     directions = _direction_curves(measure, say, focal_of, shapes) if rules.direction_curves else {}
-    measured += sum(len(c.xs) for c in directions.values())
     regimes, repeat = _focal_regimes(measure, say, focal_of, shapes, repeats, directions)
-    measured += len(repeat)
     assert unique_curve is not None  # max_rounds is at least 1
-    model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee)
+    size_curves = _size_curves(measure, say, unique_curve, domain) if rules.size_curves else []
+    measured += len(repeat) + sum(len(c.xs) for c in [*directions.values(), *size_curves])
+    model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee, size_curves=size_curves)
     return Exploration(
         domain=domain,
         rules=rules,
@@ -1323,6 +1418,67 @@ def _direction_curves(
                 )
             )
     return out
+
+
+#: a size curve needs this many uniqueBytes points that its sizeMean fits
+SIZE_CURVE_POINTS = 3
+#: neighbouring uniqueBytes curves lie at most this many sizeMean grid steps apart
+SIZE_CURVE_GAP = 3.0
+
+
+def size_curve_sizes(domain: Domain, measured_at: int) -> list[int]:
+    """The sizeMean values of the size curves: the smallest and the largest of the
+    domain's grid, and between neighbours (``measured_at``, unique_curve's, among them)
+    more than SIZE_CURVE_GAP grid steps apart, the grid point nearest their geometric
+    middle, until none are (the fall with the footprint is interpolated between them)."""
+    grid = domain.grid("size_mean")
+    sizes = {int(grid[0]), int(grid[-1]), int(measured_at)}
+    while True:
+        ordered = sorted(sizes)
+        wide = [
+            (a, b)
+            for a, b in zip(ordered, ordered[1:])
+            if grid_steps("size_mean", a, b, domain) > SIZE_CURVE_GAP
+        ]
+        if not wide:
+            return [s for s in ordered if s != measured_at]
+        a, b = wide[0]
+        sizes.add(int(_nearest(grid, math.sqrt(a * b), "size_mean")))
+
+
+def _size_curves(
+    measure: Measure, say: Callable[[str], None], unique_curve: Curve, domain: Domain
+) -> list[Curve]:
+    """The uniqueBytes curve measured again at other sizeMean values
+    (:func:`size_curve_sizes`), at its uniqueBytes points that each size fits, the other
+    parameters at its values; all in one call of ``measure``.  A size that fits fewer
+    than SIZE_CURVE_POINTS of them is left out."""
+    base = Workload(
+        **{p: unique_curve.fixed[p] for p in PARAMETERS if p != "unique_bytes"},
+        unique_bytes=int(unique_curve.xs[-1]),
+    )
+    planned = []
+    for size in size_curve_sizes(domain, base.size_mean):
+        points = [
+            base.with_value("unique_bytes", u).with_value("size_mean", size)
+            for u in unique_curve.xs
+            if size <= domain.largest_size(u)
+        ]
+        if len(points) >= SIZE_CURVE_POINTS:
+            planned.append(points)
+    if not planned:
+        return []
+    results = iter(measure([w for points in planned for w in points], 1))
+    curves = []
+    for points in planned:
+        ys = [float(np.median(next(results))) for _ in points]
+        fixed = {p: points[0].get(p) for p in PARAMETERS if p != "unique_bytes"}
+        curves.append(Curve("unique_bytes", [w.unique_bytes for w in points], ys, fixed))
+        say(
+            f"uniqueBytes at sizeMean {size_words(fixed['size_mean'])}: "
+            f"{len(points)} points, {min(ys) / MIB:.1f} to {max(ys) / MIB:.1f} MiB/s"
+        )
+    return curves
 
 
 def _focal_regimes(
@@ -1578,7 +1734,11 @@ def _push(
     if parameter == "unique_bytes":
         if value > unique_limit:
             return None
-        return replace(base, unique_bytes=value), parameter, distance
+        # the requests inside the measured sizes (the domain can reach past them)
+        size = _kernel_value(
+            "size_mean", min(max(base.size_mean, ranges["size_mean"][0]), ranges["size_mean"][1])
+        )
+        return replace(base, unique_bytes=value, size_mean=size), parameter, distance
     needed = math.ceil(value * (1 + domain.size_spread) / UNIT) * UNIT
     while domain.largest_size(needed) < value:
         needed += UNIT

@@ -8,6 +8,7 @@ Open MPI, MPICH and the ASan build), on tmpfs (/dev/shm) and on this machine's d
 
 import argparse
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -184,6 +185,65 @@ def test_reads_and_writes_predicted_apart_where_they_scale_apart():
     plain = ss.explore(fs.measure, domain, ss.Rules(direction_curves=False))
     assert not plain.model.regimes["cache"].directions
     assert plain.points_measured < ex.points_measured
+
+
+class SizeFootprintSynthetic(Synthetic):
+    """Not separable in uniqueBytes and sizeMean: a request that hits the page cache
+    costs 2 us plus its bytes at 5 GiB/s; one that misses costs a 200 us device latency
+    plus its bytes at 500 MiB/s.  Past the cache, 4 KiB requests fall about 100x and
+    16 MiB requests about 10x: no one uniqueBytes curve holds both falls.  Reads and
+    writes cost the same, and each process adds as much (so that the other parameters'
+    curves hold exactly)."""
+
+    def throughput(self, w):
+        hit = min(1.0, self.cache / w.unique_bytes)
+        size = w.size_mean
+        seconds = hit * (2e-6 + size / (5 * GIB)) + (1 - hit) * (200e-6 + size / (500 * MIB))
+        value = size / seconds * w.process_num * self.factor("seq_frac", w.seq_frac)
+        return value * math.exp(self.noise * self.rng.standard_normal())
+
+
+def test_the_size_curves_follow_a_fall_with_the_footprint_that_depends_on_the_request_size():
+    """Where how far throughput falls past the cache depends on the request size (the
+    uniqueBytes x sizeMean interaction of issue 26, section 4), the uniqueBytes curves
+    measured at the smallest and largest sizeMean, interpolated in log sizeMean between
+    them and the focal one, predict held-out workloads past the cache several times
+    closer than the one uniqueBytes curve; the stored figures rebuild them."""
+    fs = SizeFootprintSynthetic(cache=GIB)
+    domain = ss.Domain(unique_bytes=(MIB, 16 * GIB), size_mean=(KIB, 16 * MIB), process_num=(1, 8))
+    lines = []
+    ex = ss.explore(fs.measure, domain, progress=lines.append)
+    sizes = sorted(c.fixed["size_mean"] for c in ex.model.size_curves)
+    # the domain's ends, and a size between the focal one and the far end
+    focal_size = ex.model.unique_curve.fixed["size_mean"]
+    assert sizes == ss.size_curve_sizes(domain, focal_size) == [KIB, 256 * KIB, 16 * MIB], sizes
+    assert any("uniqueBytes at sizeMean 16 MiB" in ln for ln in lines), lines
+    held_out = ss.draw_workloads(domain, 60, seed=11)
+    with_sizes = ss.validate(ex.model, fs.measure, held_out)
+    one_curve = ss.validate(dataclasses.replace(ex.model, size_curves=[]), fs.measure, held_out)
+    # past the cache, where the falls differ (inside it, both models are the same)
+    past = [k for k, w in enumerate(held_out) if w.unique_bytes > 2 * fs.cache]
+    error, error_one = (
+        float(np.median([v.errors[k] for k in past])) for v in (with_sizes, one_curve)
+    )
+    assert len(past) >= 10 and error < 0.05 and error_one > 3 * error, (error, error_one)
+    assert with_sizes.max_error < one_curve.max_error
+    # the product form is the paper's: one uniqueBytes curve
+    assert not ex.model.product_form().size_curves
+    result = {
+        "exploration": ex.as_dict(),
+        "validation": with_sizes.as_dict(),
+        "timing": {"total_s": 1.0},
+    }
+    figures, _ = declared_figures(result)
+    assert "curve_unique_bytes_16g_size_16m" in figures
+    stored = {name: (value, decl.as_dict()) for name, (value, decl) in figures.items()}
+    rebuilt = ss.Model.from_figures(json.loads(json.dumps(stored)))
+    for w in held_out[:20]:
+        assert rebuilt.predict(w) == pytest.approx(ex.model.predict(w), rel=1e-6)
+    # without the rule, no size curves are measured
+    plain = ss.explore(fs.measure, domain, ss.Rules(size_curves=False))
+    assert not plain.model.size_curves and plain.points_measured < ex.points_measured
 
 
 def test_different_caches_give_different_knees():
@@ -378,6 +438,13 @@ def test_useful_range_is_where_the_curve_still_moves():
     assert ss.useful_range(saturating, RULES) == (4096, 65536)
     peaked = ss.Curve("size_mean", [1024, 4096, 16384, 65536, 262144], [10, 50, 100, 60, 58])
     assert ss.useful_range(peaked, RULES) == (1024, 65536)
+    # steps are weighed in log throughput: 20 to 80 MiB/s at the small-request end is a
+    # step of 4x however small beside the 2 GiB/s the curve reaches (a range cut there
+    # would predict 1 KiB requests at the 4 KiB ones' throughput)
+    per_request = ss.Curve(
+        "size_mean", [1024, 4096, 16384, 65536, 262144, 1048576], [20, 80, 310, 900, 1700, 2050]
+    )
+    assert ss.useful_range(per_request, RULES) == (1024, 262144)
 
 
 def test_knee_is_the_largest_fall_not_a_small_one_or_a_noisy_point():

@@ -286,6 +286,7 @@ def _reopen_figures(add: Callable[..., None], probe: dict[str, Any] | None) -> N
 def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
     """The measured curves: uniqueBytes's, and each regime's of every parameter."""
     curve = model.unique_curve
+    meta = {"role": "curve", "regime": None, "fixed": curve.fixed}
     for x, y in zip(curve.xs, curve.ys):
         add(
             curve_figure_name("unique_bytes", x),
@@ -293,8 +294,23 @@ def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
             unit="MiB/s",
             better="higher",
             label=f"Throughput at uniqueBytes {size_words(x)}",
-            chart=_chart("unique_bytes", x, "measured", {"role": "curve", "regime": None}),
+            chart=_chart("unique_bytes", x, "measured", meta),
         )
+    # the size curves: uniqueBytes at the domain's smallest and largest sizeMean (named
+    # by their size, which stays put from night to night where the focal one moves)
+    for c in model.size_curves:
+        size = c.fixed["size_mean"]
+        at = f"sizeMean {size_words(size)}"
+        meta = {"role": "curve", "regime": None, "fixed": c.fixed, "size_line": size}
+        for x, y in zip(c.xs, c.ys):
+            add(
+                f"{curve_figure_name('unique_bytes', x)}_size_{ss.value_token('size_mean', size)}",
+                y / MIB,
+                unit="MiB/s",
+                better="higher",
+                label=f"Throughput at uniqueBytes {size_words(x)}, {at}",
+                chart=_chart("unique_bytes", x, f"measured, {at}", meta),
+            )
     for regime, r in model.regimes.items():
         line = regime_words(regime, r.focal.as_dict())
         # the shape curves, then the direction curves (readFrac 1 and 0)

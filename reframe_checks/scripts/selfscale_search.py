@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from scratchbench import selfscale as ss
@@ -212,6 +213,15 @@ class Kernel:
             if self.run_dir and not Path(self.run_dir).exists():
                 self.run_dir = None
 
+    def clean_up(self):
+        """After a failed launch: the kernel removes what it kept, or else we do."""
+        if self.run_dir:
+            try:
+                self.discard(label="discard after a failure")
+            except (LaunchFailed, KeyboardInterrupt):
+                pass
+        self.remove_kept_data()
+
     def remove_kept_data(self):
         """After a failure or a signal: remove what the kernel kept, by the names it
         gave it (its data files and manifest), and its run directory if then empty."""
@@ -236,6 +246,46 @@ class Kernel:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
+
+
+#: the kernel's exit code for a full file system or quota
+NO_SPACE = 5
+#: a search whose data does not fit tries again this many times, at half the size each
+ROOM_RETRIES = 2
+
+
+def explore_within_room(args, kernel, domain, rules):
+    """(domain, exploration): the search, its data written once, as large as the
+    search can go.  Where writing it fills the file system although its free space
+    said there was room (a file system of several servers holds a file whole on one of
+    them, and counts all of them free), the data is removed and the search starts
+    again with half the largest uniqueBytes, up to ROOM_RETRIES times, saying so."""
+    for attempt in range(ROOM_RETRIES + 1):
+        args.prepare = domain.unique_bytes[1]
+        try:
+            return domain, ss.explore(
+                lambda ws, reps: kernel.measure(ws, reps),
+                domain,
+                rules,
+                repeats=args.repeat,
+                progress=say,
+                resident=kernel.resident,
+            )
+        except LaunchFailed as exc:
+            low, high = domain.unique_bytes
+            smaller = high // 2 // units.MIB * units.MIB
+            # only a first launch that measured nothing yet: a later one is no room problem
+            if exc.code != NO_SPACE or kernel.points or attempt == ROOM_RETRIES:
+                raise
+            if smaller < 4 * low:
+                raise
+            kernel.clean_up()
+            say(
+                f"the data ({units.size_words(high)}) did not fit ({exc}): searching "
+                f"again with uniqueBytes up to {units.size_words(smaller)}"
+            )
+            domain = replace(domain, unique_bytes=(low, smaller))
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def search(args, kernel, result):
@@ -263,16 +313,8 @@ def search(args, kernel, result):
         f"{units.size_words(node_memory())}), sizeMean {units.size_words(domain.size_mean[0])} to "
         f"{units.size_words(domain.size_mean[1])}, processNum 1 to {args.processes}"
     )
-    # The data is written once, as large as the search can go.
-    args.prepare = domain.unique_bytes[1]
-    exploration = ss.explore(
-        lambda ws, reps: kernel.measure(ws, reps),
-        domain,
-        rules,
-        repeats=args.repeat,
-        progress=say,
-        resident=kernel.resident,
-    )
+    domain, exploration = explore_within_room(args, kernel, domain, rules)
+    result["domain"] = domain.as_dict()
     result["exploration"] = exploration.as_dict()
     result["timing"]["search_s"] = time.monotonic() - started
     model = exploration.model
@@ -297,18 +339,31 @@ def search(args, kernel, result):
     )
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
-    if any(r.directions for r in model.regimes.values()):
-        # the same measurements predicted by the paper's product form, for comparison
-        product = model.product_form()
-        paper = ss.Validation(
+    # the same measurements predicted by the simpler models, for comparison: without
+    # the size curves (one uniqueBytes curve), and the paper's product form (without
+    # the direction curves too)
+    simpler = {
+        "validation_one_unique_curve": (
+            replace(model, size_curves=[]),
+            "one uniqueBytes curve (without the size curves)",
+        ),
+        "validation_product_form": (
+            model.product_form(),
+            "the product form (without the direction and size curves)",
+        ),
+    }
+    for key, (other, words) in simpler.items():
+        if other.as_dict() == model.as_dict():
+            continue
+        compared = ss.Validation(
             validation.workloads,
-            [product.predict(w) for w in validation.workloads],
+            [other.predict(w) for w in validation.workloads],
             validation.measured,
         )
-        result["validation_product_form"] = paper.as_dict()
+        result[key] = compared.as_dict()
         say(
-            f"validation: the product form without the direction curves: median error "
-            f"{100 * paper.median_error:.1f}%, maximum {100 * paper.max_error:.1f}%"
+            f"validation: {words}: median error {100 * compared.median_error:.1f}%, "
+            f"maximum {100 * compared.max_error:.1f}%"
         )
     spread = validation.spread
     say(
@@ -637,11 +692,8 @@ def main(argv=None):
         }
         code = 143
     finally:
-        if kernel.run_dir and code not in (0, 143):
-            try:
-                kernel.discard(label="discard after a failure")
-            except (LaunchFailed, KeyboardInterrupt):
-                pass
+        if code not in (0, 143):
+            kernel.clean_up()
         kernel.remove_kept_data()
         result["timing"].update(
             total_s=time.monotonic() - started,
