@@ -833,17 +833,19 @@ class Model:
         log sizeMean between the sizeMeans they were measured at (the nearest curve's
         beyond them).  Curves smoothed (their grid is fine, and a ratio to one noisy
         point at the focal uniqueBytes would move every prediction of the regime)."""
-        lines = self._unique_lines()
-        ratios = [
-            math.log(curve.at(workload.unique_bytes) / curve.at(unique_from)) for _, curve in lines
-        ]
+        sizes, curves = self._unique_lines()
         size = math.log(workload.size_mean)
-        k = bisect.bisect_left([at for at, _ in lines], size)
-        if k == 0 or k == len(lines):
-            return math.exp(ratios[min(k, len(lines) - 1)])
-        (lo, _), (hi, _) = lines[k - 1], lines[k]
-        share = (size - lo) / (hi - lo)
-        return math.exp(ratios[k - 1] + share * (ratios[k] - ratios[k - 1]))
+        k = bisect.bisect_left(sizes, size)
+        # only the curves the interpolation uses: one beyond the ends, two between
+        if k == 0 or k == len(sizes):
+            near = [curves[min(k, len(sizes) - 1)]]
+        else:
+            near = curves[k - 1 : k + 1]
+        ratios = [math.log(c.at(workload.unique_bytes) / c.at(unique_from)) for c in near]
+        if len(ratios) == 1:
+            return math.exp(ratios[0])
+        share = (size - sizes[k - 1]) / (sizes[k] - sizes[k - 1])
+        return math.exp(ratios[0] + share * (ratios[1] - ratios[0]))
 
     def product_form(self) -> Model:
         """This model without its direction and size curves: the paper's product form,
@@ -854,8 +856,8 @@ class Model:
             size_curves=[],
         )
 
-    def _unique_lines(self) -> list[tuple[float, Curve]]:
-        """[(log sizeMean, smoothed uniqueBytes curve)], by sizeMean: unique_curve's and
+    def _unique_lines(self) -> tuple[list[float], list[Curve]]:
+        """([log sizeMean], [smoothed uniqueBytes curve]), by sizeMean: unique_curve's and
         the size curves'; made once (a model is not changed after it is made; every
         prediction uses them).  unique_curve's sizeMean is the one it was measured at,
         or the cache regime's focal sizeMean (a model stored before the curves kept it)."""
@@ -867,7 +869,8 @@ class Model:
             lines = {math.log(main_size): self.unique_curve.smoothed(split)}
             for curve in self.size_curves:
                 lines.setdefault(math.log(curve.fixed["size_mean"]), curve.smoothed(split))
-            self.__dict__["_lines_cache"] = sorted(lines.items(), key=lambda line: line[0])
+            ordered = sorted(lines.items(), key=lambda line: line[0])
+            self.__dict__["_lines_cache"] = ([s for s, _ in ordered], [c for _, c in ordered])
         return self.__dict__["_lines_cache"]
 
     def regime_weight(self, workload: Workload) -> float:

@@ -296,7 +296,7 @@ def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
             label=f"Throughput at uniqueBytes {size_words(x)}",
             chart=_chart("unique_bytes", x, "measured", meta),
         )
-    # the size curves: uniqueBytes at the domain's smallest and largest sizeMean (named
+    # the size curves: uniqueBytes at other sizeMean values (ss.size_curve_sizes; named
     # by their size, which stays put from night to night where the focal one moves)
     for c in model.size_curves:
         size = c.fixed["size_mean"]

@@ -260,7 +260,8 @@ def explore_within_room(args, kernel, domain, rules):
     said there was room (a file system of several servers holds a file whole on one of
     them, and counts all of them free), the data is removed and the search starts
     again with half the largest uniqueBytes, up to ROOM_RETRIES times, saying so."""
-    for attempt in range(ROOM_RETRIES + 1):
+    attempt = 0
+    while True:
         args.prepare = domain.unique_bytes[1]
         try:
             return domain, ss.explore(
@@ -285,7 +286,7 @@ def explore_within_room(args, kernel, domain, rules):
                 f"again with uniqueBytes up to {units.size_words(smaller)}"
             )
             domain = replace(domain, unique_bytes=(low, smaller))
-    raise AssertionError("unreachable: the last attempt returns or raises")
+            attempt += 1
 
 
 def search(args, kernel, result):
@@ -342,19 +343,18 @@ def search(args, kernel, result):
     # the same measurements predicted by the simpler models, for comparison: without
     # the size curves (one uniqueBytes curve), and the paper's product form (without
     # the direction curves too)
-    simpler = {
-        "validation_one_unique_curve": (
+    simpler = {}
+    if model.size_curves:
+        simpler["validation_one_unique_curve"] = (
             replace(model, size_curves=[]),
             "one uniqueBytes curve (without the size curves)",
-        ),
-        "validation_product_form": (
+        )
+    if model.size_curves or any(r.directions for r in model.regimes.values()):
+        simpler["validation_product_form"] = (
             model.product_form(),
             "the product form (without the direction and size curves)",
-        ),
-    }
+        )
     for key, (other, words) in simpler.items():
-        if other.as_dict() == model.as_dict():
-            continue
         compared = ss.Validation(
             validation.workloads,
             [other.predict(w) for w in validation.workloads],
@@ -694,7 +694,8 @@ def main(argv=None):
     finally:
         if code not in (0, 143):
             kernel.clean_up()
-        kernel.remove_kept_data()
+        else:
+            kernel.remove_kept_data()
         result["timing"].update(
             total_s=time.monotonic() - started,
             launches=len(kernel.launches),
