@@ -762,6 +762,7 @@ class EmbeddedCluster:
                     san.start_down_bricks(timeout=30)
                 if "san-client-login" not in alive:
                     san.mount_login_client(san_state, spawn, _progress)
+                san.trim_disks()
             for name, daemon in daemons.items():
                 if not name.startswith("slurmd-") or name not in alive:
                     continue

@@ -40,7 +40,12 @@ the page cache, large ones do not), ``size_mean`` (mean request size), ``read_fr
    product of one-parameter curves holds that, so after the rounds the search measures
    the uniqueBytes curve again at other sizeMean values (:func:`size_curve_sizes`, the
    domain's smallest and largest among them) and a workload's uniqueBytes ratio is
-   interpolated in log sizeMean between them (:meth:`Model.unique_ratio`).
+   interpolated in log sizeMean between them (:meth:`Model.unique_ratio`).  Reads and
+   writes fall with the footprint apart too (a page cache slows writes as its dirty data
+   grows, reads only past its size): the search measures the uniqueBytes curve with
+   readFrac 1 and 0 as well (:attr:`Model.direction_unique`), and a workload's mix of
+   reads and writes at its footprint is predicted from them
+   (:meth:`Regime.shape_ratio`).
    A prediction never exceeds the fastest throughput per process that any curve
    measured, times the workload's processes (:attr:`Model.per_process_ceiling`): where
    several parameters favour a workload at once (a large sequential read), their
@@ -98,6 +103,9 @@ UNIT = 512  # the kernel's request-size and offset unit
 #: with this readFrac
 DIRECTIONS = {"read": 1.0, "write": 0.0}
 DIRECTED_PARAMETERS = ("size_mean", "seq_frac", "process_num")
+#: unique(direction, unique_bytes, unique_from): one direction's throughput at
+#: unique_bytes over its throughput at unique_from (Model.direction_unique_ratio)
+UniqueRatio = Callable[[str, float, float], float]
 #: a footprint this much resident after its measurement was held by the page cache
 HELD = 0.9
 
@@ -404,6 +412,11 @@ class Rules:
     #: Model.unique_ratio), so that how throughput falls with the footprint follows the
     #: request size
     size_curves: bool = True
+    #: ...and with readFrac 1 and 0 (the direction uniqueBytes curves:
+    #: Model.direction_unique), so that it follows the mix of reads and writes too (a
+    #: page cache that holds reads of gigabytes at one speed slows its writes 2-3x as
+    #: the dirty data grows)
+    direction_unique_curves: bool = True
 
     def __post_init__(self):
         for name in (
@@ -723,64 +736,107 @@ class Regime:
             },
         )
 
-    def shape_ratio(self, workload: Workload) -> float:
+    def shape_ratio(self, workload: Workload, unique: UniqueRatio | None = None) -> float:
         """Throughput at ``workload`` over throughput at the focal point, by the shape
         curves (uniqueBytes aside).  The product form multiplies each curve's ratio,
         every curve measured at the focal readFrac.  With the direction curves, reads and
         writes are predicted apart, each by the product of its own curves (on a FUSE file
         system a small write costs a round trip where a small read comes from the page
         cache, and reads scale with processes where writes do not), and mixed as the
-        workload mixes them (:meth:`directed`)."""
+        workload mixes them (:meth:`directed`).  With ``unique`` (each direction's
+        uniqueBytes ratio, :meth:`Model.direction_unique_ratio`), each direction also
+        falls with the footprint by its own curve, and the ratio is taken to the focal
+        point at the workload's uniqueBytes: the fall at the focal mix is the uniqueBytes
+        curves' (:meth:`Model.unique_ratio`), and this is how the workload's mix differs
+        from the focal one there."""
         if not self.directions:
             return math.prod(
                 self.curves[p].at(workload.get(p)) / self.curves[p].at(self.focal.get(p))
                 for p in SHAPE_PARAMETERS
             )
-        return self.directed(workload) / self.directed(self.focal)
+        if unique is None:
+            return self.directed(workload) / self.directed(self.focal)
+        at_focal = self.focal.with_value("unique_bytes", workload.unique_bytes)
+        return self.directed(workload, unique) / self.directed(at_focal, unique)
 
-    def _direction_seconds(self, workload: Workload) -> tuple[float, float]:
+    def _direction_seconds(
+        self, workload: Workload, unique: UniqueRatio | None = None
+    ) -> tuple[float, float]:
         """(seconds per byte of the workload's reads, of its writes), weighted by their
-        shares: each direction's throughput the product of its own curves."""
+        shares: each direction's throughput the product of its own curves (and of its
+        uniqueBytes ratio from the focal uniqueBytes, with ``unique``)."""
         seconds = []
         for direction in DIRECTIONS:
             curves = self.directions[direction]
             level = curves["size_mean"].at(self.focal.size_mean)
             for p in DIRECTED_PARAMETERS:
                 level *= curves[p].at(workload.get(p)) / curves[p].at(self.focal.get(p))
+            if unique is not None:
+                level *= unique(direction, workload.unique_bytes, self.focal.unique_bytes)
             share = workload.read_frac if direction == "read" else 1.0 - workload.read_frac
             seconds.append(share / level)
         return seconds[0], seconds[1]
 
-    def directed(self, workload: Workload) -> float:
-        """The direction curves' throughput at ``workload`` (uniqueBytes aside): its reads
-        take their time and its writes theirs, less the part of the shorter that runs
-        beside the longer (:meth:`overlap`: a write-behind cache writes while the reads go
-        on): seconds = reads + writes - overlap x min(reads, writes)."""
-        reads, writes = self._direction_seconds(workload)
-        return 1.0 / (reads + writes - self.overlap(workload.read_frac) * min(reads, writes))
+    def directed(self, workload: Workload, unique: UniqueRatio | None = None) -> float:
+        """The direction curves' throughput at ``workload`` (uniqueBytes aside, unless
+        ``unique`` is given: :meth:`_direction_seconds`): its reads take their time and
+        its writes theirs, less the part of the shorter that runs beside the longer
+        (:meth:`overlap`: a write-behind cache writes while the reads go on):
+        seconds = reads + writes - overlap x min(reads, writes)."""
+        reads, writes = self._direction_seconds(workload, unique)
+        return 1.0 / (reads + writes - self.overlap(workload) * min(reads, writes))
 
-    def overlap(self, read_frac: float) -> float:
-        """The share of the shorter direction's time that ran beside the longer, from the
-        readFrac curve at the workload it was measured at (-1 to 1: 0 where reads and
-        writes add up, 1 where the shorter is hidden, below 0 where mixing costs more),
-        interpolated in readFrac between its points inside (0, 1)."""
+    def overlap(self, workload: Workload) -> float:
+        """The share of the shorter direction's time that ran beside the longer (-1 to 1:
+        0 where reads and writes add up, 1 where the shorter is hidden, below 0 where
+        mixing costs more): the readFrac curve's at the workload's readFrac, moved by how
+        the share changes along each directed parameter's own curve from the focal value
+        to the workload's (:meth:`_overlap_lines`).  With more processes, one process
+        reads while another waits for a write: the share grows with processNum, which
+        the processNum curve (measured at the focal readFrac, reads and writes mixed)
+        shows beside the direction curves; so along each parameter's own curve the
+        prediction is that curve's measurement, as in the product form."""
+        lines = self._overlap_lines()
+        if "read_frac" not in lines:
+            return 0.0
+        share = lines["read_frac"](workload.read_frac)
+        for p in DIRECTED_PARAMETERS:
+            if p in lines:
+                share += lines[p](workload.get(p)) - lines[p](self.focal.get(p))
+        return max(-1.0, min(1.0, share))
+
+    def _overlap_lines(self) -> dict[str, Callable[[float], float]]:
+        """{parameter: share at a value}: for readFrac and each directed parameter, the
+        overlap share of each point of its curve (a mixed measurement) against the
+        direction curves' reads and writes at that point, interpolated between the points
+        (in the parameter's scale) whose shorter direction takes any time.  Made once."""
         if "_overlap_cache" not in self.__dict__:
-            curve = self.curves["read_frac"]
-            at = self.focal
-            for p, value in curve.fixed.items():
-                if p in DIRECTED_PARAMETERS:
-                    at = at.with_value(p, value)
-            xs, shares = [], []
-            for x, y in zip(curve.xs, curve.ys):
-                reads, writes = self._direction_seconds(at.with_value("read_frac", x))
-                if min(reads, writes) > 0:
-                    xs.append(x)
-                    shares.append(
-                        max(-1.0, min(1.0, (reads + writes - 1.0 / y) / min(reads, writes)))
-                    )
-            self.__dict__["_overlap_cache"] = (xs, shares)
-        xs, shares = self.__dict__["_overlap_cache"]
-        return float(np.interp(read_frac, xs, shares)) if xs else 0.0
+            lines = {}
+            for q in ("read_frac", *DIRECTED_PARAMETERS):
+                curve = self.curves[q]
+                at = self.focal
+                for p, value in curve.fixed.items():
+                    if p in DIRECTED_PARAMETERS or p == "read_frac":
+                        at = at.with_value(p, value)
+                xs, shares = [], []
+                for x, y in zip(curve.xs, curve.ys):
+                    reads, writes = self._direction_seconds(at.with_value(q, x))
+                    if min(reads, writes) > 0:
+                        xs.append(x)
+                        shares.append(
+                            max(-1.0, min(1.0, (reads + writes - 1.0 / y) / min(reads, writes)))
+                        )
+                if xs:
+                    lines[q] = _interpolator(q, xs, shares)
+            self.__dict__["_overlap_cache"] = lines
+        return self.__dict__["_overlap_cache"]
+
+
+def _interpolator(name: str, xs: Sequence[float], ys: Sequence[float]) -> Callable[[float], float]:
+    """y at any x, straight lines between the points in the parameter's scale (log for
+    sizes and processes), flat beyond the ends."""
+    axis = _axis(name, xs)
+    return lambda x: float(np.interp(_axis(name, [x])[0], axis, ys))
 
 
 @dataclass
@@ -799,6 +855,12 @@ class Model:
     #: interaction, which no product of one-parameter curves holds); empty in a model
     #: measured without them (:meth:`unique_ratio`)
     size_curves: list = field(default_factory=list)
+    #: {"read": Curve, "write": Curve}: the uniqueBytes curve measured again with readFrac
+    #: 1 and 0 (DIRECTIONS), the rest at unique_curve's values: reads and writes fall
+    #: with the footprint differently (a page cache slows its writes as the dirty data
+    #: grows, not its reads); empty in a model measured without them
+    #: (:meth:`direction_unique_ratio`)
+    direction_unique: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if "cache" not in self.regimes:
@@ -814,6 +876,14 @@ class Model:
                 raise SelfScaleError(
                     "model: a size curve must be a uniqueBytes curve with its sizeMean in fixed"
                 )
+        if self.direction_unique and (
+            set(self.direction_unique) != set(DIRECTIONS)
+            or any(c.parameter != "unique_bytes" for c in self.direction_unique.values())
+        ):
+            raise SelfScaleError(
+                "model: the direction uniqueBytes curves must be one uniqueBytes curve "
+                f"for each of {', '.join(DIRECTIONS)}"
+            )
 
     def predict_in(self, workload: Workload, regime_name: str) -> float:
         """Within one regime: the focal throughput, times the shape curves' ratio at the
@@ -825,7 +895,22 @@ class Model:
         assumption."""
         r = self.regimes[regime_name]
         value = r.throughput * self.unique_ratio(workload, r.focal.unique_bytes)
-        return value * r.shape_ratio(workload)
+        unique = self.direction_unique_ratio if self.direction_unique else None
+        return value * r.shape_ratio(workload, unique)
+
+    def direction_unique_ratio(
+        self, direction: str, unique_bytes: float, unique_from: float
+    ) -> float:
+        """One direction's throughput at ``unique_bytes`` over its throughput at
+        ``unique_from``, by its direction uniqueBytes curve, smoothed as the others
+        (:meth:`unique_ratio`)."""
+        if "_direction_lines_cache" not in self.__dict__:
+            split = self.knee.unique_bytes if self.knee else None
+            self.__dict__["_direction_lines_cache"] = {
+                d: c.smoothed(split) for d, c in self.direction_unique.items()
+            }
+        curve = self.__dict__["_direction_lines_cache"][direction]
+        return curve.at(unique_bytes) / curve.at(unique_from)
 
     def unique_ratio(self, workload: Workload, unique_from: int) -> float:
         """Throughput at the workload's uniqueBytes over throughput at ``unique_from``,
@@ -854,6 +939,7 @@ class Model:
             self,
             regimes={k: replace(r, directions={}) for k, r in self.regimes.items()},
             size_curves=[],
+            direction_unique={},
         )
 
     def _unique_lines(self) -> tuple[list[float], list[Curve]]:
@@ -924,7 +1010,7 @@ class Model:
         cache = self.regimes["cache"]
         best = max(
             y / processes(curve, cache)
-            for curve in [self.unique_curve, *self.size_curves]
+            for curve in [self.unique_curve, *self.size_curves, *self.direction_unique.values()]
             for y in curve.ys
         )
         for regime in self.regimes.values():
@@ -977,6 +1063,7 @@ class Model:
                 [p, band, *error] for (p, band), error in sorted(self.far_errors.items())
             ],
             "size_curves": [c.as_dict() for c in self.size_curves],
+            "direction_unique": {d: c.as_dict() for d, c in self.direction_unique.items()},
         }
 
     @classmethod
@@ -991,6 +1078,9 @@ class Model:
                     for p, band, error, n in data.get("far_errors") or []
                 },
                 size_curves=[Curve.from_dict(c) for c in data.get("size_curves") or []],
+                direction_unique={
+                    d: Curve.from_dict(c) for d, c in (data.get("direction_unique") or {}).items()
+                },
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SelfScaleError(f"model: incomplete ({exc})") from None
@@ -1003,10 +1093,11 @@ class Model:
         in the figure's unit and declaration the dict the store keeps (with ``chart``).
         Figures without a ``selfscale`` entry in their chart are ignored.  Raises
         SelfScaleError naming what is missing."""
-        curves: dict[tuple[str, str | None], list[tuple[float, float]]]
-        curves, focal, knee, far = {}, {}, None, {}
+        curves: dict[tuple[str, str | None], list[tuple[float, float]]] = {}
+        focal, knee, far = {}, None, {}
         directions: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
         at_sizes: dict[float, tuple[list[tuple[float, float]], dict[str, float]]] = {}
+        direction_unique: dict[str, list[tuple[float, float]]] = {}
         fixed: dict[tuple[str, str | None, str | None], dict[str, float]] = {}
         for name, (value, declaration) in figures.items():
             chart = (declaration or {}).get("chart") or {}
@@ -1015,28 +1106,26 @@ class Model:
                 continue
             scale = float(meta.get("to_base", 1.0))
             role, parameter, regime = meta.get("role"), meta.get("parameter"), meta.get("regime")
-            if role == "curve" and meta.get("size_line"):
-                # a size curve: uniqueBytes at another sizeMean (Model.size_curves)
-                line, _ = at_sizes.setdefault(
-                    float(meta["size_line"]), ([], dict(meta.get("fixed") or {}))
-                )
-                line.append((float(meta["x"]), float(value) * scale))
-                continue
             if role == "curve":
-                fixed[parameter, regime, meta.get("direction")] = dict(meta.get("fixed") or {})
-            if role == "curve" and meta.get("direction"):
-                directions.setdefault((regime, meta["direction"], parameter), []).append(
-                    (float(meta["x"]), float(value) * scale)
-                )
-            elif role == "curve":
-                curves.setdefault((parameter, regime), []).append(
-                    (float(meta["x"]), float(value) * scale)
-                )
+                point = (float(meta["x"]), float(value) * scale)
+                direction = meta.get("direction")
+                if meta.get("size_line"):
+                    # a size curve: uniqueBytes at another sizeMean (Model.size_curves)
+                    line, _ = at_sizes.setdefault(
+                        float(meta["size_line"]), ([], dict(meta.get("fixed") or {}))
+                    )
+                    line.append(point)
+                    continue
+                fixed[parameter, regime, direction] = dict(meta.get("fixed") or {})
+                if direction and regime is None:  # a direction uniqueBytes curve
+                    direction_unique.setdefault(direction, []).append(point)
+                elif direction:
+                    directions.setdefault((regime, direction, parameter), []).append(point)
+                else:
+                    curves.setdefault((parameter, regime), []).append(point)
             elif role == "focal" and regime:
-                focal[regime] = (
-                    Workload.from_dict(meta["workload"], f"figure {name}"),
-                    float(value) * scale,
-                )
+                workload = Workload.from_dict(meta["workload"], f"figure {name}")
+                focal[regime] = (workload, float(value) * scale)
             elif role == "knee":
                 knee = Knee(
                     unique_bytes=int(meta["x"]),
@@ -1081,21 +1170,26 @@ class Model:
                 regime, workload, throughput, shape, directed if complete else {}
             )
         size_curves = [
-            Curve(
-                "unique_bytes",
-                [x for x, _ in line],
-                [y for _, y in line],
-                dict(others, size_mean=int(size)),
-            )
+            _unique_line(line, dict(others, size_mean=int(size)))
             for size, (line, others) in sorted(at_sizes.items())
         ]
+        directed_unique = {
+            d: _unique_line(line, fixed["unique_bytes", None, d])
+            for d, line in direction_unique.items()
+        }
         return cls(
             unique_curve=unique,
             regimes=regimes,
             knee=knee,
             far_errors=far,
             size_curves=size_curves,
+            direction_unique=directed_unique if set(directed_unique) == set(DIRECTIONS) else {},
         )
+
+
+def _unique_line(points: list[tuple[float, float]], fixed: dict[str, float]) -> Curve:
+    """A uniqueBytes curve from stored (x, bytes/s) points."""
+    return Curve("unique_bytes", [x for x, _ in points], [y for _, y in points], fixed)
 
 
 # ---- the search ------------------------------------------------------------------------------
@@ -1283,18 +1377,13 @@ def explore(
     directions = _direction_curves(measure, say, focal_of, shapes) if rules.direction_curves else {}
     regimes, repeat = _focal_regimes(measure, say, focal_of, shapes, repeats, directions)
     assert unique_curve is not None  # max_rounds is at least 1
-    size_curves = _size_curves(measure, say, unique_curve, domain) if rules.size_curves else []
-    measured += len(repeat) + sum(len(c.xs) for c in [*directions.values(), *size_curves])
-    model = Model(unique_curve=unique_curve, regimes=regimes, knee=knee, size_curves=size_curves)
-    return Exploration(
-        domain=domain,
-        rules=rules,
-        model=model,
-        rounds=rounds,
-        settled=settled,
-        points_measured=measured,
-        repeat=repeat,
+    size_curves, direction_unique = _more_unique_curves(measure, say, unique_curve, domain, rules)
+    more = [*directions.values(), *size_curves, *direction_unique.values()]
+    measured += len(repeat) + sum(len(c.xs) for c in more)
+    model = Model(
+        unique_curve, regimes, knee, size_curves=size_curves, direction_unique=direction_unique
     )
+    return Exploration(domain, rules, model, rounds, settled, measured, repeat)
 
 
 def _say_knee(
@@ -1449,39 +1538,56 @@ def size_curve_sizes(domain: Domain, measured_at: int) -> list[int]:
         sizes.add(int(_nearest(grid, math.sqrt(a * b), "size_mean")))
 
 
-def _size_curves(
-    measure: Measure, say: Callable[[str], None], unique_curve: Curve, domain: Domain
-) -> list[Curve]:
-    """The uniqueBytes curve measured again at other sizeMean values
-    (:func:`size_curve_sizes`), at its uniqueBytes points that each size fits, the other
-    parameters at its values; all in one call of ``measure``.  A size that fits fewer
-    than SIZE_CURVE_POINTS of them is left out."""
+def _more_unique_curves(
+    measure: Measure,
+    say: Callable[[str], None],
+    unique_curve: Curve,
+    domain: Domain,
+    rules: Rules,
+) -> tuple[list[Curve], dict[str, Curve]]:
+    """(size curves, direction uniqueBytes curves): the uniqueBytes curve measured again
+    at other sizeMean values (:func:`size_curve_sizes`, at its uniqueBytes points that
+    each size fits; a size that fits fewer than SIZE_CURVE_POINTS of them is left out)
+    and with readFrac 1 and 0 (DIRECTIONS), the other parameters at its values; all in
+    one call of ``measure`` (one launch: the kernel writes the data once).  Each as
+    ``rules`` asks (size_curves, direction_unique_curves)."""
     base = Workload(
         **{p: unique_curve.fixed[p] for p in PARAMETERS if p != "unique_bytes"},
         unique_bytes=int(unique_curve.xs[-1]),
     )
-    planned = []
-    for size in size_curve_sizes(domain, base.size_mean):
+    planned: list[tuple[str | None, list[Workload]]] = []
+    for size in size_curve_sizes(domain, base.size_mean) if rules.size_curves else []:
         points = [
             base.with_value("unique_bytes", u).with_value("size_mean", size)
             for u in unique_curve.xs
             if size <= domain.largest_size(u)
         ]
         if len(points) >= SIZE_CURVE_POINTS:
-            planned.append(points)
+            planned.append((None, points))
+    if rules.direction_unique_curves:
+        for name, read_frac in DIRECTIONS.items():
+            one_way = base.with_value("read_frac", read_frac)
+            planned.append((name, [one_way.with_value("unique_bytes", u) for u in unique_curve.xs]))
     if not planned:
-        return []
-    results = iter(measure([w for points in planned for w in points], 1))
-    curves = []
-    for points in planned:
+        return [], {}
+    results = iter(measure([w for _, points in planned for w in points], 1))
+    sized: list[Curve] = []
+    directed: dict[str, Curve] = {}
+    for direction, points in planned:
         ys = [float(np.median(next(results))) for _ in points]
         fixed = {p: points[0].get(p) for p in PARAMETERS if p != "unique_bytes"}
-        curves.append(Curve("unique_bytes", [w.unique_bytes for w in points], ys, fixed))
+        curve = Curve("unique_bytes", [w.unique_bytes for w in points], ys, fixed)
+        if direction:
+            directed[direction] = curve
+            words = f", {direction}s only (readFrac {fixed['read_frac']:g})"
+        else:
+            sized.append(curve)
+            words = f" at sizeMean {size_words(fixed['size_mean'])}"
         say(
-            f"uniqueBytes at sizeMean {size_words(fixed['size_mean'])}: "
-            f"{len(points)} points, {min(ys) / MIB:.1f} to {max(ys) / MIB:.1f} MiB/s"
+            f"uniqueBytes{words}: {len(points)} points, "
+            f"{min(ys) / MIB:.1f} to {max(ys) / MIB:.1f} MiB/s"
         )
-    return curves
+    return sized, directed
 
 
 def _focal_regimes(

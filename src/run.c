@@ -308,21 +308,38 @@ const char *sbk_manifest_get(const sbk_manifest *m, const char *key)
     return NULL;
 }
 
-static void write_manifest(sbk_ctx *ctx)
+/* Collective: rank 0 writes the manifest of a kept run directory.  A manifest that
+ * cannot be written (the data filled the file system to its last block) fails the run
+ * with the errno's code: a kept directory without one is of no use to a later
+ * --existing, and "no space" tells the caller to try a smaller data set. */
+static int write_manifest(sbk_ctx *ctx)
 {
     sbk_target *t = &ctx->targets[0];
-    int fd = openat(t->fd, SBK_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "scratchbench-kernel: warning: cannot write %s/%s: %s\n", t->rundir,
-                SBK_MANIFEST, strerror(errno));
-        return;
+    if (ctx->rank == 0) {
+        int fd = openat(t->fd, SBK_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        int err = f ? 0 : errno;
+        if (f) {
+            fprintf(f, MANIFEST_HEADER "\nmode %s\nnranks %d\nseed %ld\ngeneration %llu\n",
+                    ctx->mode->name, ctx->size, ctx->cfg->seed,
+                    (unsigned long long)ctx->generation);
+            if (ctx->mode->manifest_write)
+                ctx->mode->manifest_write(ctx, f);
+            if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+                err = errno;
+            if (fclose(f) != 0 && !err)
+                err = errno;
+            if (err)
+                unlinkat(t->fd, SBK_MANIFEST, 0);
+        } else if (fd >= 0) {
+            close(fd);
+        }
+        if (err)
+            sbk_fail(ctx, sbk_code_for_errno(err), err, "keep", 0,
+                     "cannot write %s/%s, so the kept data could not be used again: %s",
+                     t->rundir, SBK_MANIFEST, strerror(err));
     }
-    fprintf(f, MANIFEST_HEADER "\nmode %s\nnranks %d\nseed %ld\ngeneration %llu\n", ctx->mode->name,
-            ctx->size, ctx->cfg->seed, (unsigned long long)ctx->generation);
-    if (ctx->mode->manifest_write)
-        ctx->mode->manifest_write(ctx, f);
-    fclose(f);
+    return sbk_agree(ctx);
 }
 
 /* Collective: rank 0 reads the manifest, every rank parses the same text. */
@@ -540,8 +557,8 @@ int sbk_run(sbk_ctx *ctx, sbk_json *j)
 
     code = finish_run(ctx, rs, j, code, bad_total);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (c->keep && (m->features & SBK_F_EXISTING) && !c->existing && code == 0 && ctx->rank == 0)
-        write_manifest(ctx);
+    if (c->keep && (m->features & SBK_F_EXISTING) && !c->existing && code == 0)
+        code = write_manifest(ctx);
     if (m->teardown)
         m->teardown(ctx, code);
 

@@ -391,6 +391,24 @@ def test_full_file_system(kernels, tmp_path):
         )
         assert result.returncode == 5
         assert "FAILED (exit 5, no-space)" in result.stdout
+        # A kept self-scaling data set that fills the file system to its last block: the
+        # manifest a later --existing needs cannot be written, and the launch says so
+        # with the no-space code (the search then tries a smaller data set), not a
+        # warning before a second launch that finds no manifest.
+        result = mpirun(
+            kernels["openmpi"],
+            1,
+            ["selfscale", "--dir", mnt, "--keep", "--prepare", "8m", "--duration", "0.05",
+             "--warmup", "0", "--reps", "1", "--point", "1m:64k:1:0.5:1", "--output", out],
+        )  # fmt: skip
+        assert result.returncode == 5, result.stderr[-1000:]
+        report = report_of(out)
+        assert report["exit_reason"] == "no-space" and report["complete"] is False
+        assert "cannot write" in report["errors"][0]["message"]
+        assert "sbk.manifest" in report["errors"][0]["message"]
+        kept = report["filesystem"]["run_dir"]
+        assert not os.path.exists(os.path.join(kept, "sbk.manifest"))
+        shutil.rmtree(kept)
     finally:
         subprocess.run(["umount", str(mnt)])
 

@@ -133,3 +133,29 @@ def test_a_node_whose_client_is_gone_is_named_and_mounted_again(cluster, tmp_pat
         timeout=120,
     )
     assert job.returncode == 0 and out.read_text().strip() == "data", out.read_text()
+
+
+def test_deleted_data_gives_its_room_back_to_the_disk_below(cluster):
+    """The storage servers' disks are sparse XFS images on the disk that also holds the
+    node-local target: what a check wrote and deleted on the SAN is given back to it
+    (trimmed) by `cluster up` on a running cluster (and by `cluster down`), not kept
+    allocated for ever."""
+    san = san_of(cluster)
+    images = sorted((cluster.dir / "san" / "servers").glob("s*.xfs"))
+    assert images
+
+    def allocated():
+        return sum(image.stat().st_blocks * 512 for image in images)
+
+    data = Path(san["mount_point"]) / "room-test"
+    with open(data, "wb") as f:
+        for _ in range(64):
+            f.write(os.urandom(1 << 20))
+        f.flush()
+        os.fsync(f.fileno())
+    written = allocated()
+    data.unlink()
+    up = scratchbench("cluster", "up", env=home_env(cluster))
+    assert up.returncode == 0, up.stderr
+    given_back = written - allocated()
+    assert given_back >= 48 << 20, f"{given_back >> 20} MiB of the 64 MiB given back"

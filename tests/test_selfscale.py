@@ -187,6 +187,67 @@ def test_reads_and_writes_predicted_apart_where_they_scale_apart():
     assert plain.points_measured < ex.points_measured
 
 
+class SharedWriteSynthetic(Synthetic):
+    """Reads that each process does at its own 2 GiB/s (they scale with processes) and
+    writes that all processes share at 1 GiB/s (one write-back behind them all).  One
+    process reads or writes, never both at once: its times add up.  With P processes,
+    the others read while one waits for a write: a share (P - 1) / P of the shorter
+    direction's time is hidden.  So how reads and writes mix changes with processNum,
+    which no overlap taken from the readFrac curve alone (measured at one processNum)
+    holds."""
+
+    def throughput(self, w):
+        p = w.process_num
+        reads = w.read_frac / (2 * GIB * p)
+        writes = (1 - w.read_frac) / GIB
+        hidden = (p - 1) / p * min(reads, writes)
+        value = 1.0 / (reads + writes - hidden) * self.factor("seq_frac", w.seq_frac)
+        value *= w.size_mean / (w.size_mean + 16 * KIB)
+        return value * math.exp(self.noise * self.rng.standard_normal())
+
+
+def test_how_reads_and_writes_mix_follows_the_processes():
+    """Where more processes hide more of the shorter direction's time (one reads while
+    another waits for a write), the share of the time hidden is read along each
+    directed parameter's own curve, not only the readFrac curve's: mixed workloads at
+    other process counts come out several times closer, and along the processNum curve
+    itself the prediction is its measurement."""
+    fs = SharedWriteSynthetic()
+    domain = ss.Domain(unique_bytes=(MIB, GIB), size_mean=(KIB, 16 * MIB), process_num=(1, 16))
+    ex = ss.explore(fs.measure, domain, ss.Rules(max_rounds=2))
+    regime = ex.model.regimes["cache"]
+    held_out = [w for w in ss.draw_workloads(domain, 80, seed=17) if 0.1 <= w.read_frac <= 0.9]
+    by_parameter = ss.validate(ex.model, fs.measure, held_out)
+    lines = ss.Regime._overlap_lines
+
+    def read_frac_only(self):
+        return {q: f for q, f in lines(self).items() if q == "read_frac"}
+
+    ss.Regime._overlap_lines = read_frac_only
+    try:
+        model = ss.Exploration.from_dict(ex.as_dict()).model
+        by_read_frac = ss.validate(model, fs.measure, held_out)
+    finally:
+        ss.Regime._overlap_lines = lines
+    # at the process counts the processNum curve measured, other than the focal one
+    # (past them, both take the share at its last point)
+    processes = regime.curves["process_num"]
+    inside = [
+        k
+        for k, w in enumerate(held_out)
+        if w.process_num <= max(processes.xs) and w.process_num != regime.focal.process_num
+    ]
+    error, error_read_frac = (
+        float(np.median([v.errors[k] for k in inside])) for v in (by_parameter, by_read_frac)
+    )
+    assert len(inside) >= 15 and error < 0.05, (len(inside), error)
+    assert error_read_frac > 3 * error, (error, error_read_frac)
+    assert by_parameter.median_error < by_read_frac.median_error
+    for x, y in zip(processes.xs, processes.ys):
+        w = regime.focal.with_value("process_num", x)
+        assert ex.model.predict_in(w, "cache") == pytest.approx(y, rel=0.02), x
+
+
 class SizeFootprintSynthetic(Synthetic):
     """Not separable in uniqueBytes and sizeMean: a request that hits the page cache
     costs 2 us plus its bytes at 5 GiB/s; one that misses costs a 200 us device latency
@@ -244,6 +305,63 @@ def test_the_size_curves_follow_a_fall_with_the_footprint_that_depends_on_the_re
     # without the rule, no size curves are measured
     plain = ss.explore(fs.measure, domain, ss.Rules(size_curves=False))
     assert not plain.model.size_curves and plain.points_measured < ex.points_measured
+
+
+class DirtyDataSynthetic(Synthetic):
+    """Not separable in uniqueBytes and readFrac, as a page cache is: reads come from it
+    at 5 GiB/s up to its size and from the device at 400 MiB/s past it; writes go to
+    it at 4 GiB/s only while the footprint stays under the dirty limit (a tenth of the
+    cache), then at the device's 400 MiB/s write-back rate.  Between a tenth of the cache
+    and the cache, writes have fallen 10x and reads not at all: no one uniqueBytes curve
+    holds both, whatever the readFrac it is measured at.  A workload mixes them byte by
+    byte."""
+
+    def throughput(self, w):
+        hit = min(1.0, self.cache / w.unique_bytes)
+        reads = 1.0 / (hit / (5 * GIB) + (1 - hit) / (400 * MIB))
+        clean = min(1.0, 0.1 * self.cache / w.unique_bytes)
+        writes = 1.0 / (clean / (4 * GIB) + (1 - clean) / (400 * MIB))
+        value = w.process_num / (w.read_frac / reads + (1 - w.read_frac) / writes)
+        value *= self.factor("seq_frac", w.seq_frac)
+        return value * math.exp(self.noise * self.rng.standard_normal())
+
+
+def test_reads_and_writes_fall_with_the_footprint_each_by_its_own_curve():
+    """Where reads and writes fall with the footprint differently (writes past the dirty
+    limit, reads past the cache: the uniqueBytes x readFrac interaction measured on this
+    machine's disk), the uniqueBytes curves measured with readFrac 1 and 0 predict
+    held-out workloads several times closer than without them; the stored figures
+    rebuild them, and the rule turns them off."""
+    fs = DirtyDataSynthetic(cache=4 * GIB)
+    domain = ss.Domain(unique_bytes=(MIB, 32 * GIB), size_mean=(KIB, 16 * MIB), process_num=(1, 8))
+    lines = []
+    ex = ss.explore(fs.measure, domain, progress=lines.append)
+    assert set(ex.model.direction_unique) == {"read", "write"}
+    assert ex.model.direction_unique["write"].fixed["read_frac"] == 0.0
+    assert any(ln.startswith("uniqueBytes, writes only (readFrac 0)") for ln in lines), lines
+    held_out = ss.draw_workloads(domain, 80, seed=13)
+    split = ss.validate(ex.model, fs.measure, held_out)
+    one = ss.validate(dataclasses.replace(ex.model, direction_unique={}), fs.measure, held_out)
+    # between the dirty limit and the cache, where the falls differ (elsewhere both
+    # models hold: each regime's direction curves are measured at its own footprint)
+    between = [k for k, w in enumerate(held_out) if 0.1 * fs.cache < w.unique_bytes <= fs.cache]
+    error, error_one = (float(np.median([v.errors[k] for k in between])) for v in (split, one))
+    assert len(between) >= 10 and error < 0.05 and error_one > 3 * error, (error, error_one)
+    assert split.median_error <= one.median_error
+    assert not ex.model.product_form().direction_unique
+    result = {"exploration": ex.as_dict(), "validation": split.as_dict(), "timing": {"total_s": 1}}
+    figures, _ = declared_figures(result)
+    assert any(name.endswith("_write") and "curve_unique_bytes_" in name for name in figures)
+    stored = {name: (value, decl.as_dict()) for name, (value, decl) in figures.items()}
+    rebuilt = ss.Model.from_figures(json.loads(json.dumps(stored)))
+    assert set(rebuilt.direction_unique) == {"read", "write"}
+    for w in held_out[:20]:
+        assert rebuilt.predict(w) == pytest.approx(ex.model.predict(w), rel=1e-6)
+    assert ss.Model.from_dict(json.loads(json.dumps(ex.model.as_dict()))).predict(
+        held_out[0]
+    ) == pytest.approx(ex.model.predict(held_out[0]), rel=1e-9)
+    plain = ss.explore(fs.measure, domain, ss.Rules(direction_unique_curves=False))
+    assert not plain.model.direction_unique and plain.points_measured < ex.points_measured
 
 
 def test_different_caches_give_different_knees():
@@ -697,11 +815,13 @@ def test_pages_draw_one_graph_per_parameter_and_compare_two_targets(tmp_path):
     # points in one plot
     specs = [json.loads(m) for m in _plot_specs(compare)]
     unique = [
-        s for s in specs if any(str(t.get("name", "")).endswith(": measured") for t in s["data"])
+        s for s in specs if any(str(t.get("name", "")).endswith("(focal)") for t in s["data"])
     ]
     assert unique, "no uniqueBytes comparison plot"
     names = {t["name"] for t in unique[0]["data"]}
-    assert {"fastfs: measured", "slowfs: measured", "fastfs: knee", "slowfs: knee"} <= names
+    for target, model in models.items():
+        focal = ss.size_words(model.unique_curve.fixed["size_mean"])
+        assert {f"{target}: measured, sizeMean {focal} (focal)", f"{target}: knee"} <= names
     assert unique[0]["layout"]["xaxis"]["type"] == "log"
 
 

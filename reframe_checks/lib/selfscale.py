@@ -64,10 +64,15 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
     """The search's own options (selfscale_search.py) from a workloads.yaml entry: its
     sizes, timing and rules, each default written here once (the check and
     ci/benchmarks/selfscale_exploration.py both launch the search with them)."""
-    rules: dict[str, float] = {"max_rounds": int(params.get("max_rounds", 3))}
+    rules: dict[str, float | bool] = {"max_rounds": int(params.get("max_rounds", 3))}
     for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
         if key in params:
             rules[key] = float(params[key])
+    for key in ("direction_curves", "size_curves", "direction_unique_curves"):
+        if key in params:
+            if not isinstance(params[key], bool):
+                raise ValueError(f"selfscale {key}: expected true or false, got {params[key]!r}")
+            rules[key] = params[key]
     options = {
         "unique-max": params.get("unique_max", "memory"),
         "size-max": params.get("size_max", "16m"),
@@ -285,31 +290,39 @@ def _reopen_figures(add: Callable[..., None], probe: dict[str, Any] | None) -> N
 
 def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
     """The measured curves: uniqueBytes's, and each regime's of every parameter."""
-    curve = model.unique_curve
-    meta = {"role": "curve", "regime": None, "fixed": curve.fixed}
-    for x, y in zip(curve.xs, curve.ys):
-        add(
-            curve_figure_name("unique_bytes", x),
-            y / MIB,
-            unit="MiB/s",
-            better="higher",
-            label=f"Throughput at uniqueBytes {size_words(x)}",
-            chart=_chart("unique_bytes", x, "measured", meta),
+    # the uniqueBytes lines: the focal one; the direction uniqueBytes curves (readFrac 1
+    # and 0); the size curves (uniqueBytes at other sizeMean values, ss.size_curve_sizes,
+    # named by their size, which stays put from night to night where the focal one moves)
+    focal = model.unique_curve
+    lines: list[tuple[ss.Curve, str, str, dict[str, Any]]] = [
+        (
+            focal,
+            "",
+            f"sizeMean {size_words(focal.fixed['size_mean'])} (focal)"
+            if "size_mean" in focal.fixed
+            else "",
+            {},
         )
-    # the size curves: uniqueBytes at other sizeMean values (ss.size_curve_sizes; named
-    # by their size, which stays put from night to night where the focal one moves)
+    ]
+    for direction, c in model.direction_unique.items():
+        only = f"{direction}s only (readFrac {ss.DIRECTIONS[direction]:g})"
+        lines.append((c, f"_{direction}", only, {"direction": direction}))
     for c in model.size_curves:
         size = c.fixed["size_mean"]
-        at = f"sizeMean {size_words(size)}"
-        meta = {"role": "curve", "regime": None, "fixed": c.fixed, "size_line": size}
+        token = ss.value_token("size_mean", size)
+        lines.append((c, f"_size_{token}", f"sizeMean {size_words(size)}", {"size_line": size}))
+    for c, suffix, words, more in lines:
+        meta = {"role": "curve", "regime": None, "fixed": c.fixed, **more}
         for x, y in zip(c.xs, c.ys):
             add(
-                f"{curve_figure_name('unique_bytes', x)}_size_{ss.value_token('size_mean', size)}",
+                curve_figure_name("unique_bytes", x) + suffix,
                 y / MIB,
                 unit="MiB/s",
                 better="higher",
-                label=f"Throughput at uniqueBytes {size_words(x)}, {at}",
-                chart=_chart("unique_bytes", x, f"measured, {at}", meta),
+                label=f"Throughput at uniqueBytes {size_words(x)}" + (f", {words}" if more else ""),
+                chart=_chart(
+                    "unique_bytes", x, f"measured, {words}" if words else "measured", meta
+                ),
             )
     for regime, r in model.regimes.items():
         line = regime_words(regime, r.focal.as_dict())

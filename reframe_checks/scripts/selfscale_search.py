@@ -252,6 +252,33 @@ class Kernel:
 NO_SPACE = 5
 #: a search whose data does not fit tries again this many times, at half the size each
 ROOM_RETRIES = 2
+#: after removing data that did not fit, wait this long at most for the file system to
+#: give its room back (XFS under a GlusterFS server frees a large file's blocks in the
+#: background: a new directory made at once still finds that server full)
+ROOM_WAIT_S = 180
+
+
+def wait_for_room(directory, free_before):
+    """Wait until ``directory``'s free space is back to within 1% (or 256 MiB) of
+    ``free_before``, the free space before the data was written, or ROOM_WAIT_S; says
+    how long it took, or that it gave up waiting."""
+    started = time.monotonic()
+    slack = max(free_before // 100, 256 * units.MIB)
+    while True:
+        stat = os.statvfs(directory)
+        free = stat.f_bavail * stat.f_frsize
+        waited = time.monotonic() - started
+        if free >= free_before - slack:
+            if waited >= 1:
+                say(f"the file system gave its room back in {waited:.0f} s")
+            return
+        if waited >= ROOM_WAIT_S:
+            say(
+                f"the file system has {units.size_words(free)} free after {waited:.0f} s, "
+                f"not yet the {units.size_words(free_before)} it had: going on"
+            )
+            return
+        time.sleep(1)
 
 
 def explore_within_room(args, kernel, domain, rules):
@@ -261,6 +288,8 @@ def explore_within_room(args, kernel, domain, rules):
     them, and counts all of them free), the data is removed and the search starts
     again with half the largest uniqueBytes, up to ROOM_RETRIES times, saying so."""
     attempt = 0
+    stat = os.statvfs(args.dir)
+    free_before = stat.f_bavail * stat.f_frsize
     while True:
         args.prepare = domain.unique_bytes[1]
         try:
@@ -285,6 +314,7 @@ def explore_within_room(args, kernel, domain, rules):
                 f"the data ({units.size_words(high)}) did not fit ({exc}): searching "
                 f"again with uniqueBytes up to {units.size_words(smaller)}"
             )
+            wait_for_room(args.dir, free_before)
             domain = replace(domain, unique_bytes=(low, smaller))
             attempt += 1
 
@@ -341,15 +371,24 @@ def search(args, kernel, result):
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
     # the same measurements predicted by the simpler models, for comparison: without
-    # the size curves (one uniqueBytes curve), and the paper's product form (without
-    # the direction curves too)
+    # the direction uniqueBytes curves, without them and the size curves (one
+    # uniqueBytes curve), and the paper's product form (without the direction curves too)
     simpler = {}
-    if model.size_curves:
-        simpler["validation_one_unique_curve"] = (
-            replace(model, size_curves=[]),
-            "one uniqueBytes curve (without the size curves)",
+    if model.direction_unique:
+        simpler["validation_one_direction"] = (
+            replace(model, direction_unique={}),
+            "without the direction uniqueBytes curves",
         )
-    if model.size_curves or any(r.directions for r in model.regimes.values()):
+    if model.size_curves or model.direction_unique:
+        simpler["validation_one_unique_curve"] = (
+            replace(model, size_curves=[], direction_unique={}),
+            "one uniqueBytes curve (without the size and direction uniqueBytes curves)",
+        )
+    if (
+        model.size_curves
+        or model.direction_unique
+        or any(r.directions for r in model.regimes.values())
+    ):
         simpler["validation_product_form"] = (
             model.product_form(),
             "the product form (without the direction and size curves)",
