@@ -335,7 +335,9 @@ def test_reads_and_writes_fall_with_the_footprint_each_by_its_own_curve():
     fs = DirtyDataSynthetic(cache=4 * GIB)
     domain = ss.Domain(unique_bytes=(MIB, 32 * GIB), size_mean=(KIB, 16 * MIB), process_num=(1, 8))
     lines = []
-    ex = ss.explore(fs.measure, domain, progress=lines.append)
+    ex = ss.explore(
+        fs.measure, domain, ss.Rules(direction_unique_curves=True), progress=lines.append
+    )
     assert set(ex.model.direction_unique) == {"read", "write"}
     assert ex.model.direction_unique["write"].fixed["read_frac"] == 0.0
     assert any(ln.startswith("uniqueBytes, writes only (readFrac 0)") for ln in lines), lines
@@ -360,7 +362,8 @@ def test_reads_and_writes_fall_with_the_footprint_each_by_its_own_curve():
     assert ss.Model.from_dict(json.loads(json.dumps(ex.model.as_dict()))).predict(
         held_out[0]
     ) == pytest.approx(ex.model.predict(held_out[0]), rel=1e-9)
-    plain = ss.explore(fs.measure, domain, ss.Rules(direction_unique_curves=False))
+    # off by default (Rules): no direction uniqueBytes curves are measured
+    plain = ss.explore(fs.measure, domain)
     assert not plain.model.direction_unique and plain.points_measured < ex.points_measured
 
 
