@@ -336,8 +336,8 @@ static int write_manifest(sbk_ctx *ctx)
         }
         if (err)
             sbk_fail(ctx, sbk_code_for_errno(err), err, "keep", 0,
-                     "cannot write %s/%s, so the kept data could not be used again: %s",
-                     t->rundir, SBK_MANIFEST, strerror(err));
+                     "cannot write %s/%s, so the kept data could not be used again: %s", t->rundir,
+                     SBK_MANIFEST, strerror(err));
     }
     return sbk_agree(ctx);
 }
