@@ -805,14 +805,16 @@ class Regime:
         share = lines["read_frac"](workload.read_frac)
         for p in DIRECTED_PARAMETERS:
             if p in lines:
-                share += lines[p](workload.get(p)) - lines[p](self.focal.get(p))
+                share += lines[p](workload.get(p))
         return max(-1.0, min(1.0, share))
 
     def _overlap_lines(self) -> dict[str, Callable[[float], float]]:
         """{parameter: share at a value}: for readFrac and each directed parameter, the
         overlap share of each point of its curve (a mixed measurement) against the
         direction curves' reads and writes at that point, interpolated between the points
-        (in the parameter's scale) whose shorter direction takes any time.  Made once."""
+        (in the parameter's scale) whose shorter direction takes any time; a directed
+        parameter's relative to its share at the focal value (what :meth:`overlap` adds).
+        Made once: every prediction asks them."""
         if "_overlap_cache" not in self.__dict__:
             lines = {}
             for q in ("read_frac", *DIRECTED_PARAMETERS):
@@ -830,7 +832,11 @@ class Regime:
                             max(-1.0, min(1.0, (reads + writes - 1.0 / y) / min(reads, writes)))
                         )
                 if xs:
-                    lines[q] = _interpolator(q, xs, shares)
+                    line = _interpolator(q, xs, shares)
+                    if q != "read_frac":
+                        shares = [v - line(self.focal.get(q)) for v in shares]
+                        line = _interpolator(q, xs, shares)
+                    lines[q] = line
             self.__dict__["_overlap_cache"] = lines
         return self.__dict__["_overlap_cache"]
 
