@@ -200,10 +200,10 @@ def _history_layout(
 ) -> dict[str, Any]:
     """The history plot's layout: a date axis (a category for one run), the legend's
     rows above the plot, the box plots' axis at the right."""
-    top = 30 + LINE_PX * (_legend_rows([name for name, _ in lines], 480) if len(lines) > 1 else 0)
+    top, height = _room_for_legend([name for name, _ in lines], 220)
     layout: dict[str, Any]
     layout = {
-        "height": 220 + top,
+        "height": height,
         "margin": {"l": 60, "r": 10, "t": top, "b": 35},
         "showlegend": len(lines) > 1,
         "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom", "font": {"size": 11}},
@@ -304,12 +304,11 @@ def lines_plot(
     elif kind == "log" or len(ticks) <= 12:
         ticks = _spaced_ticks(ticks, log=kind == "log")
         xaxis.update(tickvals=ticks, ticktext=[fmt(x) for x in ticks])
-    # the legend's rows add to the height: they never squeeze the plot
-    top = 30 + LINE_PX * (_legend_rows([d["name"] for d in data], 480) if len(data) > 1 else 0)
+    top, height = _room_for_legend([str(d["name"]) for d in data], 250)
     return {
         "data": data,
         "layout": {
-            "height": 250 + top,
+            "height": height,
             "margin": {"l": 60, "r": 10, "t": top, "b": 45},
             "showlegend": len(data) > 1,
             "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
@@ -587,8 +586,8 @@ def bars_plot(
     per_group = max(12, int(width / max(1, len(categories)) / CHAR_PX))
     ticktext = [_wrap(str(c), per_group) for c in categories]
     label_lines = max((t.count("<br>") + 1 for t in ticktext), default=1)
-    legend_rows = _legend_rows([str(name) for name, _ in traces], width) if len(traces) > 1 else 0
-    top, bottom = 30 + LINE_PX * legend_rows, 25 + LINE_PX * label_lines
+    bottom = 25 + LINE_PX * label_lines
+    top, height = _room_for_legend([str(name) for name, _ in traces], 230 + bottom, width)
     yaxis: dict[str, Any]
     yaxis = {
         "title": {"text": unit + (" (log scale)" if log else "")},
@@ -602,7 +601,7 @@ def bars_plot(
         "data": data,
         "layout": {
             "barmode": "group",
-            "height": 230 + top + bottom,
+            "height": height,
             "margin": {"l": 70, "r": 10, "t": top, "b": bottom},
             "showlegend": len(traces) > 1,
             "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"},
@@ -619,6 +618,9 @@ def bars_plot(
 
 #: what a plot's text takes: a character of 12 px text, and a line of it
 CHAR_PX, LINE_PX = 7, 18
+#: a legend row as Chromium draws it (19-20 px; LINE_PX short of it let a legend of 18
+#: rows reach into the plot)
+LEGEND_ROW_PX = 20
 
 
 def _wrap(text: str, width: int) -> str:
@@ -633,15 +635,24 @@ def _wrap(text: str, width: int) -> str:
     return "<br>".join(lines + [line])
 
 
-def _legend_rows(names, width):
-    """Rows a horizontal legend of these names takes in ``width`` pixels."""
-    rows, used = 1, 0
-    for name in names:
-        need = 40 + CHAR_PX * len(name)  # the symbol, the gap and the name
-        if used and used + need > width:
-            rows, used = rows + 1, 0
-        used += need
-    return rows
+def _room_for_legend(names: Sequence[str], rest: int, width: int = 480) -> tuple[int, int]:
+    """(top margin, figure height) for a plot whose horizontal legend of these names sits
+    above it, ``rest`` pixels being the plot area and the bottom margin: the legend's rows
+    add to the height and never squeeze the plot.  The height is also kept at least twice
+    the legend's, because Plotly clips a legend above the plot to half the figure and
+    scrolls it (a chart of 16 lines hid the last of them)."""
+    legend = LEGEND_ROW_PX * _legend_rows(names, width) if len(names) > 1 else 0
+    return 30 + legend, max(30 + legend + rest, 2 * (legend + 10))
+
+
+def _legend_rows(names: Sequence[str], width: int) -> int:
+    """Rows a horizontal legend of these names takes in ``width`` pixels.  Plotly puts
+    them in one row when they fit, else in columns as wide as the widest name (a short
+    name does not share a row with a long one)."""
+    needs = [40 + CHAR_PX * len(name) for name in names]  # the symbol, the gap and the name
+    if sum(needs) <= width:
+        return 1
+    return math.ceil(len(needs) / max(1, width // max(needs)))
 
 
 class Plots:

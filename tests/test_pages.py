@@ -228,6 +228,27 @@ def made_up_history(home):
                             "line": block,
                         },
                     )
+            # As many lines as a self-scaling chart draws, with names as long: 18 on the
+            # side-by-side page, whose legend must not reach into the plot (Plotly scrolls
+            # a legend above the plot taller than half the figure).
+            for curve in range(9):
+                for size_kib in (1, 16, 256, 4096):
+                    name = f"many_lines_{curve}_{size_kib}k"
+                    charted[name] = (
+                        float(100 * scale_fs * (curve + 1) / size_kib**0.2),
+                        "MiB/s",
+                        [],
+                    )
+                    declarations[name] = declared(
+                        f"Throughput, curve {curve}, sizeMean {size_kib} KiB",
+                        "MiB/s",
+                        chart={
+                            "title": "Throughput against sizeMean (many lines)",
+                            "kind": "lines",
+                            "x": ["sizeMean", size_kib * 1024, kib_words(size_kib)],
+                            "line": f"measured, uniqueBytes {2**curve} GiB (curve {curve})",
+                        },
+                    )
             # As many patterns as IOzone's, each its own surface: more 3-D plots on a
             # page than it keeps live (LIVE_3D in pages.js).
             for pattern, speed in PATTERNS.items():
@@ -668,8 +689,9 @@ def test_an_incremental_build_skips_unchanged_run_pages(made_up_site, tmp_path):
     fs_pages = len(list(out.glob("fs-*.html")))
     across = len(list(out.glob("across-*.html")))
     # index, compare, runs, advisor, the file-system pages and the charts across them
-    # (a surface per pattern, the queue-depth lines and the placements); no run page
-    assert across == len(PATTERNS) + 2 and first == again + RUNS and again == 4 + fs_pages + across
+    # (a surface per pattern, the queue-depth lines, the placements and the many lines);
+    # no run page
+    assert across == len(PATTERNS) + 3 and first == again + RUNS and again == 4 + fs_pages + across
     (out / "run-night03.html").unlink()
     assert pages.build(out, db_path=made_up_site["db"])[0] == again + 1
 
