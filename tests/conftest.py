@@ -89,6 +89,10 @@ def mpirun(build, np, args, env=None, timeout=300):
     extra = ["--oversubscribe"] if mpi == "openmpi" else []
     full_env = dict(MPI[mpi]["env"])
     full_env["ASAN_OPTIONS"] = "detect_leaks=0"  # MPI libraries keep allocations at exit
+    # A run to its end, never signalled: when a rank exits with an error its siblings are
+    # stopped at once, not after Open MPI's 1 s grace (2 s more for each of ~40 tests of
+    # bad input; the tests that signal a run keep the grace its clean-up needs).
+    full_env["OMPI_MCA_odls_base_sigkill_timeout"] = "0"
     full_env.update(env or {})
     return run([launcher, *extra, "-np", str(np), binary, *args], env=full_env, timeout=timeout)
 
