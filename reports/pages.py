@@ -544,6 +544,7 @@ def compare_charts(series: Mapping[tuple[str, str], Series], plots: Plots) -> li
             continue
         lines: defaultdict[str, dict[Any, float]]
         lines = defaultdict(dict)
+        line_groups = {}
         for target in targets:
             mine = [s for s in ss if s.target == target]
             newest = max(s.points[-1][0] for s in mine)
@@ -553,10 +554,14 @@ def compare_charts(series: Mapping[tuple[str, str], Series], plots: Plots) -> li
                     lines[f"{target}: {s.chart.get('line') or s.label}"][s.chart["x"][1]] = (
                         s.points[-1][1]
                     )
+            # a chart's lines name values that differ between file systems (the focal
+            # uniqueBytes), so the k-th line of each takes the k-th colour
+            names = sorted(n for n in lines if n.startswith(f"{target}: "))
+            line_groups.update({n: (target, f"{k:03d}") for k, n in enumerate(names)})
         assert ss[0].chart is not None
         out.append(
             plots.add(
-                lines_plot(ss[0].chart["x"][0], lines, unit),
+                lines_plot(ss[0].chart["x"][0], lines, unit, groups=line_groups),
                 title=title,
                 check=check,
                 variant=variant,

@@ -39,6 +39,8 @@ LINE_COLOURS = [
     "#bcbd22",
     "#d62728",
 ]
+#: a line's dash: past the colours, and one per file system on the side-by-side page
+LINE_DASHES = ["solid", "dash", "dot", "dashdot"]
 #: Plotly's (d3's) way of writing a number as units.number does: three significant
 #: digits, thousands separators, no exponent ("18,400", not "1.836e+4")
 HOVER_NUMBER = ",.3~r"
@@ -267,11 +269,16 @@ def lines_plot(
     lines: Mapping[str, Mapping[Any, float]],
     unit: str,
     error_bars: Mapping[str, Mapping[Any, tuple[float, float]]] | None = None,
+    groups: Mapping[str, tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """x against value, one line per name: lines = {name: {x: value}};
-    error_bars = {name: {x: (low, high)}} for the spread of recent runs."""
+    error_bars = {name: {x: (low, high)}} for the spread of recent runs;
+    groups = {name: (group, member)}: a colour per member and a dash per group (the
+    side-by-side page: a line of a chart keeps its colour on every file system, and
+    each file system has its dash), so that no two lines look alike."""
     data, xs_all = [], []
-    for i, (name, points) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
+    style = _line_styles(sorted(lines, key=str), groups)
+    for name, points in sorted(lines.items(), key=lambda kv: str(kv[0])):
         xs = sorted(
             points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str) else 0, str(x))
         )
@@ -282,7 +289,7 @@ def lines_plot(
             "name": str(name),
             "x": xs,
             "y": [points[x] for x in xs],
-            "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
+            "line": style[name],
             "hovertemplate": f"{name}<br>{x_name} %{{x}}<br>%{{y:{HOVER_NUMBER}}} {unit}<extra></extra>",
         }
         if error_bars and name in error_bars:
@@ -315,6 +322,31 @@ def lines_plot(
             "xaxis": xaxis,
             "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
         },
+    }
+
+
+def _line_styles(
+    names: Sequence[Any], groups: Mapping[str, tuple[str, str]] | None
+) -> dict[Any, dict[str, str]]:
+    """{name: Plotly line style}: the colours in turn, and past the last colour the next
+    dash; with ``groups``, a colour per member and a dash per group (unless two lines
+    would then look alike: more members than colours or more groups than dashes)."""
+    members = sorted({groups[n][1] for n in names}) if groups else []
+    kinds = sorted({groups[n][0] for n in names}) if groups else []
+    if not groups or len(members) > len(LINE_COLOURS) or len(kinds) > len(LINE_DASHES):
+        return {
+            name: {
+                "color": LINE_COLOURS[i % len(LINE_COLOURS)],
+                "dash": LINE_DASHES[i // len(LINE_COLOURS) % len(LINE_DASHES)],
+            }
+            for i, name in enumerate(names)
+        }
+    return {
+        name: {
+            "color": LINE_COLOURS[members.index(groups[name][1])],
+            "dash": LINE_DASHES[kinds.index(groups[name][0])],
+        }
+        for name in names
     }
 
 

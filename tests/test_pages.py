@@ -751,6 +751,34 @@ def test_compare_bars_use_a_log_axis_when_values_differ_by_orders():
     assert not log
 
 
+def test_no_two_lines_of_a_chart_look_alike():
+    """Past the ten colours a line takes the next dash (a side-by-side self-scaling chart
+    has 16-18 lines: two shared a colour); on the side-by-side page a chart line keeps
+    its colour on every file system and each file system has its dash."""
+    lines = {f"line {i:02d}": {1: 1.0, 2: 2.0} for i in range(18)}
+    styles = [
+        (t["line"]["color"], t["line"]["dash"])
+        for t in plots.lines_plot("x", lines, "MiB/s")["data"]
+    ]
+    assert len(set(styles)) == 18, styles
+    names = ["focal points", "knee", "readFrac 1", "readFrac 0"]
+    lines = {f"{fs}: {n}": {1: 1.0} for fs in ("localscratch", "sanscratch") for n in names}
+    groups = {f"{fs}: {n}": (fs, n) for fs in ("localscratch", "sanscratch") for n in names}
+    style = {
+        t["name"]: t["line"] for t in plots.lines_plot("x", lines, "MiB/s", groups=groups)["data"]
+    }
+    for n in names:
+        assert style[f"localscratch: {n}"]["color"] == style[f"sanscratch: {n}"]["color"]
+        assert style[f"localscratch: {n}"]["dash"] != style[f"sanscratch: {n}"]["dash"]
+    assert len({style[f"localscratch: {n}"]["color"] for n in names}) == len(names)
+    assert {style[f"sanscratch: {n}"]["dash"] for n in names} == {"dash"}
+    # more members than colours: every line apart all the same
+    groups = {f"fs: {i}": ("fs", str(i)) for i in range(12)}
+    lines = {name: {1: 1.0} for name in groups}
+    data = plots.lines_plot("x", lines, "MiB/s", groups=groups)["data"]
+    assert len({(t["line"]["color"], t["line"]["dash"]) for t in data}) == 12
+
+
 def test_long_bar_names_and_many_legend_entries_add_room_not_take_it():
     """Names of variants wrap to their bar group's width and the legend's rows add to the
     plot's height (the compare page drew labels over each other and squeezed a plot to
