@@ -425,16 +425,24 @@ def test_a_scratch_target_that_fills_up(home, healthy, tmp_path):
     no_job_left(healthy)
 
 
-@pytest.mark.parametrize("how", ["read-only", "full"])
-def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
-    """The run's figures are printed, the report stays on disk, one line says why and
-    `scratchbench ingest RUN_DIR` stores it whole once the store can take it."""
+@pytest.fixture(scope="module")
+def small_history(home):
+    """(mount, history store, env): a history store on a 2 MiB tmpfs, shared by the
+    history-store faults; each puts the mount back as it found it."""
     mount = reachable_tmpdir("scratchbench-history-")
     assert run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount]).returncode == 0
-    try:
-        db = mount / "history.sqlite"
-        env = env_of(home, SCRATCHBENCH_HISTORY=str(db))
-        # A first run fills the store with something to protect.
+    db = mount / "history.sqlite"
+    yield mount, db, env_of(home, SCRATCHBENCH_HISTORY=str(db))
+    run(["umount", mount])
+    shutil.rmtree(mount, ignore_errors=True)
+
+
+@pytest.mark.parametrize("how", ["read-only", "full"])
+def test_the_history_store_refuses_the_ingest(healthy, small_history, how):
+    """The run's figures are printed, the report stays on disk, one line says why and
+    `scratchbench ingest RUN_DIR` stores it whole once the store can take it."""
+    mount, db, env = small_history
+    if not db.exists():  # a first run fills the store with something to protect
         first = scratchbench(
             "run",
             "--no-start",
@@ -446,11 +454,12 @@ def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
             timeout=900,
         )
         assert first.returncode == 0, first.stdout[-2000:]
-        before = _digest(db)
+    before = _digest(db)
+    filler = mount / "filler"
+    try:
         if how == "read-only":
             assert run(["mount", "-o", "remount,ro", mount]).returncode == 0
         else:
-            filler = mount / "filler"
             subprocess.run(
                 ["dd", "if=/dev/zero", f"of={filler}", "bs=4k", "count=100000"], capture_output=True
             )
@@ -466,32 +475,30 @@ def test_the_history_store_refuses_the_ingest(home, healthy, tmp_path, how):
             env=env,
             timeout=900,
         )
-        assert result.returncode == 5, result.stderr[-2000:]
-        errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
-        assert len(errors) == 1 and str(db) in errors[0], result.stderr[-2000:]
-        assert re.search(
-            r"mounted read-only" if how == "read-only" else r"its file system is full", errors[0]
-        ), errors[0]
-        assert "NOT STORED" in result.stdout and "create_rate" in result.stdout
-        run_dir = run_dir_of(result)
-        assert (run_dir / "report.json").is_file()
+    finally:
         if how == "read-only":
             assert run(["mount", "-o", "remount,rw", mount]).returncode == 0
         else:
-            (mount / "filler").unlink()
-        assert _digest(db) == before, "the failed ingest changed nothing"
-        again = scratchbench("ingest", str(run_dir), env=env)
-        assert again.returncode == 0, again.stderr
-        report = json.loads((run_dir / "report.json").read_text())
-        expected = sum(
-            len(c.get("perfvalues") or {})
-            for c in report["runs"][-1]["testcases"]
-            if not c.get("fixture")
-        )
-        assert f"ingested 1 run(s), {expected} figure(s)" in again.stdout
-    finally:
-        run(["umount", mount])
-        shutil.rmtree(mount, ignore_errors=True)
+            filler.unlink(missing_ok=True)
+    assert result.returncode == 5, result.stderr[-2000:]
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("scratchbench: error:")]
+    assert len(errors) == 1 and str(db) in errors[0], result.stderr[-2000:]
+    assert re.search(
+        r"mounted read-only" if how == "read-only" else r"its file system is full", errors[0]
+    ), errors[0]
+    assert "NOT STORED" in result.stdout and "create_rate" in result.stdout
+    run_dir = run_dir_of(result)
+    assert (run_dir / "report.json").is_file()
+    assert _digest(db) == before, "the failed ingest changed nothing"
+    again = scratchbench("ingest", str(run_dir), env=env)
+    assert again.returncode == 0, again.stderr
+    report = json.loads((run_dir / "report.json").read_text())
+    expected = sum(
+        len(c.get("perfvalues") or {})
+        for c in report["runs"][-1]["testcases"]
+        if not c.get("fixture")
+    )
+    assert f"ingested 1 run(s), {expected} figure(s)" in again.stdout
 
 
 def _digest(db):
