@@ -150,6 +150,33 @@ def test_prediction_of_a_separable_system_is_close_on_held_out_workloads():
     assert ex.model.predict(cache.focal) == pytest.approx(cache.throughput, rel=1e-9)
 
 
+def test_a_second_validation_launch_measures_the_drift_between_launches():
+    """The held-out workloads measured in two launches: the drift between them (the
+    file system 20% faster in the second) is the retest figure, which the passes of one
+    launch do not show; each workload's measurement is the median of both launches."""
+    fs = Synthetic(noise=0.01)
+    ex = ss.explore(fs.measure, DOMAIN)
+    held_out = ss.draw_workloads(DOMAIN, 12, seed=4)
+
+    def faster(workloads, reps):
+        return [[1.2 * v for v in r] for r in fs.measure(workloads, 3)]
+
+    v = ss.validate(ex.model, lambda ws, reps: fs.measure(ws, 3), held_out, again=faster)
+    assert v.retest == pytest.approx(0.2, abs=0.03)
+    assert v.spread is not None and v.spread > 0.05, "both launches' passes around one median"
+    assert all(len(p) == 6 and len(m) == 2 for p, m in zip(v.passes, v.launches))
+    assert v.measured == [pytest.approx(float(np.median(p))) for p in v.passes]
+    again = ss.Validation.from_dict(v.as_dict())
+    assert again.launches == v.launches and again.retest == v.retest
+    one = ss.validate(ex.model, lambda ws, reps: fs.measure(ws, 3), held_out)
+    assert one.retest is None and one.launches == []
+    result = synthetic_result(Synthetic())[0]
+    assert "validation_retest" not in declared_figures(result)[0]
+    result["validation"] = v.as_dict()
+    figures, _ = declared_figures(result)
+    assert figures["validation_retest"][0] == pytest.approx(100 * v.retest)
+
+
 class ReadWriteSynthetic(Synthetic):
     """A FUSE-like file system, not separable: reads come from the page cache at 5 GiB/s
     and scale with processes, every write costs a 50 us round trip plus its bytes at 800
@@ -1131,6 +1158,12 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     ex = ss.Exploration.from_dict(data["exploration"])
     v = ss.Validation.from_dict(data["validation"])
     assert len(v.workloads) == 4 and all(m > 0 for m in v.measured)
+    # the held-out workloads measured in two launches, the second one's drift said
+    labels = [p["label"] for p in data["points"]]
+    assert labels.count("validation") == 4 and labels.count("validation again") == 4
+    assert all(len(m) == 2 for m in v.launches) and v.retest is not None
+    assert "the second launch lies" in result.stdout
+    assert declared_figures(data)[0]["validation_retest"][0] == pytest.approx(100 * v.retest)
     for regime in ex.focal:
         assert len(ex.repeat[regime]) == 4 and ex.repeat_cv(regime) is not None
     # tmpfs is the page cache: the driver reports the cache state to the search

@@ -176,7 +176,12 @@ def report(result):
     if v.spread is not None:
         print(
             f"  noise under it:                  {100 * v.spread:6.1f}% (one measurement "
-            f"of a held-out workload against the median of its {len(v.passes[0])} passes)"
+            f"of a held-out workload against the median of its launch's passes)"
+        )
+    if v.retest is not None:
+        print(
+            f"  between launches:                {100 * v.retest:6.1f}% (the held-out workloads "
+            "measured again in a second launch, against the first: the floor of the error)"
         )
     print(
         f"  load average before / after:     {result['_load'][0][0]:.1f} / "

@@ -525,6 +525,15 @@ def _model_figures(
             label="Noise under the prediction error: how far one measurement of a held-out "
             "workload lies from the median of its passes (median)",
         )
+    if validation.retest is not None:
+        add(
+            "validation_retest",
+            100.0 * validation.retest,
+            unit="%",
+            better="lower",
+            label="Noise under the prediction error: how far the held-out workloads measured "
+            "again in a second launch lie from the first launch (median)",
+        )
     add(
         "exploration_time",
         result["timing"]["total_s"],
