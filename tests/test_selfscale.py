@@ -25,7 +25,7 @@ import pytest
 
 from conftest import MPI, REPO, mpirun, run
 from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
-from reframe_checks.lib.selfscale import declared_figures
+from reframe_checks.lib.selfscale import declared_figures, search_options
 from reports import pages, store
 from reports.synthetic import make_case, make_report
 from scratchbench import selfscale as ss
@@ -175,6 +175,21 @@ def test_a_second_validation_launch_measures_the_drift_between_launches():
     result["validation"] = v.as_dict()
     figures, _ = declared_figures(result)
     assert figures["validation_retest"][0] == pytest.approx(100 * v.retest)
+
+
+def test_the_tags_say_how_many_launches_measure_the_held_out_workloads():
+    """Nightly and acceptance measure them twice (the drift is their floor); quick keeps
+    its minutes with one launch; the driver refuses any other count."""
+    import yaml
+
+    table = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())["selfscale"]
+    launches = {}
+    for tag, params in table.items():
+        options = search_options(params)
+        launches[tag] = options[options.index("--validate-launches") + 1]
+    assert launches == {"quick": "1", "nightly": "2", "acceptance": "2"}
+    refused = driver(["--dir", "/tmp", "--kernel", "k", "--out", "o", "--validate-launches", "3"])
+    assert refused.returncode == 2 and "--validate-launches: invalid choice: 3" in refused.stderr
 
 
 class ReadWriteSynthetic(Synthetic):

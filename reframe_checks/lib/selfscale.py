@@ -82,6 +82,7 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
         "fsync": params.get("fsync", "outside"),
         "repeat": params.get("repeat", 5),
         "validate": params.get("validate", 20),
+        "validate-launches": params.get("validate_launches", 2),
         "validate-far": params.get("validate_far", 0),
         "rules": json.dumps(rules),
     }
