@@ -1738,7 +1738,7 @@ class Validation:
         median over workloads of how far the second launch's median lies from the
         first's (relative), or None with one launch.  A shared file system drifts
         between launches minutes apart (the embedded SAN: 9-17% for the same 20
-        workloads, where the passes of one launch lie 9% from their median)."""
+        workloads, where the passes of one launch lie 7-9% from their median)."""
         moves = [abs(b - a) / a for a, b, *_ in (m for m in self.launches if len(m) > 1)]
         return float(np.median(moves)) if moves else None
 

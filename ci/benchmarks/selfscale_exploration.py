@@ -176,7 +176,7 @@ def report(result):
     if v.spread is not None:
         print(
             f"  noise under it:                  {100 * v.spread:6.1f}% (one measurement "
-            f"of a held-out workload against the median of its launch's passes)"
+            f"of a held-out workload against the median of all its passes)"
         )
     if v.retest is not None:
         print(

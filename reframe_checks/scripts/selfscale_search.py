@@ -421,8 +421,8 @@ def search(args, kernel, result):
         f"validation: prediction error median {100 * validation.median_error:.1f}%, "
         f"maximum {100 * validation.max_error:.1f}%"
         + (
-            f"; one measurement lies {100 * spread:.1f}% from the median of its launch's "
-            "passes (median over the workloads)"
+            f"; one measurement lies {100 * spread:.1f}% from the median of its "
+            "workload's passes (median over the workloads)"
             if spread
             else ""
         )
