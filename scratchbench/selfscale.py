@@ -1349,7 +1349,13 @@ def explore(
     for round_no in range(1, int(rules.max_rounds) + 1):
         before, knee_before = dict(focal_of), knee
         base = focal_of["cache"]
-        values = _unique_values(domain, knee, rules)
+        # only the footprints the focal requests fit in (a focal sizeMean of 1 MiB
+        # makes requests of up to 1.5 MiB, which 1 MiB cannot hold)
+        values = [
+            u
+            for u in _unique_values(domain, knee, rules)
+            if base.size_mean <= domain.largest_size(u)
+        ]
         say(
             f"round {round_no}: sweeping {PAPER_NAMES['unique_bytes']} ({len(values)} points),"
             f" the others at {base.words()}"

@@ -150,6 +150,24 @@ def test_prediction_of_a_separable_system_is_close_on_held_out_workloads():
     assert ex.model.predict(cache.focal) == pytest.approx(cache.throughput, rel=1e-9)
 
 
+def test_a_large_focal_request_size_sweeps_only_the_footprints_it_fits():
+    """A focal sizeMean of 4 MiB (the SAN's cache regime chose 1 MiB in a nightly search)
+    sweeps uniqueBytes from the first footprint its requests fit in: the kernel refuses
+    a point whose requests are larger than its uniqueBytes, and the search died of it."""
+    fs = Synthetic()
+
+    def measure(workloads, reps):
+        refused = [w.words() for w in workloads if not DOMAIN.fits(w)]
+        if refused:
+            raise ss.SelfScaleError(f"requests do not fit in uniqueBytes: {refused[0]}")
+        return fs.measure(workloads, reps)
+
+    start = ss.initial_focal(DOMAIN).with_value("size_mean", 4 * MIB)
+    ex = ss.explore(measure, DOMAIN, start=start)
+    first = ex.rounds[0]["curves"][0]
+    assert first["parameter"] == "unique_bytes" and first["xs"][0] >= 6 * MIB, first["xs"]
+
+
 def test_a_second_validation_launch_measures_the_drift_between_launches():
     """The held-out workloads measured in two launches: the drift between them (the
     file system 20% faster in the second) is the retest figure, which the passes of one
