@@ -359,6 +359,17 @@ def search(args, kernel, result):
     result["request_rates"] = request_rates(kernel, model, domain)
     result["reopen"] = reopen_probe(kernel, result["request_rates"])
 
+    validate_held_out(args, kernel, model, domain, result)
+    far = far_validation(args, kernel, model, domain, rules)
+    if far:
+        result["far_validation"] = far
+        result["timing"]["far_validation_s"] = far["time_s"]
+
+
+def validate_held_out(args, kernel, model, domain, result):
+    """The held-out workloads inside the measured range: measured (in one or two
+    launches), predicted by the model and by the simpler ones beside it, stored in
+    ``result``."""
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
     say(
         f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed}), "
@@ -433,10 +444,6 @@ def search(args, kernel, result):
             else ""
         )
     )
-    far = far_validation(args, kernel, model, domain, rules)
-    if far:
-        result["far_validation"] = far
-        result["timing"]["far_validation_s"] = far["time_s"]
 
 
 def far_validation(args, kernel, model, domain, rules):
