@@ -102,10 +102,12 @@ def history_plot(
     boxes = any(len(points) - 1 >= MIN_EARLIER_FOR_BOX for _, points in lines)
     # One run so far: its value over its date, not a dot lost on a time axis of minutes.
     single = len({t for _, points in lines for t, _, _ in points}) == 1
-    for i, (name, points) in enumerate(lines):
-        colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+    styles = _line_styles([name for name, _ in lines], None)
+    for name, points in lines:
         short = name in short_latest
-        traces, note = _history_traces(name, points, colour, unit, higher, single, boxes, short)
+        traces, note = _history_traces(
+            name, points, styles[name], unit, higher, single, boxes, short
+        )
         data += traces
         notes.append(note)
         stamps += [t for t, _, _ in points]
@@ -115,7 +117,7 @@ def history_plot(
 def _history_traces(
     name: str,
     points: Sequence[tuple[float, float, str]],
-    colour: str,
+    style: Mapping[str, str],
     unit: str,
     higher: bool,
     single: bool,
@@ -124,8 +126,10 @@ def _history_traces(
 ) -> tuple[list[dict[str, Any]], tuple[str, float, str | None]]:
     """One line's traces (its history, its latest value marked and, with enough earlier
     runs, their box beside it) and its note (name, latest, quartile words or None; None
-    too when the latest value's phase was too short to trust)."""
+    too when the latest value's phase was too short to trust).  style: the line's colour
+    and dash (_line_styles)."""
     data: list[dict[str, Any]] = []
+    colour = style["color"]
     xs = [f"{when(t)} UTC" if single else int(t * 1000) for t, _, _ in points]
     ys = [v for _, v, _ in points]
     earlier, latest = ys[:-1], ys[-1]
@@ -140,7 +144,7 @@ def _history_traces(
             "y": ys,
             "text": [r for _, _, r in points],
             "name": name,
-            "line": {"color": colour, "width": 1},
+            "line": dict(style, width=1),
             "marker": {"size": 5, "color": colour},
             "hovertemplate": f"{name}<br>%{{x{'' if single else '|%Y-%m-%d %H:%M'}}}"
             f"<br>%{{y:{HOVER_NUMBER}}} {unit}"

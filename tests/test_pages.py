@@ -753,7 +753,7 @@ def test_compare_bars_use_a_log_axis_when_values_differ_by_orders():
 
 def test_no_two_lines_of_a_chart_look_alike():
     """Past the ten colours a line takes the next dash (a side-by-side self-scaling chart
-    has 16-18 lines: two shared a colour); on the side-by-side page a chart line keeps
+    has 16-18 lines: two shared a colour), on the history charts too; on the side-by-side page a chart line keeps
     its colour on every file system and each file system has its dash."""
     lines = {f"line {i:02d}": {1: 1.0, 2: 2.0} for i in range(18)}
     styles = [
@@ -761,6 +761,11 @@ def test_no_two_lines_of_a_chart_look_alike():
         for t in plots.lines_plot("x", lines, "MiB/s")["data"]
     ]
     assert len(set(styles)) == 18, styles
+    # a history chart too (one line per variant and environment can pass ten)
+    history = [(name, [(1.8e9, 1.0, "r1"), (1.8e9 + 60, 2.0, "r2")]) for name in lines]
+    spec, _ = plots.history_plot(history, "MiB/s", higher=True)
+    drawn = [(t["line"]["color"], t["line"]["dash"]) for t in spec["data"] if "line" in t]
+    assert len(drawn) == 18 and len(set(drawn)) == 18, drawn
     names = ["focal points", "knee", "readFrac 1", "readFrac 0"]
     lines = {f"{fs}: {n}": {1: 1.0} for fs in ("localscratch", "sanscratch") for n in names}
     groups = {f"{fs}: {n}": (fs, n) for fs in ("localscratch", "sanscratch") for n in names}
