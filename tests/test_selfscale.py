@@ -12,11 +12,13 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -1271,6 +1273,48 @@ def test_the_fixed_share_of_a_request_comes_from_two_sizes():
     assert fixed_share(KIB, 1e6, 4 * KIB, 1e5) == 0.0  # bytes are all of it
     assert fixed_share(KIB, None, 4 * KIB, 5e5) is None
     assert fixed_share(KIB, 1e6, KIB, 1e6) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs of its own needs root")
+def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, capsys):
+    """After removing a search's data, a file system that frees space late (a SAN's
+    servers) is waited for until its free space is back, within 256 MiB, and the wait is
+    said; one that never gives it back is waited for ROOM_WAIT_S, then the search goes
+    on, saying how much is free."""
+    sys.path.insert(0, str(DRIVER.parent))
+    try:
+        import selfscale_search
+    finally:
+        sys.path.pop(0)
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    assert (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=640m", "tmpfs", mount]).returncode == 0
+    )
+    try:
+        stat = os.statvfs(mount)
+        free_before = stat.f_bavail * stat.f_frsize
+        data = mount / "data"
+        data.write_bytes(b"\0" * (400 * MIB))
+        remover = threading.Timer(1.5, data.unlink)
+        remover.start()
+        started = time.monotonic()
+        selfscale_search.wait_for_room(str(mount), free_before)
+        remover.join()
+        assert time.monotonic() - started >= 1.5
+        waited = re.search(
+            r"the file system gave its room back in (\d+) s", capsys.readouterr().out
+        )
+        assert waited and int(waited[1]) >= 2, "the wait is said"
+        # never given back: waited for ROOM_WAIT_S, then on
+        data.write_bytes(b"\0" * (400 * MIB))
+        monkeypatch.setattr(selfscale_search, "ROOM_WAIT_S", 1)
+        selfscale_search.wait_for_room(str(mount), free_before)
+        said = capsys.readouterr().out
+        assert said.startswith("selfscale: the file system has 240 MiB free after 1 s, not yet")
+        assert said.rstrip().endswith("it had: going on")
+    finally:
+        subprocess.run(["umount", mount])
 
 
 def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):
