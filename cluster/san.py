@@ -556,33 +556,36 @@ class GlusterSan:
             image = self.servers_dir / f"s{i}.xfs"
             disk = self.servers_dir / f"s{i}"
             disk.mkdir(exist_ok=True)
-            if _mounted(disk) == "xfs":
-                _trim(disk)
-                continue
-            if not image.exists():
-                progress(
-                    f"making storage server {i}'s disk: a {size_words(brick_size)} "
-                    f"XFS image {image}"
-                )
-                with open(image, "wb") as f:
-                    f.truncate(brick_size)
-                made = subprocess.run(
-                    ["mkfs.xfs", "-q", "-f", "-i", "size=512", str(image)],
-                    capture_output=True,
-                    text=True,
-                )
-                if made.returncode != 0:
-                    image.unlink()
-                    raise SanUnavailable(f"mkfs.xfs {image}: {made.stderr.strip()[:200]}")
-            mounted = subprocess.run(
-                ["mount", "-o", "loop", str(image), str(disk)], capture_output=True, text=True
-            )
-            if mounted.returncode != 0:
-                raise SanUnavailable(
-                    f"mounting storage server {i}'s disk {image}: {mounted.stderr.strip()[:200]}"
-                )
+            if _mounted(disk) != "xfs":
+                self._mount_server_disk(i, image, disk, brick_size, progress)
             _trim(disk)  # an image from before trimming (or a crash) gives its room back
             (disk / "brick").mkdir(exist_ok=True)
+
+    @staticmethod
+    def _mount_server_disk(number, image, disk, brick_size, progress):
+        """Storage server ``number``'s XFS image, made if missing, loop-mounted on ``disk``."""
+        if not image.exists():
+            progress(
+                f"making storage server {number}'s disk: a {size_words(brick_size)} "
+                f"XFS image {image}"
+            )
+            with open(image, "wb") as f:
+                f.truncate(brick_size)
+            made = subprocess.run(
+                ["mkfs.xfs", "-q", "-f", "-i", "size=512", str(image)],
+                capture_output=True,
+                text=True,
+            )
+            if made.returncode != 0:
+                image.unlink()
+                raise SanUnavailable(f"mkfs.xfs {image}: {made.stderr.strip()[:200]}")
+        mounted = subprocess.run(
+            ["mount", "-o", "loop", str(image), str(disk)], capture_output=True, text=True
+        )
+        if mounted.returncode != 0:
+            raise SanUnavailable(
+                f"mounting storage server {number}'s disk {image}: {mounted.stderr.strip()[:200]}"
+            )
 
     def _write_glusterd_vol(self, address, base_port):
         first = base_port + FIRST_BRICK_PORT_OFFSET
