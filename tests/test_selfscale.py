@@ -1279,8 +1279,10 @@ def test_the_fixed_share_of_a_request_comes_from_two_sizes():
 def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, capsys):
     """After removing a search's data, a file system that frees space late (a SAN's
     servers) is waited for until its free space is back, within 256 MiB, and the wait is
-    said; one that never gives it back is waited for ROOM_WAIT_S, then the search goes
-    on, saying how much is free."""
+    said; one that counts its room free but still refuses a new directory (a GlusterFS
+    server that was full: a nightly SAN search's next launch failed to make its run
+    directory) is waited for too; one that never gives it back is waited for
+    ROOM_WAIT_S, then the search goes on, saying how much is free."""
     sys.path.insert(0, str(DRIVER.parent))
     try:
         import selfscale_search
@@ -1289,7 +1291,10 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
     mount = tmp_path / "fs"
     mount.mkdir()
     assert (
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=640m", "tmpfs", mount]).returncode == 0
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=640m,nr_inodes=64", "tmpfs", mount]
+        ).returncode
+        == 0
     )
     try:
         stat = os.statvfs(mount)
@@ -1306,6 +1311,25 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
             r"the file system gave its room back in (\d+) s", capsys.readouterr().out
         )
         assert waited and int(waited[1]) >= 2, "the wait is said"
+        # the bytes are free, but no directory can be made (here: no inode left)
+        fillers = []
+        while True:
+            try:
+                (mount / f"f{len(fillers)}").touch()
+            except OSError:
+                break
+            fillers.append(mount / f"f{len(fillers)}")
+        assert fillers and not selfscale_search.can_create(str(mount))
+        remover = threading.Timer(1.5, fillers[-1].unlink)
+        remover.start()
+        started = time.monotonic()
+        selfscale_search.wait_for_room(str(mount), free_before)
+        remover.join()
+        assert time.monotonic() - started >= 1.5 and selfscale_search.can_create(str(mount))
+        assert "gave its room back" in capsys.readouterr().out
+        assert sorted(mount.iterdir()) == sorted(fillers[:-1]), "the probe leaves nothing"
+        for filler in fillers[:-1]:
+            filler.unlink()
         # never given back: waited for ROOM_WAIT_S, then on
         data.write_bytes(b"\0" * (400 * MIB))
         monkeypatch.setattr(selfscale_search, "ROOM_WAIT_S", 1)

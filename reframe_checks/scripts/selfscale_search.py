@@ -18,6 +18,7 @@ launch and why), 2 for bad arguments, 143 when stopped by a signal.
 """
 
 import argparse
+import errno
 import json
 import os
 import random
@@ -25,6 +26,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -258,24 +260,43 @@ ROOM_RETRIES = 2
 ROOM_WAIT_S = 180
 
 
+def can_create(directory):
+    """Whether a directory can be made in ``directory`` now: a GlusterFS storage server
+    that was full refuses new directories for some seconds after its room came back,
+    while the mount's free space already counts it (a probe of our own, removed)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".selfscale-room-probe-", dir=directory))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return False
+        raise
+    return True
+
+
 def wait_for_room(directory, free_before):
     """Wait until ``directory``'s free space is back to within 1% (or 256 MiB) of
-    ``free_before``, the free space before the data was written, or ROOM_WAIT_S; says
-    how long it took, or that it gave up waiting."""
+    ``free_before``, the free space before the data was written, and a directory can be
+    made there again, or ROOM_WAIT_S; says how long it took, or that it gave up
+    waiting."""
     started = time.monotonic()
     slack = max(free_before // 100, 256 * units.MIB)
     while True:
         stat = os.statvfs(directory)
         free = stat.f_bavail * stat.f_frsize
         waited = time.monotonic() - started
-        if free >= free_before - slack:
+        back = free >= free_before - slack
+        if back and can_create(directory):
             if waited >= 1:
                 say(f"the file system gave its room back in {waited:.0f} s")
             return
         if waited >= ROOM_WAIT_S:
             say(
                 f"the file system has {units.size_words(free)} free after {waited:.0f} s, "
-                f"not yet the {units.size_words(free_before)} it had: going on"
+                + (
+                    "but refuses a new directory: going on"
+                    if back
+                    else f"not yet the {units.size_words(free_before)} it had: going on"
+                )
             )
             return
         time.sleep(1)
