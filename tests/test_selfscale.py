@@ -1278,40 +1278,43 @@ def test_the_fixed_share_of_a_request_comes_from_two_sizes():
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs of its own needs root")
 def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, capsys):
     """After removing a search's data, a file system that frees space late (a SAN's
-    servers) is waited for until its free space is back, within 256 MiB, and the wait is
-    said; one that counts its room free but still refuses a new directory (a GlusterFS
-    server that was full: a nightly SAN search's next launch failed to make its run
-    directory) is waited for too; one that never gives it back is waited for
-    ROOM_WAIT_S, then the search goes on, saying how much is free."""
+    servers) is waited for until its free space is back, within 256 MiB, and a directory
+    can be made there, both for ROOM_STEADY_S in a row (a GlusterFS server that was full
+    refused a nightly SAN search's next run directory after the mount counted its room
+    free, and after a probe had made one); the wait is said.  One that never gives it
+    back is waited for ROOM_WAIT_S, then the search goes on, saying how much is free."""
     sys.path.insert(0, str(DRIVER.parent))
     try:
         import selfscale_search
     finally:
         sys.path.pop(0)
+    monkeypatch.setattr(selfscale_search, "ROOM_STEADY_S", 1)
+    monkeypatch.setattr(selfscale_search, "ROOM_POLL_S", 0.1)
     mount = tmp_path / "fs"
     mount.mkdir()
-    assert (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=640m,nr_inodes=64", "tmpfs", mount]
-        ).returncode
-        == 0
-    )
+    options = "size=640m,nr_inodes=64"
+    assert subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mount]).returncode == 0
+
+    def wait_while(*events):
+        """wait_for_room while (seconds, action) events happen; its time and words."""
+        timers = [threading.Timer(at, action) for at, action in events]
+        started = time.monotonic()
+        for t in timers:
+            t.start()
+        selfscale_search.wait_for_room(str(mount), free_before)
+        for t in timers:
+            t.join()
+        return time.monotonic() - started, capsys.readouterr().out
+
     try:
-        stat = os.statvfs(mount)
-        free_before = stat.f_bavail * stat.f_frsize
+        free_before = stat_free(mount)
         data = mount / "data"
         data.write_bytes(b"\0" * (400 * MIB))
-        remover = threading.Timer(1.5, data.unlink)
-        remover.start()
-        started = time.monotonic()
-        selfscale_search.wait_for_room(str(mount), free_before)
-        remover.join()
-        assert time.monotonic() - started >= 1.5
-        waited = re.search(
-            r"the file system gave its room back in (\d+) s", capsys.readouterr().out
-        )
-        assert waited and int(waited[1]) >= 2, "the wait is said"
-        # the bytes are free, but no directory can be made (here: no inode left)
+        took, said = wait_while((1.5, data.unlink))
+        assert took >= 2.5, "given back at 1.5 s, and still there 1 s later"
+        assert re.search(r"gave its room back in [12] s \(still there 1 s later\)", said), said
+        # the bytes free, but no directory can be made (here: no inode left), for a
+        # while (0.3-0.6 s: shorter than ROOM_STEADY_S), then again, then for good
         fillers = []
         while True:
             try:
@@ -1319,26 +1322,26 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
             except OSError:
                 break
             fillers.append(mount / f"f{len(fillers)}")
-        assert fillers and not selfscale_search.can_create(str(mount))
-        remover = threading.Timer(1.5, fillers[-1].unlink)
-        remover.start()
-        started = time.monotonic()
-        selfscale_search.wait_for_room(str(mount), free_before)
-        remover.join()
-        assert time.monotonic() - started >= 1.5 and selfscale_search.can_create(str(mount))
-        assert "gave its room back" in capsys.readouterr().out
+        last = fillers[-1]
+        assert not selfscale_search.can_create(str(mount))
+        took, said = wait_while((0.3, last.unlink), (0.6, last.touch), (1.5, last.unlink))
+        assert took >= 2.5 and re.search(r"gave its room back in [23] s", said), (took, said)
         assert sorted(mount.iterdir()) == sorted(fillers[:-1]), "the probe leaves nothing"
         for filler in fillers[:-1]:
             filler.unlink()
         # never given back: waited for ROOM_WAIT_S, then on
         data.write_bytes(b"\0" * (400 * MIB))
         monkeypatch.setattr(selfscale_search, "ROOM_WAIT_S", 1)
-        selfscale_search.wait_for_room(str(mount), free_before)
-        said = capsys.readouterr().out
+        took, said = wait_while()
         assert said.startswith("selfscale: the file system has 240 MiB free after 1 s, not yet")
         assert said.rstrip().endswith("it had: going on")
     finally:
         subprocess.run(["umount", mount])
+
+
+def stat_free(directory):
+    stat = os.statvfs(directory)
+    return stat.f_bavail * stat.f_frsize
 
 
 def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):

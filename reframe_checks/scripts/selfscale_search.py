@@ -258,12 +258,16 @@ ROOM_RETRIES = 2
 #: give its room back (XFS under a GlusterFS server frees a large file's blocks in the
 #: background: a new directory made at once still finds that server full)
 ROOM_WAIT_S = 180
+#: ... and for this long the room must stay given back: a GlusterFS server checks its
+#: free space every 5 s (storage.reserve), so a directory made at once can succeed and
+#: the kernel's a few seconds later still fail (a nightly SAN search lost a try so)
+ROOM_STEADY_S = 6
+ROOM_POLL_S = 1
 
 
 def can_create(directory):
-    """Whether a directory can be made in ``directory`` now: a GlusterFS storage server
-    that was full refuses new directories for some seconds after its room came back,
-    while the mount's free space already counts it (a probe of our own, removed)."""
+    """Whether a directory can be made in ``directory`` now (a probe of our own,
+    removed at once)."""
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".selfscale-room-probe-", dir=directory))
     except OSError as exc:
@@ -276,22 +280,30 @@ def can_create(directory):
 def wait_for_room(directory, free_before):
     """Wait until ``directory``'s free space is back to within 1% (or 256 MiB) of
     ``free_before``, the free space before the data was written, and a directory can be
-    made there again, or ROOM_WAIT_S; says how long it took, or that it gave up
-    waiting."""
+    made there, both for ROOM_STEADY_S in a row, or ROOM_WAIT_S; says how long it
+    took, or that it gave up waiting."""
     started = time.monotonic()
     slack = max(free_before // 100, 256 * units.MIB)
+    back_since = None
     while True:
         stat = os.statvfs(directory)
         free = stat.f_bavail * stat.f_frsize
-        waited = time.monotonic() - started
+        now = time.monotonic()
         back = free >= free_before - slack
         if back and can_create(directory):
-            if waited >= 1:
-                say(f"the file system gave its room back in {waited:.0f} s")
-            return
-        if waited >= ROOM_WAIT_S:
+            back_since = now if back_since is None else back_since
+            if now - back_since >= ROOM_STEADY_S:
+                say(
+                    f"the file system gave its room back in {back_since - started:.0f} s "
+                    f"(still there {now - back_since:.0f} s later)"
+                )
+                return
+        else:
+            back_since = None
+        if now - started >= ROOM_WAIT_S:
             say(
-                f"the file system has {units.size_words(free)} free after {waited:.0f} s, "
+                f"the file system has {units.size_words(free)} free after "
+                f"{now - started:.0f} s, "
                 + (
                     "but refuses a new directory: going on"
                     if back
@@ -299,7 +311,7 @@ def wait_for_room(directory, free_before):
                 )
             )
             return
-        time.sleep(1)
+        time.sleep(ROOM_POLL_S)
 
 
 def explore_within_room(args, kernel, domain, rules):
