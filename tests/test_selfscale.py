@@ -1288,8 +1288,8 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
         import selfscale_search
     finally:
         sys.path.pop(0)
-    monkeypatch.setattr(selfscale_search, "ROOM_STEADY_S", 1)
-    monkeypatch.setattr(selfscale_search, "ROOM_POLL_S", 0.1)
+    monkeypatch.setattr(selfscale_search, "ROOM_STEADY_S", 0.5)
+    monkeypatch.setattr(selfscale_search, "ROOM_POLL_S", 0.05)
     mount = tmp_path / "fs"
     mount.mkdir()
     options = "size=640m,nr_inodes=64"
@@ -1310,11 +1310,11 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
         free_before = stat_free(mount)
         data = mount / "data"
         data.write_bytes(b"\0" * (400 * MIB))
-        took, said = wait_while((1.5, data.unlink))
-        assert took >= 2.5, "given back at 1.5 s, and still there 1 s later"
-        assert re.search(r"gave its room back in [12] s \(still there 1 s later\)", said), said
+        took, said = wait_while((0.75, data.unlink))
+        assert took >= 1.25, "given back at 0.75 s, and still there 0.5 s later"
+        assert re.search(r"gave its room back in [12] s \(still there [01] s later\)", said), said
         # the bytes free, but no directory can be made (here: no inode left), for a
-        # while (0.3-0.6 s: shorter than ROOM_STEADY_S), then again, then for good
+        # while (0.15-0.3 s: shorter than ROOM_STEADY_S), then again, then for good
         fillers = []
         while True:
             try:
@@ -1324,8 +1324,8 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
             fillers.append(mount / f"f{len(fillers)}")
         last = fillers[-1]
         assert not selfscale_search.can_create(str(mount))
-        took, said = wait_while((0.3, last.unlink), (0.6, last.touch), (1.5, last.unlink))
-        assert took >= 2.5 and re.search(r"gave its room back in [23] s", said), (took, said)
+        took, said = wait_while((0.15, last.unlink), (0.3, last.touch), (0.75, last.unlink))
+        assert took >= 1.25 and re.search(r"gave its room back in [12] s", said), (took, said)
         assert sorted(mount.iterdir()) == sorted(fillers[:-1]), "the probe leaves nothing"
         for filler in fillers[:-1]:
             filler.unlink()
