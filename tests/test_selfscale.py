@@ -1148,8 +1148,29 @@ def launcher(np_):
     return f"{MPI['openmpi']['run']} --oversubscribe -np {np_}"
 
 
-def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path):
+@pytest.fixture
+def room_for_twice_the_data(tmp_path, shm_dir):
+    """A 130 MiB tmpfs of its own (root), where the search's 64 MiB take half the room,
+    as the nightly searches' data do on a real target; /dev/shm for a normal user."""
+    if os.geteuid() != 0:
+        yield shm_dir
+        return
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    options = "size=130m"
+    assert subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mount]).returncode == 0
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", mount])
+
+
+def test_driver_explores_validates_and_leaves_nothing(kernels, room_for_twice_the_data, tmp_path):
+    """The job-side driver end to end.  Its far validation writes only the data its own
+    workloads touch, not the search's again (a file as large as the search's, half the
+    free space, did not fit on one server of the embedded SAN)."""
     binary, _ = kernels["openmpi"]
+    shm_dir = room_for_twice_the_data
     out = tmp_path / "result.json"
     result = driver(
         [
@@ -1205,6 +1226,18 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, shm_dir, tmp_path
     assert all(r["top_resident"] == 1.0 for r in ex.rounds), ex.rounds
     assert all(p["resident_fraction_after"] == 1.0 for p in data["points"])
     assert data["timing"]["launches"] == len(list((tmp_path / "reports").glob("launch-*.json")))
+    far = [w["workload"] for w in data["far_validation"]["workloads"]]
+
+    def footprints(points):
+        return sorted((int(p["unique_bytes"]), int(p["size_mean"])) for p in points)
+
+    far_launch = next(
+        report["config"]
+        for report in map(json.loads, map(Path.read_text, (tmp_path / "reports").glob("*.json")))
+        if footprints(report["config"]["points"]) == footprints(far)
+    )
+    assert far_launch["prepare_bytes"] == max(w["unique_bytes"] for w in far)
+    assert data["timing"]["prepare_bytes"] == 64 * MIB, "the search's data, the largest"
     assert ex.domain.unique_bytes[1] == 64 * MIB
     assert list(shm_dir.iterdir()) == [], "the kept data was left behind"
     # what one request costs, measured at the smallest request size the search may use,
@@ -1307,7 +1340,7 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
         return time.monotonic() - started, capsys.readouterr().out
 
     try:
-        free_before = stat_free(mount)
+        free_before = selfscale_search.free_bytes(mount)
         data = mount / "data"
         data.write_bytes(b"\0" * (400 * MIB))
         took, said = wait_while((0.75, data.unlink))
@@ -1337,11 +1370,6 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
         assert said.rstrip().endswith("it had: going on")
     finally:
         subprocess.run(["umount", mount])
-
-
-def stat_free(directory):
-    stat = os.statvfs(directory)
-    return stat.f_bavail * stat.f_frsize
 
 
 def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):

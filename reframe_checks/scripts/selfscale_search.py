@@ -74,7 +74,8 @@ class Kernel:
         self.run_dir = None  # the kept run directory, once the first launch made it
         self.launches = []  # seconds per launch
         self.points = []  # every point measured, with what the kernel saw
-        self.prepare_bytes = 0
+        self.prepare_bytes = 0  # the largest data written
+        self.data_bytes = 0  # the data kept now
         self.process = None
         Path(args.reports).mkdir(parents=True, exist_ok=True)
 
@@ -156,7 +157,8 @@ class Kernel:
         if self.run_dir is None:
             largest = max(self.args.prepare, max(w.unique_bytes for w in workloads))
             extra = ["--dir", self.args.dir, "--keep", "--prepare", str(largest)]
-            self.prepare_bytes = largest
+            self.prepare_bytes = max(self.prepare_bytes, largest)
+            self.data_bytes = largest
         else:
             extra = ["--existing", self.run_dir] + (["--discard"] if last else [])
         try:
@@ -265,6 +267,12 @@ ROOM_STEADY_S = 6
 ROOM_POLL_S = 1
 
 
+def free_bytes(directory):
+    """The bytes a normal user can still write in ``directory``'s file system."""
+    stat = os.statvfs(directory)
+    return stat.f_bavail * stat.f_frsize
+
+
 def can_create(directory):
     """Whether a directory can be made in ``directory`` now (a probe of our own,
     removed at once)."""
@@ -286,8 +294,7 @@ def wait_for_room(directory, free_before):
     slack = max(free_before // 100, 256 * units.MIB)
     back_since = None
     while True:
-        stat = os.statvfs(directory)
-        free = stat.f_bavail * stat.f_frsize
+        free = free_bytes(directory)
         now = time.monotonic()
         back = free >= free_before - slack
         if back and can_create(directory):
@@ -321,8 +328,7 @@ def explore_within_room(args, kernel, domain, rules):
     them, and counts all of them free), the data is removed and the search starts
     again with half the largest uniqueBytes, up to ROOM_RETRIES times, saying so."""
     attempt = 0
-    stat = os.statvfs(args.dir)
-    free_before = stat.f_bavail * stat.f_frsize
+    free_before = free_bytes(args.dir)
     while True:
         args.prepare = domain.unique_bytes[1]
         try:
@@ -354,11 +360,11 @@ def explore_within_room(args, kernel, domain, rules):
 
 def search(args, kernel, result):
     started = time.monotonic()
-    free = os.statvfs(args.dir)
+    free = free_bytes(args.dir)
     rules = ss.Rules.from_dict(json.loads(args.rules)) if args.rules else ss.Rules()
     domain = ss.Domain.for_node(
         node_memory(),
-        free.f_bavail * free.f_frsize,
+        free,
         args.processes,
         rules,
         unique_max=args.unique_max,
@@ -367,7 +373,7 @@ def search(args, kernel, result):
     )
     result.update(
         node_memory_bytes=node_memory(),
-        free_bytes=free.f_bavail * free.f_frsize,
+        free_bytes=free,
         domain=domain.as_dict(),
         rules=rules.as_dict(),
     )
@@ -487,13 +493,16 @@ def far_validation(args, kernel, model, domain, rules):
     band can be reached."""
     if not args.validate_far:
         return None
-    free = os.statvfs(args.dir)
-    limit = rules.free_space_fraction * free.f_bavail * free.f_frsize
+    limit = rules.free_space_fraction * free_bytes(args.dir)
     far = ss.draw_far_workloads(model, domain, args.validate_far, args.validate_seed + 1, limit)
     if not far:
         say("far validation: no workload can lie past the measured range here (limits)")
         return None
     t0 = time.monotonic()
+    # its data as large as its own workloads touch, not the search's: the search's took
+    # half the free space, and a file as large again did not fit on one of a SAN's
+    # servers (the nightly SAN search failed there after 32 minutes)
+    args.prepare = 0
     validation = ss.validate(
         model,
         lambda ws, reps: kernel.measure(ws, reps, label="far validation"),
@@ -612,7 +621,7 @@ def reopen_probe(kernel, rates):
     less than half its footprint cached."""
     left = kernel.points[-1]["resident_fraction_after"]
     cached = (left or 0.0) * rates["unique_bytes"]
-    footprint = min(kernel.prepare_bytes, max(rates["unique_bytes"], REOPEN_PROBE_BYTES))
+    footprint = min(kernel.data_bytes, max(rates["unique_bytes"], REOPEN_PROBE_BYTES))
     point = ss.Workload(
         unique_bytes=footprint,
         size_mean=rates["size"],
