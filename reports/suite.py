@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
-from scipy import stats
 
 from reports import verdicts
 
@@ -298,6 +297,8 @@ def _pool_median(values, pool):
 
 
 def _critical(p, df):
+    from scipy import stats  # imported on use: most of a second, see verdicts._stats
+
     return stats.t.isf(p, df)
 
 

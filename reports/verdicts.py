@@ -22,11 +22,11 @@ numbers: reports/VERDICTS.md; ci/benchmarks/verdict_simulation.py reproduces the
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
-from scipy import stats
 
 from reports import verdict_methods as methods
 from scratchbench import units
@@ -52,13 +52,22 @@ RECENT_EARLY = 10  # up to here with the lower threshold, beyond with the higher
 MIN_SEGMENT = 3  # a level in the segmented history holds at least 3 runs
 OVERFIT_DEPTH = 2  # spread is measured around levels split this deep, untested
 MIN_REFERENCE = 5  # runs of the level before a recent change, at least
-SUSPECT_Z = float(stats.norm.isf(0.001))  # one night this far below the level: suspect
+SUSPECT_Z = NormalDist().inv_cdf(1 - 0.001)  # one night this far below the level: suspect
 LEAVE_OUT_Z = SUSPECT_Z  # a newest run this far from the others is left out of the scan
 MAX_CORRELATION = 0.8  # the estimated night-to-night correlation is capped here
 CORRELATION_SLACK = 0.3  # a split's correlation: at most that around finer levels + this
 SAME_CHANGE = 3  # change points this close (runs) are the same change
 LOOK_BACK = 3  # a change is news unless one of the 3 nights before reported it
 CHUNK = 256  # figures judged together (pairwise distances: CHUNK x 101 x 101)
+
+
+def _stats():
+    """scipy.stats, imported when a verdict is first judged: the import takes most of a
+    second, which the commands that judge nothing (run, ingest, history) should not pay."""
+    from scipy import stats
+
+    return stats
+
 
 # Critical values (|z| needed) by number of runs in the window, linear in between: the
 # worse of independent and AR(1) phi=0.5 noise, from `calibrate()` (40,000 simulated
@@ -1251,7 +1260,7 @@ def acceptance(
         v.p_value = 1.0 if diff == 0 else 0.0
         low = high = diff
     else:
-        test = stats.ttest_ind(xa, xb, equal_var=False)
+        test = _stats().ttest_ind(xa, xb, equal_var=False)
         v.p_value = float(test.pvalue)
         ci = test.confidence_interval(1 - alpha)
         low, high = float(ci.low), float(ci.high)
@@ -1306,7 +1315,7 @@ def acceptance_together(
     tested = [i for i, v in enumerate(first) if v.p_value is not None]
     if len(tested) < 2:
         return first
-    adjusted = stats.false_discovery_control([first[i].p_value for i in tested], method="bh")
+    adjusted = _stats().false_discovery_control([first[i].p_value for i in tested], method="bh")
     verdicts = list(first)
     for i, q in zip(tested, adjusted):
         verdicts[i] = acceptance(
@@ -1378,9 +1387,9 @@ def _resolution(v, b, a, log, base, pooled, relative, significant, alpha, min_ef
     """The smallest change these runs resolve and, short of significance, the runs a
     side that would resolve min_effect with the power asked, at this spread."""
     step = math.log1p(min_effect) if log else min_effect * abs(base)
-    za = stats.norm.isf(alpha / 2) + stats.norm.isf(1 - ACCEPTANCE_POWER)
+    za = _stats().norm.isf(alpha / 2) + _stats().norm.isf(1 - ACCEPTANCE_POWER)
     df = len(a) + len(b) - 2
-    t = stats.t.isf(alpha / 2, df) + stats.t.isf(1 - ACCEPTANCE_POWER, df)
+    t = _stats().t.isf(alpha / 2, df) + _stats().t.isf(1 - ACCEPTANCE_POWER, df)
     resolvable = t * pooled * math.sqrt(1 / len(a) + 1 / len(b))
     v.resolvable_change = relative(resolvable) if log or base else None
     if step > 0 and not significant:
