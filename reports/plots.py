@@ -281,8 +281,10 @@ def lines_plot(
     side-by-side page: a line of a chart keeps its colour on every file system, and
     each file system has its dash), so that no two lines look alike."""
     data, xs_all = [], []
-    style = _line_styles(sorted(lines, key=str), groups)
-    for name, points in sorted(lines.items(), key=lambda kv: str(kv[0])):
+    names = sorted(lines, key=str)
+    style = _line_styles(names, groups)
+    for name in names:
+        points = lines[name]
         xs = sorted(
             points, key=lambda x: (isinstance(x, str), x if not isinstance(x, str) else 0, str(x))
         )

@@ -517,24 +517,29 @@ def _model_figures(
                 "in the page cache)",
             )
     _reopen_figures(add, result.get("reopen"))
-    if validation.spread is not None:
-        add(
+    noises = (
+        (
             "validation_spread",
-            100.0 * validation.spread,
-            unit="%",
-            better="lower",
-            label="Noise under the prediction error: how far one measurement of a held-out "
+            validation.spread,
+            "how far one measurement of a held-out "
             "workload lies from the median of its passes (median)",
-        )
-    if validation.retest is not None:
-        add(
+        ),
+        (
             "validation_retest",
-            100.0 * validation.retest,
-            unit="%",
-            better="lower",
-            label="Noise under the prediction error: how far the held-out workloads measured "
+            validation.retest,
+            "how far the held-out workloads measured "
             "again in a second launch lie from the first launch (median)",
-        )
+        ),
+    )
+    for name, noise, words in noises:
+        if noise is not None:
+            add(
+                name,
+                100.0 * noise,
+                unit="%",
+                better="lower",
+                label=f"Noise under the prediction error: {words}",
+            )
     add(
         "exploration_time",
         result["timing"]["total_s"],
