@@ -297,9 +297,7 @@ def _pool_median(values, pool):
 
 
 def _critical(p, df):
-    from scipy import stats  # imported on use: most of a second, see verdicts._stats
-
-    return stats.t.isf(p, df)
+    return verdicts._stats().t.isf(p, df)
 
 
 def night(
