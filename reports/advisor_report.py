@@ -177,10 +177,10 @@ class PredictionCache:
     """The models' predictions kept between page builds, in one JSON file under the
     pages' cache directory: a night adds one model per target and environment, and only
     its points are computed (the form's grid is thousands of predictions per model).
-    Two parts, both keyed by a digest of each model (its curves, regimes and knee): each
-    model's predictions by point, and its terms on the form's grid (model_terms and
-    model_distances; the stored rates, which change every night, are applied at
-    each build).  The prediction code itself (scratchbench/selfscale.py and the
+    Two parts, both keyed by a digest of each model (its curves, regimes, knee and
+    measured points): each model's predictions by point, and its terms on the form's
+    grid (model_terms and model_distances; the stored rates, which change every night,
+    are applied at each build).  The prediction code itself (scratchbench/selfscale.py and the
     advisor's modules) is part of the key: a change there starts afresh; an unreadable
     file or entry is rebuilt."""
 

@@ -356,9 +356,13 @@ def _curve_figures(add: Callable[..., None], model: ss.Model) -> None:
 def _marker_figures(add: Callable[..., None], model: ss.Model) -> None:
     """Each regime's focal point and the knee, as markers on the charts."""
     # each regime's focal point, as a marker on every chart; the one on the uniqueBytes
-    # chart carries the whole focal workload (the model needs it)
+    # chart carries the whole focal workload (the model needs it), the cache regime's
+    # also every point the search measured (the model's correction)
     for regime, r in model.regimes.items():
         focal = r.focal.as_dict()
+        meta: dict[str, Any] = {"role": "focal", "regime": regime, "workload": focal}
+        if regime == "cache" and model.points:
+            meta["points"] = ss.points_as_rows(model.points)
         add(
             f"focal_unique_bytes_{regime}",
             r.throughput / MIB,
@@ -369,7 +373,7 @@ def _marker_figures(add: Callable[..., None], model: ss.Model) -> None:
                 "unique_bytes",
                 focal["unique_bytes"],
                 f"focal point, {regime} regime",
-                {"role": "focal", "regime": regime, "workload": focal},
+                meta,
             ),
         )
         for parameter, c in r.curves.items():

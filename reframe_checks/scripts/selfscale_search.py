@@ -76,6 +76,9 @@ class Kernel:
         self.points = []  # every point measured, with what the kernel saw
         self.prepare_bytes = 0  # the largest data written
         self.data_bytes = 0  # the data kept now
+        #: the data the next first launch writes at least (the workloads' largest
+        #: uniqueBytes otherwise): the search's, so it is written once for every round
+        self.prepare_at_least = 0
         self.process = None
         Path(args.reports).mkdir(parents=True, exist_ok=True)
 
@@ -155,7 +158,7 @@ class Kernel:
     def _measure(self, workloads, reps, label, last):
         points = [a for w in workloads for a in ("--point", w.kernel_point())]
         if self.run_dir is None:
-            largest = max(self.args.prepare, max(w.unique_bytes for w in workloads))
+            largest = max(self.prepare_at_least, max(w.unique_bytes for w in workloads))
             extra = ["--dir", self.args.dir, "--keep", "--prepare", str(largest)]
             self.prepare_bytes = max(self.prepare_bytes, largest)
             self.data_bytes = largest
@@ -330,7 +333,7 @@ def explore_within_room(args, kernel, domain, rules):
     attempt = 0
     free_before = free_bytes(args.dir)
     while True:
-        args.prepare = domain.unique_bytes[1]
+        kernel.prepare_at_least = domain.unique_bytes[1]
         try:
             return domain, ss.explore(
                 lambda ws, reps: kernel.measure(ws, reps),
@@ -432,19 +435,26 @@ def validate_held_out(args, kernel, model, domain, result):
     )
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
-    # the same measurements predicted by the simpler models, for comparison: without
-    # the direction uniqueBytes curves, without them and the size curves (one
-    # uniqueBytes curve), and the paper's product form (without the direction curves too)
+    # the same measurements predicted by the simpler models, for comparison: the curves
+    # without the correction by the search's points; without it and the direction
+    # uniqueBytes curves; without those and the size curves (one uniqueBytes curve); and
+    # the paper's product form (without the direction curves too)
     simpler = {}
+    if model.points:
+        simpler["validation_curves_only"] = (
+            replace(model, points=[]),
+            "the curves alone (without the correction by the search's points)",
+        )
     if model.direction_unique:
         simpler["validation_one_direction"] = (
-            replace(model, direction_unique={}),
-            "without the direction uniqueBytes curves",
+            replace(model, direction_unique={}, points=[]),
+            "without the correction and the direction uniqueBytes curves",
         )
     if model.size_curves or model.direction_unique:
         simpler["validation_one_unique_curve"] = (
-            replace(model, size_curves=[], direction_unique={}),
-            "one uniqueBytes curve (without the size and direction uniqueBytes curves)",
+            replace(model, size_curves=[], direction_unique={}, points=[]),
+            "one uniqueBytes curve (without the correction, the size and direction "
+            "uniqueBytes curves)",
         )
     if (
         model.size_curves
@@ -502,22 +512,31 @@ def far_validation(args, kernel, model, domain, rules):
     # its data as large as its own workloads touch, not the search's: the search's took
     # half the free space, and a file as large again did not fit on one of a SAN's
     # servers (the nightly SAN search failed there after 32 minutes)
-    args.prepare = 0
+    kernel.prepare_at_least = 0
     validation = ss.validate(
         model,
         lambda ws, reps: kernel.measure(ws, reps, label="far validation"),
         [f.workload for f in far],
     )
     kernel.discard("far validation: discard")
-    errors = ss.far_errors(far, validation)
-    for (parameter, band), (error, count) in sorted(errors.items()):
+    # the curves alone beside the model: whether the correction by the search's points
+    # carries past the range they lie in
+    curves_only = ss.Validation(
+        validation.workloads,
+        [replace(model, points=[]).predict(w) for w in validation.workloads],
+        validation.measured,
+    )
+    alone = ss.far_errors(far, curves_only)
+    for (parameter, band), (error, count) in sorted(ss.far_errors(far, validation).items()):
         say(
             f"far validation: {ss.PAPER_NAMES[parameter]} up to {band:g}x past the measured "
-            f"range: median error {100 * error:.1f}% ({count} workload{'s' if count != 1 else ''})"
+            f"range: median error {100 * error:.1f}% ({count} workload{'s' if count != 1 else ''}"
+            f"; the curves alone {100 * alone[parameter, band][0]:.1f}%)"
         )
     return {
         "workloads": [f.as_dict() for f in far],
         "validation": validation.as_dict(),
+        "validation_curves_only": curves_only.as_dict(),
         "time_s": time.monotonic() - t0,
     }
 
@@ -779,7 +798,6 @@ def main(argv=None):
         p.error(f"--dir {args.dir}: not a directory")
     if not os.access(args.kernel, os.X_OK):
         p.error(f"--kernel {args.kernel}: not an executable")
-    args.prepare = 0
 
     kernel = Kernel(args)
     result = _new_result(args)
