@@ -180,9 +180,9 @@ class PredictionCache:
     Two parts, both keyed by a digest of each model (its curves, regimes, knee and
     measured points): each model's predictions by point, and its terms on the form's
     grid (model_terms and model_distances; the stored rates, which change every night,
-    are applied at each build).  The prediction code itself (scratchbench/selfscale.py and the
-    advisor's modules) is part of the key: a change there starts afresh; an unreadable
-    file or entry is rebuilt."""
+    are applied at each build).  The prediction code itself (scratchbench/selfscale.py
+    and the advisor's modules) is part of the key: a change there starts afresh; an
+    unreadable file or entry is rebuilt."""
 
     CODE = (Path(ss.__file__), Path(advisor.__file__), Path(__file__), Path(job_profile.__file__))
 

@@ -1140,7 +1140,7 @@ class Model:
     ) -> Model:
         """A model from stored figures: ``{name: (value, declaration)}``, value in the
         figure's unit, declaration the dict the store keeps (with ``chart``); figures
-        without a ``selfscale`` entry in their chart are ignored.  SelfScaleError names what is missing."""
+        without a ``selfscale`` entry are ignored.  SelfScaleError names what is missing."""
         curves: dict[tuple[str, str | None], list[tuple[float, float]]] = {}
         focal, knee, far, measured = {}, None, {}, []  # measured: the search's points
         directions: dict[tuple[str, str, str], list[tuple[float, float]]] = {}

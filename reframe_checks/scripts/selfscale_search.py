@@ -521,10 +521,9 @@ def far_validation(args, kernel, model, domain, rules):
     kernel.discard("far validation: discard")
     # the curves alone beside the model: whether the correction by the search's points
     # carries past the range they lie in
+    curves = replace(model, points=[])  # one model: each copy makes its caches anew
     curves_only = ss.Validation(
-        validation.workloads,
-        [replace(model, points=[]).predict(w) for w in validation.workloads],
-        validation.measured,
+        validation.workloads, [curves.predict(w) for w in validation.workloads], validation.measured
     )
     alone = ss.far_errors(far, curves_only)
     for (parameter, band), (error, count) in sorted(ss.far_errors(far, validation).items()):
