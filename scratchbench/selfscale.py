@@ -420,6 +420,11 @@ class Rules:
     #: raised the median on both targets (5.9% to 8.0%; on the SAN 23.8% to 36.9%,
     #: whose reads-only curve spans 160x, client cache to servers; docs/benchmarks.md)
     direction_unique_curves: bool = False
+    #: after the curves, this many workloads spread over the whole domain (a Latin
+    #: hypercube), measured only so that the correction of a prediction
+    #: (Model.correction) has measured points near it: the curves' points lie on lines
+    #: through the focal points, far from most workloads a job runs
+    space_filling: int = 0
 
     def __post_init__(self):
         for name in (
@@ -439,6 +444,10 @@ class Rules:
             )
         if int(self.max_rounds) < 1:
             raise SelfScaleError(f"rule max_rounds: expected at least 1, got {self.max_rounds}")
+        if int(self.space_filling) < 0:
+            raise SelfScaleError(
+                f"rule space_filling: expected 0 or more workloads, got {self.space_filling}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -1453,16 +1462,7 @@ def explore(
         focal_of = _shape_focals(
             sweep, say, round_no, unique_focal, focal_of, shapes, domain, rules
         )
-        rounds.append(
-            {
-                "round": round_no,
-                "focal": {r: w.as_dict() for r, w in focal_of.items()},
-                "knee": knee.as_dict() if knee else None,
-                "top_resident": top_resident,
-                "curves": [unique_curve.as_dict()]
-                + [shapes[(r, p)].as_dict() for r in focal_of for p in SHAPE_PARAMETERS],
-            }
-        )
+        rounds.append(_round_record(round_no, focal_of, knee, top_resident, unique_curve, shapes))
         # Settled: the knee (or its absence) and every shape parameter's focal value
         # stayed within settle_steps grid steps (the regimes' uniqueBytes follow the knee).
         if round_no > 1 and _settled(knee, knee_before, before, focal_of, domain, rules):
@@ -1476,9 +1476,56 @@ def explore(
     size_curves, direction_unique = _more_unique_curves(measure, say, unique_curve, domain, rules)
     more = [*directions.values(), *size_curves, *direction_unique.values()]
     measured += len(repeat) + sum(len(c.xs) for c in more)
+    measured += _space_filling(measure, say, domain, int(rules.space_filling))
     points = [(w, float(np.median(values))) for w, values in seen.items()]
     model = Model(unique_curve, regimes, knee, {}, size_curves, direction_unique, points)
     return Exploration(domain, rules, model, rounds, settled, measured, repeat)
+
+
+def _round_record(
+    round_no: int,
+    focal_of: dict[str, Workload],
+    knee: Knee | None,
+    top_resident: float | None,
+    unique_curve: Curve,
+    shapes: dict[tuple[str, str], Curve],
+) -> dict[str, Any]:
+    """What a round of the search found, as stored in Exploration.rounds."""
+    return {
+        "round": round_no,
+        "focal": {r: w.as_dict() for r, w in focal_of.items()},
+        "knee": knee.as_dict() if knee else None,
+        "top_resident": top_resident,
+        "curves": [unique_curve.as_dict()]
+        + [shapes[(r, p)].as_dict() for r in focal_of for p in SHAPE_PARAMETERS],
+    }
+
+
+#: the Latin hypercube of the space-filling workloads is drawn from this seed (the
+#: held-out workloads from another: validation's default 2003 and the far bands' 2004)
+SPACE_FILLING_SEED = 1993
+
+
+def space_filling_workloads(domain: Domain, count: int) -> list[Workload]:
+    """``count`` workloads spread over the domain (a Latin hypercube of its five
+    parameters, mapped as :func:`draw_workloads` maps its random numbers); fewer where
+    a footprint holds none of the domain's request sizes."""
+    rng = np.random.default_rng(SPACE_FILLING_SEED)
+    # each parameter's range cut in ``count`` equal strata, one workload in each, the
+    # strata of the parameters paired at random
+    strata = np.array([rng.permutation(count) for _ in PARAMETERS]).T
+    cube = (strata + rng.random((count, len(PARAMETERS)))) / max(count, 1)
+    return [w for w in (_workload_at(domain, u) for u in cube.tolist()) if w is not None]
+
+
+def _space_filling(measure: Measure, say: Callable[[str], None], domain: Domain, count: int) -> int:
+    """Measure the space-filling workloads (they only enter the model's points, through
+    ``measure``); how many were measured."""
+    workloads = space_filling_workloads(domain, count)
+    if workloads:
+        say(f"space filling: {len(workloads)} workloads spread over the domain")
+        measure(workloads, 1)
+    return len(workloads)
 
 
 def _keeping(measure: Measure) -> tuple[Measure, dict[Workload, list[float]]]:
@@ -1757,40 +1804,41 @@ def draw_workloads(domain: Domain, count: int, seed: int | None) -> list[Workloa
         raise SelfScaleError(f"validation: expected at least 1 workload, got {count}")
     rng = np.random.default_rng(seed)
     out: list[Workload] = []
-
-    def log_uniform(lo: float, hi: float) -> float:
-        return math.exp(rng.uniform(math.log(lo), math.log(hi)))
-
     while len(out) < count:
-        unique = _kernel_value(
-            "unique_bytes",
-            min(
-                domain.unique_bytes[1],
-                max(domain.unique_bytes[0], log_uniform(*domain.unique_bytes) // MIB * MIB),
-            ),
-        )
-        largest = min(domain.size_mean[1], domain.largest_size(unique))
-        if largest < domain.size_mean[0]:
-            continue
-        procs = int(
-            min(
-                domain.process_num[1],
-                max(
-                    domain.process_num[0],
-                    math.floor(log_uniform(domain.process_num[0], domain.process_num[1] + 1)),
-                ),
-            )
-        )
-        out.append(
-            Workload(
-                unique_bytes=unique,
-                size_mean=_kernel_value("size_mean", log_uniform(domain.size_mean[0], largest)),
-                read_frac=round(float(rng.uniform(0, 1)), 3),
-                seq_frac=round(float(rng.uniform(0, 1)), 3),
-                process_num=procs,
-            )
-        )
+        workload = _workload_at(domain, rng.random(len(PARAMETERS)).tolist())
+        if workload is not None:
+            out.append(workload)
     return out
+
+
+def _workload_at(domain: Domain, u: Sequence[float]) -> Workload | None:
+    """The workload at ``u``, five numbers in [0, 1) in PARAMETERS' order: uniqueBytes,
+    sizeMean (up to the largest its footprint holds) and processNum log-uniform,
+    readFrac and seqFrac uniform; None where the footprint holds no request size of the
+    domain."""
+
+    def log_between(lo: float, hi: float, x: float) -> float:
+        return math.exp(math.log(lo) + x * (math.log(hi) - math.log(lo)))
+
+    at = dict(zip(PARAMETERS, (float(x) for x in u)))
+    low, high = domain.unique_bytes
+    unique = _kernel_value(
+        "unique_bytes", min(high, max(low, log_between(low, high, at["unique_bytes"]) // MIB * MIB))
+    )
+    largest = min(domain.size_mean[1], domain.largest_size(unique))
+    if largest < domain.size_mean[0]:
+        return None
+    first, last = domain.process_num
+    processes = math.floor(log_between(first, last + 1, at["process_num"]))
+    return Workload(
+        unique_bytes=unique,
+        size_mean=_kernel_value(
+            "size_mean", log_between(domain.size_mean[0], largest, at["size_mean"])
+        ),
+        read_frac=round(at["read_frac"], 3),
+        seq_frac=round(at["seq_frac"], 3),
+        process_num=int(min(last, max(first, processes))),
+    )
 
 
 @dataclass

@@ -64,7 +64,10 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
     """The search's own options (selfscale_search.py) from a workloads.yaml entry: its
     sizes, timing and rules, each default written here once (the check and
     ci/benchmarks/selfscale_exploration.py both launch the search with them)."""
-    rules: dict[str, float | bool] = {"max_rounds": int(params.get("max_rounds", 3))}
+    rules: dict[str, float | bool] = {
+        key: int(params.get(key, default))
+        for key, default in (("max_rounds", 3), ("space_filling", 0))
+    }
     for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
         if key in params:
             rules[key] = float(params[key])
