@@ -127,6 +127,8 @@ def ensure_embedded_cluster(start):
             )
         progress("the embedded cluster is not running; starting it")
         cluster.up(cluster.recorded_spec())
+    else:
+        cluster.trim_san()  # (up trims as it mounts the disks)
     return str(cluster.slurm_conf)
 
 
