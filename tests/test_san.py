@@ -148,14 +148,19 @@ def test_deleted_data_gives_its_room_back_to_the_disk_below(cluster, monkeypatch
     def allocated():
         return sum(image.stat().st_blocks * 512 for image in images)
 
-    data = Path(san["mount_point"]) / "room-test"
-    with open(data, "wb") as f:
-        for _ in range(64):
-            f.write(os.urandom(1 << 20))
-        f.flush()
-        os.fsync(f.fileno())
-    written = allocated()
-    data.unlink()
+    def written_and_deleted():
+        """64 MiB written to the SAN and deleted: the bytes then allocated in the images."""
+        data = Path(san["mount_point"]) / "room-test"
+        with open(data, "wb") as f:
+            for _ in range(64):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+        written = allocated()
+        data.unlink()
+        return written
+
+    written = written_and_deleted()
     up = scratchbench("cluster", "up", env=home_env(cluster))
     assert up.returncode == 0, up.stderr
     given_back = written - allocated()
@@ -163,13 +168,7 @@ def test_deleted_data_gives_its_room_back_to_the_disk_below(cluster, monkeypatch
 
     # and by every run on the running cluster, before its checks (the node-local search
     # after a SAN search measures footprints up to half the free space)
-    with open(data, "wb") as f:
-        for _ in range(64):
-            f.write(os.urandom(1 << 20))
-        f.flush()
-        os.fsync(f.fileno())
-    written = allocated()
-    data.unlink()
+    written = written_and_deleted()
     monkeypatch.setenv("SCRATCHBENCH_HOME", str(cluster.dir.parent))
     assert runner.ensure_embedded_cluster(start=False) == str(cluster.slurm_conf)
     deadline = time.monotonic() + 10  # (the loop device may punch the holes after fstrim)
