@@ -208,6 +208,8 @@ def test_the_tags_say_how_many_launches_measure_the_held_out_workloads():
         options = search_options(params)
         launches[tag] = options[options.index("--validate-launches") + 1]
     assert launches == {"quick": "1", "nightly": "2", "acceptance": "2"}
+    with pytest.raises(ValueError, match="selfscale space_filling: expected a whole number"):
+        search_options({"space_filling": "lots"})
     refused = driver(["--dir", "/tmp", "--kernel", "k", "--out", "o", "--validate-launches", "3"])
     assert refused.returncode == 2 and "--validate-launches: invalid choice: 3" in refused.stderr
 

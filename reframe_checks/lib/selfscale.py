@@ -64,10 +64,12 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
     """The search's own options (selfscale_search.py) from a workloads.yaml entry: its
     sizes, timing and rules, each default written here once (the check and
     ci/benchmarks/selfscale_exploration.py both launch the search with them)."""
-    rules: dict[str, float | bool] = {
-        key: int(params.get(key, default))
-        for key, default in (("max_rounds", 3), ("space_filling", 0))
-    }
+    rules: dict[str, float | bool] = {}
+    for key, default in (("max_rounds", 3), ("space_filling", 0)):
+        value = params.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"selfscale {key}: expected a whole number, got {value!r}")
+        rules[key] = value
     for key in ("focal_fraction", "memory_factor", "knee_drop", "regime_margin"):
         if key in params:
             rules[key] = float(params[key])
