@@ -70,10 +70,12 @@ def home():
         yield dict(env, SCRATCHBENCH_WORKLOADS=str(path / "workloads.yaml"))
 
 
-def runs(env, note, below_reference_allowed=False):
-    """RUNS_A_SIDE runs of the set; after the real change the SAN's writes may fall below
-    the embedded reference's floor (10 MiB/s; seen at 9.1): the run then fails in its
-    performance phase only, its figures stored for the verdict like any other run's."""
+def runs(env, note):
+    """RUNS_A_SIDE runs of the set.  A run may fail the embedded reference's floor (10
+    MiB/s, meant for the default workloads, not for 4 KiB O_DIRECT records: CI saw the
+    SAN's writes at 9.1 MiB/s after the change and its reads at 9.97 before it): it then
+    fails in its performance phase only, its figures stored for the verdict like any
+    other run's, which is what this test judges."""
     for i in range(RUNS_A_SIDE):
         result = scratchbench(
             "run",
@@ -88,13 +90,13 @@ def runs(env, note, below_reference_allowed=False):
             timeout=600,
         )
         said = f"run {i + 1} '{note}':\n{result.stdout}\n{result.stderr}"
-        if below_reference_allowed and result.returncode == 1:
+        if result.returncode == 1:
             failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED:")]
-            assert failed and all("on sanscratch" in ln for ln in failed), said
+            assert failed, said
             assert all("(performance): performance error" in ln for ln in failed), said
-            assert "history:      8 figures added" in result.stdout, said
         else:
             assert result.returncode == 0, said
+        assert "history:      8 figures added" in result.stdout, said
 
 
 def verdict(env, before, after, out):
@@ -142,7 +144,7 @@ def test_acceptance_of_a_real_change_and_of_a_no_op(home, tmp_path):
     changed = scratchbench("cluster", "san", "--set", f"{OPTION}=off", env=home)
     assert changed.returncode == 0, changed.stderr
     assert changed.stdout.strip() == f"volume option {OPTION}: {value} -> off"
-    runs(home, "CHG-24 after", below_reference_allowed=True)
+    runs(home, "CHG-24 after")
     said, result = verdict(home, "CHG-24 before", "CHG-24 after", tmp_path / "after.json")
     assert len(result["before"]["runs"]) == 2 * RUNS_A_SIDE, result["before"]
     # the configuration difference, above the figures
