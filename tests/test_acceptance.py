@@ -43,6 +43,21 @@ SMALL_IOTEST = {
     "cache": "direct",
     "time_limit": "5m",
 }
+#: the small set's own expectations, as a site writes them for its acceptance set: the
+#: embedded file's floor (10 MiB/s, for the default 1 MiB-record workloads) is above
+#: what 4 KiB O_DIRECT records reach on the SAN (CI: writes 9.1 MiB/s after the change,
+#: reads 9.97 before it); a run that fails this floor has a broken file system
+SMALL_IOTEST_REFERENCE = {
+    "KernelIOTest": {
+        "$index": ["$partition", "scratch_target"],
+        "embedded:batch": {
+            ".*": {
+                "write_bw": [10, -0.9, None, "MiB/s"],
+                "read_bw": [10, -0.9, None, "MiB/s"],
+            }
+        },
+    }
+}
 OPTION = "performance.write-behind"
 RUNS_A_SIDE = 3
 #: blocks of runs minutes apart on this shared 2-core machine drift this much, tight
@@ -67,15 +82,19 @@ def home():
         workloads = yaml.safe_load((REPO / "reframe_checks" / "workloads.yaml").read_text())
         workloads["iotest"]["acceptance"] = SMALL_IOTEST
         (path / "workloads.yaml").write_text(yaml.safe_dump(workloads))
-        yield dict(env, SCRATCHBENCH_WORKLOADS=str(path / "workloads.yaml"))
+        references = path / "references"
+        references.mkdir()
+        (references / "embedded.yaml").write_text(yaml.safe_dump(SMALL_IOTEST_REFERENCE))
+        yield dict(
+            env,
+            SCRATCHBENCH_WORKLOADS=str(path / "workloads.yaml"),
+            RFM_REFERENCE_PREFIX=str(references),
+        )
 
 
 def runs(env, note):
-    """RUNS_A_SIDE runs of the set.  A run may fail the embedded reference's floor (10
-    MiB/s, meant for the default workloads, not for 4 KiB O_DIRECT records: CI saw the
-    SAN's writes at 9.1 MiB/s after the change and its reads at 9.97 before it): it then
-    fails in its performance phase only, its figures stored for the verdict like any
-    other run's, which is what this test judges."""
+    """RUNS_A_SIDE runs of the set, each passing (SMALL_IOTEST_REFERENCE's floor) and
+    storing its 8 figures."""
     for i in range(RUNS_A_SIDE):
         result = scratchbench(
             "run",
@@ -90,12 +109,7 @@ def runs(env, note):
             timeout=600,
         )
         said = f"run {i + 1} '{note}':\n{result.stdout}\n{result.stderr}"
-        if result.returncode == 1:
-            failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED:")]
-            assert failed, said
-            assert all("(performance): performance error" in ln for ln in failed), said
-        else:
-            assert result.returncode == 0, said
+        assert result.returncode == 0, said
         assert "history:      8 figures added" in result.stdout, said
 
 
