@@ -549,7 +549,12 @@ def _runs_of(
         if row["value"] is None:
             continue
         g = grouped[(row["series"], row["metric"])]
-        g.update(unit=row["unit"], better=row["better"], name=naming.figure_name(row))
+        g.update(
+            unit=row["unit"],
+            better=row["better"],
+            name=naming.figure_name(row),
+            target=row["scratch_target"],
+        )
         g["runs"].append(extra.get(row["figure_id"]) or [row["value"]])
         if row["too_short"]:
             g["shortest_phase"] = min(g.get("shortest_phase", math.inf), row["phase_seconds"])
@@ -598,7 +603,8 @@ def acceptance(
             # shown with its change, never called better or worse
             v.verdict = "too short to trust"
             v.detail = f"not judged: {too_short_words(shortest[key])} in a run ({v.detail})"
-        figures.append(dict(verdicts.as_dict(v), name=b[key]["name"]))
+        figures.append(dict(verdicts.as_dict(v), name=b[key]["name"], target=b[key]["target"]))
+    fs_diary.note_unexplained_changes(configuration, figures)
     if not figures:
         raise ConfigError(
             "the runs before and after share no figure: select runs of the same checks and tag"

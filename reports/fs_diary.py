@@ -331,6 +331,30 @@ def acceptance_sides(
     return out
 
 
+def note_unexplained_changes(
+    sides: Iterable[dict[str, Any]], figures: Iterable[Mapping[str, Any]]
+) -> None:
+    """Add to each target whose configuration is the same before and after a note when
+    its figures moved all the same: a control that says the runs differ in something the
+    configuration does not record (the machine's load, the host, another job), against
+    which the changed target's verdicts are to be read."""
+    moved: dict[str, list[str]] = defaultdict(list)
+    for f in figures:
+        if f.get("target") and f["verdict"] in ("better", "worse"):
+            moved[f["target"]].append(f["verdict"])
+    for side in sides:
+        verdicts = moved.get(side["target"])
+        if not side["rows"] or any(r[3] for r in side["rows"]) or not verdicts:
+            continue
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("better", "worse") if v in verdicts)
+        side["problems"].append(
+            f"{len(verdicts)} figure(s) of {side['target']} changed ({counts}) although its "
+            "configuration did not: the runs before and after differ in something the "
+            "configuration does not record (load, the host, other jobs); read the other "
+            "targets' changes against it"
+        )
+
+
 def _value_shown(label: str, value: Any, absent: str) -> str:
     """A configuration value as shown; an option a run did not find set is at the file
     system's default (a no-op change that sets it to that value reads "(default) -> on")."""

@@ -212,6 +212,38 @@ def test_diary_lists_only_changes_with_their_dates(tmp_path):
     assert "Connection failed" in fs_diary.run_section(conn, "r2")
 
 
+def test_a_target_whose_configuration_stayed_but_whose_figures_moved_is_noted():
+    """The control of an acceptance verdict: figures of a target nothing was done to,
+    called better or worse, say the runs differ in something the configuration does not
+    record; a target that did change, or whose figures stayed, gets no such note."""
+    same = [("servers", "2", "2", False)]
+    changed = [("option performance.write-behind", "on", "off", True)]
+    sides = [
+        {"target": "localscratch", "rows": same, "problems": []},
+        {"target": "sanscratch", "rows": changed, "problems": []},
+        {"target": "quiet", "rows": same, "problems": []},
+    ]
+    figures = [
+        {"target": "localscratch", "verdict": "better"},
+        {"target": "localscratch", "verdict": "better"},
+        {"target": "localscratch", "verdict": "no significant change"},
+        {"target": "sanscratch", "verdict": "worse"},
+        {"target": "quiet", "verdict": "no significant change"},
+        {"target": None, "verdict": "worse"},
+    ]
+    fs_diary.note_unexplained_changes(sides, figures)
+    local, san, quiet = sides
+    assert local["problems"] == [
+        "2 figure(s) of localscratch changed (2 better) although its configuration did "
+        "not: the runs before and after differ in something the configuration does not "
+        "record (load, the host, other jobs); read the other targets' changes against it"
+    ]
+    assert san["problems"] == [] and quiet["problems"] == []
+    assert "note: 2 figure(s) of localscratch changed" in "\n".join(
+        fs_diary.acceptance_lines(sides)
+    )
+
+
 def test_migration_refuses_a_second_config_of_the_same_case(tmp_path):
     conn = _store_with_configs(tmp_path, [(0, {"kernel": "6.1"})])
     assert conn.execute("SELECT COUNT(*) FROM filesystem_configs").fetchone()[0] == 2

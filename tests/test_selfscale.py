@@ -1422,11 +1422,7 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
     refused a nightly SAN search's next run directory after the mount counted its room
     free, and after a probe had made one); the wait is said.  One that never gives it
     back is waited for ROOM_WAIT_S, then the search goes on, saying how much is free."""
-    sys.path.insert(0, str(DRIVER.parent))
-    try:
-        import selfscale_search
-    finally:
-        sys.path.pop(0)
+    selfscale_search = driver_module()
     monkeypatch.setattr(selfscale_search, "ROOM_STEADY_S", 0.5)
     monkeypatch.setattr(selfscale_search, "ROOM_POLL_S", 0.05)
     mount = tmp_path / "fs"
@@ -1478,32 +1474,56 @@ def test_the_search_waits_for_the_room_its_data_took(tmp_path, monkeypatch, caps
         subprocess.run(["umount", mount])
 
 
-def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):
-    """The same uniqueBytes sweep of writes that are synced inside the timed window: on
-    the disk, a footprint the page cache absorbs costs little to write back and a large
-    one costs the device's rate; tmpfs has no device behind its cache."""
+def driver_module():
+    """reframe_checks/scripts/selfscale_search.py as a module."""
     sys.path.insert(0, str(DRIVER.parent))
     try:
         import selfscale_search
     finally:
         sys.path.pop(0)
+    return selfscale_search
+
+
+def kernel_args(binary, where, reports, **options):
+    """The driver's arguments for its Kernel class: 2 ranks on `where`, one pass."""
+    return argparse.Namespace(
+        kernel=str(binary),
+        launcher=launcher(2),
+        dir=str(where),
+        reports=str(reports),
+        seed=1,
+        size_spread=0.5,
+        requests=0,
+        direct=False,
+        passes=1,
+        **options,
+    )
+
+
+#: the disk's curve falls over the range to at most this share of where tmpfs's falls
+FALL_MARGIN = 0.7
+
+
+def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_path):
+    """The same uniqueBytes sweep of writes that are synced inside the timed window: on
+    the disk, a footprint the page cache absorbs costs little to write back and a large
+    one costs the device's rate; tmpfs has no device behind its cache.  Where the disk's
+    knee lies moves from machine to machine (128-400 MiB seen), and tmpfs may lose a
+    third at 2 GiB (CI: a fitted fall from 8.5 to 5.1 GB/s past 1.5 GiB), so what is
+    judged is how far each curve falls over the range: the disk's, to its device, at
+    least FALL_MARGIN further than tmpfs's (seen: 0.37-0.48 of it)."""
+    selfscale_search = driver_module()
     binary, _ = kernels["openmpi"]
-    knees, resident = {}, {}
+    knees, falls, resident = {}, {}, {}
     for name, where in (("tmpfs", shm_dir), ("disk", disk_dir)):
-        args = argparse.Namespace(
-            kernel=str(binary),
-            launcher=launcher(2),
-            dir=str(where),
-            reports=str(tmp_path / name),
-            seed=1,
+        args = kernel_args(
+            binary,
+            where,
+            tmp_path / name,
             fsync="inside",
-            size_spread=0.5,
             warmup=0.2,
-            requests=0,
             duration=0.6,
-            direct=False,
             prepare=2 * GIB,
-            passes=1,
         )
         os.environ.update(MPI["openmpi"]["env"])
         k = selfscale_search.Kernel(args)
@@ -1516,13 +1536,46 @@ def test_tmpfs_and_disk_have_different_knees(kernels, shm_dir, disk_dir, tmp_pat
             k.discard()
         curve = ss.Curve("unique_bytes", [w.unique_bytes for w in sweep], [v[0] for v in values])
         knees[name] = ss.find_knee(curve, ss.Rules())
+        # the last two points' throughput over the first two's
+        falls[name] = sum(curve.ys[-2:]) / sum(curve.ys[:2])
         resident[name] = [p["resident_fraction_after"] for p in k.points]
         assert k.run_dir is None and list(Path(where).iterdir()) == []
     assert all(r == 1.0 for r in resident["tmpfs"])
     assert knees["disk"] is not None, "no knee on the disk"
-    assert (
-        knees["tmpfs"] is None or knees["disk"].unique_bytes / knees["tmpfs"].unique_bytes >= 4
-    ), knees
+    assert falls["disk"] <= FALL_MARGIN * falls["tmpfs"], (falls, knees)
+
+
+def test_request_rates_are_timed_over_a_small_footprint(kernels, shm_dir, tmp_path):
+    """A cache regime whose focal footprint is large (2 GiB at nightly node-local sizes)
+    still times its request rates over at most REQUEST_RATE_FOOTPRINT: the time a large
+    footprint adds is the bytes' part, which the model charges at the job's footprint."""
+    selfscale_search = driver_module()
+    binary, _ = kernels["openmpi"]
+    args = kernel_args(
+        binary, shm_dir, tmp_path / "reports", fsync="outside", warmup=0.05, duration=0.1, prepare=0
+    )
+    os.environ.update(MPI["openmpi"]["env"])
+    domain = ss.Domain(unique_bytes=(MIB, 256 * MIB))
+    large = ss.Regime("cache", ss.Workload(256 * MIB, 64 * KIB, 0.5, 1.0, 2), 1e9, {})
+    small = ss.Regime("cache", ss.Workload(4 * MIB, 64 * KIB, 0.5, 1.0, 2), 1e9, {})
+    kernel = selfscale_search.Kernel(args)
+    try:
+        rates = selfscale_search.request_rates(
+            kernel, argparse.Namespace(regimes={"cache": large}), domain
+        )
+        timed = {p["workload"]["unique_bytes"] for p in kernel.points}
+        most = selfscale_search.REQUEST_RATE_FOOTPRINT
+        assert most == 16 * MIB and (rates["unique_bytes"], timed) == (most, {most}), rates
+        assert rates["read"] > 0 and rates["write"] > 0
+        # a focal footprint below it is kept: the page cache holds what the curves did
+        rates = selfscale_search.request_rates(
+            kernel, argparse.Namespace(regimes={"cache": small}), domain
+        )
+        assert rates["unique_bytes"] == 4 * MIB
+        assert {p["workload"]["unique_bytes"] for p in kernel.points[-4:]} == {4 * MIB}
+    finally:
+        kernel.discard()
+    assert list(shm_dir.iterdir()) == []
 
 
 def test_driver_failure_is_one_line_and_removes_the_data(kernels, shm_dir, tmp_path):

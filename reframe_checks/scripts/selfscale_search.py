@@ -543,6 +543,15 @@ def far_validation(args, kernel, model, domain, rules):
 #: the request rates are measured at the smallest request size and at this many times
 #: it: the two give what a request costs whatever its bytes (the fixed share below)
 REQUEST_SIZE_STEP = 4
+#: the largest footprint request rates are timed over: what one request costs where
+#: nothing else does.  Over the cache regime's focal footprint at nightly node-local
+#: sizes (2 GiB) 1 KiB writes ran at 304k/s where a loop of 1-byte writes ran at 1.16M/s
+#: (the advisor's per-request rows 258% over).  Measured here (ext4, 32 MiB of L3): 1 KiB
+#: sequential writes at 1.04-1.20M/s over 2 to 32 MiB, 476k/s over 64 MiB, 246k/s over
+#: 2 GiB; reads 1.5-1.6M/s at every footprint.  What a large footprint adds is a cost
+#: per page, the bytes' part, which the model's throughput at the job's footprint
+#: charges already
+REQUEST_RATE_FOOTPRINT = 16 * 1024 * 1024
 
 
 def request_rates(kernel, model, domain):
@@ -550,20 +559,23 @@ def request_rates(kernel, model, domain):
     "larger": {"read", "write"}, "fixed_share": {"read", "write"}}: what one request
     costs, measured on one process at the smallest request size the search may use and
     at REQUEST_SIZE_STEP times it (within the domain), sequential (the cheapest order),
-    in the cache regime's footprint (the page cache holds it: the cost is the file
-    system's per request, not the device's).  The advisor charges a job's requests at
-    the smallest size's rate; below that size, only the share of a request's time that
-    does not grow with its bytes (``fixed_share``, from the two sizes: a request takes
-    a + b x bytes; 1.0 where the larger size cost no more per request, as a round trip
-    to a server does) and the bytes' part at the same cost per byte.  One launch of
-    four points, before the validation (whose launch discards the data)."""
-    base = model.regimes["cache"].focal
+    in the cache regime's footprint or REQUEST_RATE_FOOTPRINT, whichever is smaller
+    (the page cache holds it: the cost is the file system's per request, not the
+    device's).  The advisor charges a job's requests at the smallest size's rate; below
+    that size, only the share of a request's time that does not grow with its bytes
+    (``fixed_share``, from the two sizes: a request takes a + b x bytes; 1.0 where the
+    larger size cost no more per request, as a round trip to a server does) and the
+    bytes' part at the same cost per byte.  One launch of four points, before the
+    validation (whose launch discards the data)."""
+    focal = model.regimes["cache"].focal.unique_bytes
+    grid = [u for u in domain.grid("unique_bytes") if u <= REQUEST_RATE_FOOTPRINT]
+    footprint = min(focal, max(grid) if grid else domain.unique_bytes[0])
     size = domain.size_mean[0]
     larger = min(REQUEST_SIZE_STEP * size, domain.size_mean[1])
     sizes = [size] + ([larger] if larger > size else [])
     points = [
         ss.Workload(
-            unique_bytes=base.unique_bytes,
+            unique_bytes=footprint,
             size_mean=s,
             read_frac=frac,
             seq_frac=1.0,
@@ -580,7 +592,7 @@ def request_rates(kernel, model, domain):
         measured[direction, point["workload"]["size_mean"]] = (
             values[len(values) // 2] if values else None
         )
-    rates = {"size": size, "unique_bytes": base.unique_bytes, "larger_size": sizes[-1]}
+    rates = {"size": size, "unique_bytes": footprint, "larger_size": sizes[-1]}
     rates["larger"] = {d: measured.get((d, sizes[-1])) for d in ("read", "write")}
     rates["fixed_share"] = {}
     for d in ("read", "write"):
@@ -601,7 +613,7 @@ def request_rates(kernel, model, domain):
             )
     say(
         f"request rate at {ss.size_words(size)} sequential requests, 1 process, "
-        f"{ss.size_words(base.unique_bytes)} touched: {', '.join(words)}"
+        f"{ss.size_words(footprint)} touched: {', '.join(words)}"
     )
     return rates
 
