@@ -2,7 +2,12 @@
 """Benchmark (not a test): the kernel's diskperf mode against fio with the same engine.
 
 Same work on both sides, per point (block size x queue depth): one rank, one file in the
-same directory, io_uring, O_DIRECT, the same number of requests in flight, a fresh file
+same directory, io_uring, O_DIRECT, the same number of requests in flight submitted the
+same way (the kernel refills every free slot in one system call after reaping every
+completion at hand; fio does so with --iodepth_batch_submit and
+--iodepth_batch_complete_max at the depth: with fio's default of one request per call,
+the kernel's batches of sequential requests reached the device merged, 4 KiB reads at
+depth 16 as 24 KiB requests, and fio's did not, which measured two workloads), a fresh file
 written sequentially then read back, an fsync at the end of the write (diskperf
 `--fsync inside`, fio `--end_fsync=1`), no preallocation (fio `--fallocate=none`; the
 kernel truncates and writes), no verification (fio does not check what it reads, so the
@@ -12,9 +17,14 @@ Printed per point: each tool's min/median/max, the ratio kernel/fio as the geome
 of the pairs' ratios with a 95% bootstrap interval over the pairs, and the goal (0.95x).
 The kernel's buffers of 64 KiB and more sit on huge pages, and so do fio's by default
 (--fio-iomem auto; see kernel_vs_tools.py: a device taking fewer segments per request
-than a buffer has scattered pages splits each request).  Exits 0 whatever the figures are.
+than a buffer has scattered pages splits each request).  Under each ratio, a line from
+the block device's own statistics, as kernel_vs_tools.py prints it: the tools' device
+milliseconds per MiB and KiB per request, and the ratio without the pairs that met a slow
+device.  --json keeps every round's figures and device records (written after each round).
+Exits 0 whatever the figures are.
 
     .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
+        [--json FILE]
 """
 
 import json
@@ -23,15 +33,27 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread, start
+from pairs import (
+    device_line,
+    device_stat,
+    device_watch,
+    goal_verdict,
+    load_average,
+    pair_arguments,
+    ratio_interval,
+    sh,
+    spread,
+    start,
+    write_rounds,
+)
 
 from scratchbench.units import MIB
 
 
 def kernel_point(kernel, directory, bs, qd, size):
     """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
-    report = json.loads(
-        sh(
+    with device_watch(device_stat(directory)) as dev:
+        out = sh(
             [
                 kernel,
                 "diskperf",
@@ -49,8 +71,7 @@ def kernel_point(kernel, directory, bs, qd, size):
                 "io_uring",
             ]
         )
-    )
-    phases = report["repetitions"][0]["phases"]
+    phases = json.loads(out)["repetitions"][0]["phases"]
     w, r = phases[f"write_bs{bs}_qd{qd}"], phases[f"read_bs{bs}_qd{qd}"]
     for p in (w, r):
         if p["bytes"] != size or p["queue_depth_reached"] != qd:
@@ -58,7 +79,8 @@ def kernel_point(kernel, directory, bs, qd, size):
                 f"diskperf moved {p['bytes']} bytes at depth "
                 f"{p['queue_depth_reached']}, expected {size} at {qd}"
             )
-    return {"write": w["bandwidth_Bps"] / MIB, "read": r["bandwidth_Bps"] / MIB}
+    # one job wrote then read: the device's write and read counters tell its two phases apart
+    return {"write": w["bandwidth_Bps"] / MIB, "read": r["bandwidth_Bps"] / MIB, "device": dev}
 
 
 def fio_point(directory, bs, qd, size, iomem="malloc"):
@@ -71,16 +93,24 @@ def fio_point(directory, bs, qd, size, iomem="malloc"):
             f"--bs={bs}",
             f"--size={size}",
             f"--iodepth={qd}",
+            # as the kernel submits: every free slot in one call, every completion at hand
+            # reaped (fio's default, one request per call, keeps a sequential stream from
+            # merging at the block layer where the kernel's batches merge)
+            f"--iodepth_batch_submit={qd}",
+            f"--iodepth_batch_complete_max={qd}",
             "--ioengine=io_uring",
             "--direct=1",
             f"--iomem={iomem}",
             "--fallocate=none",
             "--output-format=json",
         ]
-        out = {}
+        out, stat = {"device": {}}, device_stat(directory)
         for rw in ("write", "read"):
             extra = ["--end_fsync=1"] if rw == "write" else []
-            job = json.loads(sh(common + [f"--rw={rw}", *extra]))["jobs"][0][rw]
+            with device_watch(stat) as dev:
+                report = sh(common + [f"--rw={rw}", *extra])
+            out["device"][rw] = dev.get(rw)
+            job = json.loads(report)["jobs"][0][rw]
             if job["io_bytes"] != size:
                 raise RuntimeError(f"fio {rw} moved {job['io_bytes']} bytes, expected {size}")
             out[rw] = job["bw_bytes"] / MIB
@@ -104,6 +134,9 @@ def main():
         type=int,
         default=1024,
         help="file size in MiB for larger blocks (default 1024)",
+    )
+    parser.add_argument(
+        "--json", help="also write every round's figures and device records to this file"
     )
     args, iomem_words, kernel = start(parser)
     depths = [int(d) for d in args.depths.split(",")]
@@ -129,6 +162,7 @@ def main():
                         fio_point(args.dir, bs, qd, size_of[bs], args.fio_iomem)
                     )
         print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
+        write_rounds(args.json, samples)
     print(f"after: {load_average()}")
     print(
         f"{'point':<16} {'op':<5} {'kernel MiB/s min med max':>25} {'fio MiB/s min med max':>25}"
@@ -145,6 +179,7 @@ def main():
                 f"{label:<16} {op:<5} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
                 f"[{lo:4.2f}, {hi:4.2f}]   {verdict}"
             )
+            print(device_line(samples[(bs, qd)]["kernel"], samples[(bs, qd)]["fio"], op, "fio"))
     return 0
 
 

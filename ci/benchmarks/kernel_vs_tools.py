@@ -5,7 +5,7 @@ Streaming (BRIEF section 8: kernel >= 0.95 x fio direct I/O, >= 1.0 x IOR): file
 process, 1 MiB transfers, O_DIRECT, GIB per rank, no data verification (fio and IOR do not
 check what they read).  Every tool runs the same two jobs: a write job (fresh file, no
 preallocation: fio --fallocate=none; fsync at the end, inside the timing), then, after the
-page cache is dropped (as root: sync; echo 3 > /proc/sys/vm/drop_caches), a separate read
+files' page cache is dropped (sync, then POSIX_FADV_DONTNEED on each), a separate read
 job of the file the write job left.  The kernel reads with --iread 1 --existing, IOR with
 -r on the -k kept file, fio with a second job.  Bandwidth includes open and close for the
 kernel and IOR (IOTest's and IOR's definition) and excludes them for fio.
@@ -26,11 +26,17 @@ depend on the memory's state and the two tools send the device different request
 Rounds are interleaved (the tools' order rotates), so drift hits every tool alike; a round
 gives one pair kernel/tool per figure.  Printed: each tool's min/median/max, the ratio as
 the geometric mean of the pairs' ratios with its 95% bootstrap interval, and a check that
-bytes and operations moved are equal.  IOR and mdtest come from --ior-bin or PATH; this
-repository never builds them.  Exits 0 whatever the figures are.
+bytes and operations moved are equal.  Under each streaming ratio, a line from the block
+device's own statistics (/sys/dev/block/M:m/stat, read around every job): each tool's
+median device milliseconds per MiB and KiB per request, and the ratio again without the
+pairs where either run met a slow device (its device time per MiB over 1.5x the median of
+every run of both tools: a stall of the disk under the guest, outside either tool, which
+the tools' equal requests show); --json keeps every round's figures and device records.
+IOR and mdtest come from --ior-bin or PATH; this repository never builds them.  Exits 0
+whatever the figures are.
 
     .venv/bin/python ci/benchmarks/kernel_vs_tools.py --dir /var/tmp/sb-bench \\
-        [--ior-bin /work/tools/ior/bin] [--rounds 5]
+        [--ior-bin /work/tools/ior/bin] [--rounds 5] [--json FILE]
 """
 
 import json
@@ -41,7 +47,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread, start
+from pairs import (
+    device_line,
+    device_stat,
+    device_watch,
+    goal_verdict,
+    load_average,
+    pair_arguments,
+    ratio_interval,
+    sh,
+    spread,
+    start,
+    write_rounds,
+)
 
 from reframe_checks.lib.parsers import parse_ior_json, parse_mdtest
 from scratchbench.units import MIB
@@ -53,14 +71,18 @@ def mpirun(np):
     return ["mpirun.openmpi", "--oversubscribe", "--bind-to", "none", "-np", str(np)]
 
 
-def drop_caches():
-    """As root: write back and drop the page cache; otherwise rely on O_DIRECT."""
-    if os.geteuid() != 0:
-        return False
+def drop_caches(work):
+    """Write back and drop the page cache of the files under `work` (POSIX_FADV_DONTNEED),
+    and only theirs: dropping every cache would have each tool's programs and libraries
+    read back from the disk inside the device's record of its job."""
     os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-    return True
+    for path in Path(work).rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 # ---- streaming: each returns {"write": MiB/s, "read": MiB/s, "bytes": {...}} ----
@@ -68,30 +90,37 @@ def kernel_stream(kernel, directory, np, mib):
     common = ["--nr", "131072", "--nc", str(mib), "--direct", "--no-verify"]
     work = Path(tempfile.mkdtemp(dir=directory, prefix="kernel."))
     try:
-        drop_caches()
-        w = json.loads(
-            sh(mpirun(np) + [kernel, "iotest", "--dir", work, *common, "--iread", "0", "--keep"])
-        )
-        drop_caches()
-        r = json.loads(
-            sh(
-                mpirun(np)
-                + [
-                    kernel,
-                    "iotest",
-                    *common,
-                    "--iread",
-                    "1",
-                    "--existing",
-                    w["filesystem"]["run_dir"],
-                ]
+        stat = device_stat(directory)
+        drop_caches(work)
+        with device_watch(stat) as wdev:
+            w = json.loads(
+                sh(
+                    mpirun(np)
+                    + [kernel, "iotest", "--dir", work, *common, "--iread", "0", "--keep"]
+                )
             )
-        )
+        drop_caches(work)
+        with device_watch(stat) as rdev:
+            r = json.loads(
+                sh(
+                    mpirun(np)
+                    + [
+                        kernel,
+                        "iotest",
+                        *common,
+                        "--iread",
+                        "1",
+                        "--existing",
+                        w["filesystem"]["run_dir"],
+                    ]
+                )
+            )
         wp, rp = w["repetitions"][0]["phases"]["write"], r["repetitions"][0]["phases"]["read"]
         return {
             "write": wp["bandwidth_min_Bps"] / MIB,
             "read": rp["bandwidth_min_Bps"] / MIB,
             "bytes": {"write": wp["bytes"], "read": rp["bytes"]},
+            "device": {"write": wdev.get("write"), "read": rdev.get("read")},
         }
     finally:
         shutil.rmtree(work)
@@ -100,12 +129,12 @@ def kernel_stream(kernel, directory, np, mib):
 def fio_stream(directory, np, mib, iomem="malloc"):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
-        result = {"bytes": {}}
+        result, stat = {"bytes": {}, "device": {}}, device_stat(directory)
         for rw in ("write", "read"):
-            drop_caches()
+            drop_caches(work)
             extra = ["--end_fsync=1"] if rw == "write" else []
-            out = json.loads(
-                sh(
+            with device_watch(stat) as dev:
+                out = sh(
                     [
                         "fio",
                         "--name=bench",
@@ -123,8 +152,8 @@ def fio_stream(directory, np, mib, iomem="malloc"):
                         "--output-format=json",
                     ]
                 )
-            )
-            job = out["jobs"][0][rw]
+            result["device"][rw] = dev.get(rw)
+            job = json.loads(out)["jobs"][0][rw]
             result[rw] = job["bw_bytes"] / MIB
             result["bytes"][rw] = job["io_bytes"]
         return result
@@ -135,33 +164,35 @@ def fio_stream(directory, np, mib, iomem="malloc"):
 def ior_stream(ior, directory, np, mib):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="ior."))
     try:
-        result = {"bytes": {}}
+        result, stat = {"bytes": {}, "device": {}}, device_stat(directory)
         for op, flags in (("write", ["-w", "-e", "-k"]), ("read", ["-r"])):
             summary = work / f"{op}.json"
-            drop_caches()
-            sh(
-                mpirun(np)
-                + [
-                    ior,
-                    "-a",
-                    "POSIX",
-                    "--posix.odirect",
-                    "-F",
-                    "-t",
-                    "1m",
-                    "-b",
-                    f"{mib}m",
-                    *flags,
-                    "-i",
-                    "1",
-                    "-o",
-                    work / "file",
-                    "-O",
-                    "summaryFormat=JSON",
-                    "-O",
-                    f"summaryFile={summary}",
-                ]
-            )
+            drop_caches(work)
+            with device_watch(stat) as dev:
+                sh(
+                    mpirun(np)
+                    + [
+                        ior,
+                        "-a",
+                        "POSIX",
+                        "--posix.odirect",
+                        "-F",
+                        "-t",
+                        "1m",
+                        "-b",
+                        f"{mib}m",
+                        *flags,
+                        "-i",
+                        "1",
+                        "-o",
+                        work / "file",
+                        "-O",
+                        "summaryFormat=JSON",
+                        "-O",
+                        f"summaryFile={summary}",
+                    ]
+                )
+            result["device"][op] = dev.get(op)
             fig = parse_ior_json(summary.read_text())["operations"][op]
             result[op] = fig["bw_mean"]
             result["bytes"][op] = round(fig["aggregate_MiB"] * MIB)
@@ -254,6 +285,9 @@ def compare(label, unit, op, samples, base, others, targets):
             f"[{lo:4.2f}, {hi:4.2f}] (goal >= {goal}, low >= {goal - 0.05:.2f}: {verdict})"
         )
     print(line)
+    if "device" in samples[base][0]:
+        for other in others:
+            print(device_line(samples[base], samples[other], op, other, goal=targets[other]))
 
 
 def same_work(samples, key):
@@ -276,18 +310,21 @@ def main():
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
+    parser.add_argument(
+        "--json", help="also write every round's figures and device records to this file"
+    )
     args, iomem_words, kernel = start(parser)
     path = args.ior_bin or os.environ.get("PATH")
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
-    dropped = "dropped before every job" if os.geteuid() == 0 else "not dropped (not root)"
     print(
-        f"directory {args.dir}; {args.rounds} interleaved rounds; page cache {dropped}; "
+        f"directory {args.dir}; {args.rounds} interleaved rounds; the files' page cache dropped before every job; "
         f"{iomem_words}; "
         f"MPI jobs under {' '.join(mpirun('N'))}; before: {load_average()}"
     )
     if not ior:
         print("IOR/mdtest not found (give --ior-bin DIR): their ratios are not measured")
     ranks = [int(n) for n in args.ranks.split(",")]
+    streaming = {}
     if "streaming" not in args.skip:
         print(
             f"\nstreaming: {args.mib} MiB per rank, 1 MiB transfers, O_DIRECT, file per "
@@ -300,7 +337,8 @@ def main():
             }
             if ior:
                 tools["ior"] = lambda np=np: ior_stream(ior, args.dir, np, args.mib)
-            samples = rounds(args.rounds, tools)
+            samples = streaming[f"{np} rank(s)"] = rounds(args.rounds, tools)
+            write_rounds(args.json, streaming)
             others = [t for t in tools if t != "kernel"]
             for op in ("write", "read"):
                 compare(

@@ -4,6 +4,7 @@ summarised as the geometric mean of their ratios with a bootstrap interval."""
 
 import argparse
 import atexit
+import json
 import math
 import os
 import random
@@ -13,6 +14,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,6 +166,122 @@ def goal_verdict(ratio, low, high, goal=0.95, floor=0.90):
     if ratio >= goal and low >= floor:
         return "met"
     return "missed" if high < goal else "not shown"
+
+
+#: fields of a block device's statistics (the kernel's Documentation/block/stat.rst), by
+#: operation: requests completed, 512-byte sectors moved, milliseconds the requests spent
+DEVICE_FIELDS = {"read": (0, 2, 3), "write": (4, 6, 7)}
+#: milliseconds the device had requests in flight, discards (ext4's `discard` mount
+#: option sends them when a deleted file's blocks are freed) and their milliseconds, and
+#: milliseconds on cache flushes (an fsync)
+DEVICE_BUSY, DEVICE_DISCARDS, DEVICE_DISCARD_MS, DEVICE_FLUSH_MS = 9, 11, 14, 16
+#: a run whose device took this many times the point's median per MiB met a slow device
+DEVICE_SLOW = 1.5
+
+
+def device_stat(directory):
+    """The statistics file of the block device holding `directory`
+    (/sys/dev/block/MAJOR:MINOR/stat), or None where there is none (tmpfs, FUSE)."""
+    dev = os.stat(directory).st_dev
+    path = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat")
+    return path if path.exists() else None
+
+
+@contextmanager
+def device_watch(stat):
+    """What the device did while the body ran, by operation, filled into the dict this
+    yields on leaving: {op: {"requests", "mib", "device_ms", "other_requests",
+    "other_ms", "flush_ms", "discards", "discard_ms", "busy_ms", "wall_s"}} ({} with no
+    device); "other" is the other op's, and flushes, discards and busy time are the job's,
+    the same in both ops: a job's record of its own op tells whether something else used
+    the device meanwhile.
+    The device is the whole disk's or partition's: another process's I/O would count too,
+    which is why the benchmarks run on a quiet machine."""
+    record = {}
+    before, started = (stat.read_text().split() if stat else None), time.monotonic()
+    yield record
+    if stat is None:
+        return
+    after, wall = stat.read_text().split(), time.monotonic() - started
+
+    def delta(i):
+        return int(after[i]) - int(before[i]) if i < len(after) else 0
+
+    for op, (requests, sectors, ms) in DEVICE_FIELDS.items():
+        record[op] = {
+            "requests": delta(requests),
+            "mib": delta(sectors) * 512 / 2**20,
+            "device_ms": delta(ms),
+            "flush_ms": delta(DEVICE_FLUSH_MS),
+            "discards": delta(DEVICE_DISCARDS),
+            "discard_ms": delta(DEVICE_DISCARD_MS),
+            "busy_ms": delta(DEVICE_BUSY),
+            "wall_s": round(wall, 3),
+        }
+    for op, other in (("read", "write"), ("write", "read")):
+        record[op]["other_requests"] = record[other]["requests"]
+        record[op]["other_ms"] = record[other]["device_ms"]
+
+
+def device_ms_per_mib(run, op):
+    """The device's milliseconds per MiB in one run's record of op: its requests of op and
+    cache flushes (a write's fsync), or None without a record.  Not discards: a program
+    deleting its own files at its end (the kernel does) has them sent while it deletes,
+    after its timing."""
+    rec = run.get("device", {}).get(op)
+    if not rec or not rec["mib"]:
+        return None
+    return (rec["device_ms"] + (rec["flush_ms"] if op == "write" else 0)) / rec["mib"]
+
+
+def stall_free_pairs(kernel_runs, tool_runs, op):
+    """The pairs (kernel figure, tool figure) of op where neither run met a slow device:
+    its device time per MiB over DEVICE_SLOW x the median of every run of both tools.  The
+    rule is the same for both tools and judges the device's own clock, not the tools'
+    figures: a tool that sends the device worse requests in every run raises the median and
+    is not excused.  Returns (pairs, how many pairs were left out, the median ms/MiB)."""
+    costs = [device_ms_per_mib(r, op) for r in [*kernel_runs, *tool_runs]]
+    known = [c for c in costs if c is not None]
+    pairs = [(k[op], t[op]) for k, t in zip(kernel_runs, tool_runs)]
+    if len(known) < len(costs):
+        return pairs, 0, None
+    median = statistics.median(known)
+    kept = [
+        pair
+        for pair, k, t in zip(pairs, kernel_runs, tool_runs)
+        if max(device_ms_per_mib(k, op), device_ms_per_mib(t, op)) <= DEVICE_SLOW * median
+    ]
+    return kept, len(pairs) - len(kept), median
+
+
+def device_line(kernel_runs, tool_runs, op, tool, goal=0.95):
+    """One printed line: each tool's median device ms/MiB and KiB per request, and the
+    ratio over the pairs without a slow device run (with how many were left out)."""
+    if device_ms_per_mib(kernel_runs[0], op) is None:
+        return "    device: no block device statistics for this directory"
+    words = []
+    for name, runs in (("kernel", kernel_runs), (tool, tool_runs)):
+        ms = statistics.median(device_ms_per_mib(r, op) for r in runs)
+        kib = statistics.median(
+            1024 * r["device"][op]["mib"] / max(r["device"][op]["requests"], 1) for r in runs
+        )
+        words.append(f"{name} {ms:.2f} ms/MiB, {kib:.0f} KiB/request")
+    kept, left_out, median = stall_free_pairs(kernel_runs, tool_runs, op)
+    line = f"    device: {'; '.join(words)}; "
+    if len(kept) < max(3, len(kernel_runs) // 2):
+        return line + f"{left_out} of {len(kernel_runs)} pairs met a slow device: no ratio"
+    ratio, lo, hi = ratio_interval(kept)
+    verdict = goal_verdict(ratio, lo, hi, goal=goal, floor=goal - 0.05)
+    return line + (
+        f"without the {left_out} pair(s) that met a slow device (over {DEVICE_SLOW} x "
+        f"{median:.2f} ms/MiB): {ratio:4.2f} [{lo:4.2f}, {hi:4.2f}] ({verdict})"
+    )
+
+
+def write_rounds(path, samples):
+    """--json: every round's figures and device records, keyed as the benchmark keys them."""
+    if path:
+        Path(path).write_text(json.dumps({str(k): v for k, v in samples.items()}, indent=1))
 
 
 def load_average():

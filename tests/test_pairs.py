@@ -1,0 +1,59 @@
+"""The benchmarks' device records (ci/benchmarks/pairs.py): what the block device did during
+a job, read from its statistics, and the rule that leaves out the pairs where either run
+met a slow device without excusing a tool that is slower on every run."""
+
+import os
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "ci" / "benchmarks"))
+import pairs
+
+
+def recorded(figure, device_ms, mib=1024.0):
+    """One tool's run of a point as the benchmarks record it: its figure and the device's."""
+    record = {"requests": int(mib), "mib": mib, "device_ms": device_ms, "flush_ms": 0}
+    return {"write": figure, "device": {"write": record}}
+
+
+def test_device_watch_counts_the_jobs_writes(tmp_path):
+    stat = pairs.device_stat(tmp_path)
+    if stat is None:
+        pytest.skip(f"{tmp_path} is on no block device (tmpfs?): nothing to count")
+    with pairs.device_watch(stat) as record:
+        fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+        os.write(fd, b"x" * (4 << 20))
+        os.fsync(fd)
+        os.close(fd)
+    assert record["write"]["mib"] >= 4, record
+    assert record["write"]["requests"] >= 1
+    assert record["write"]["wall_s"] > 0
+
+
+def test_a_pair_that_met_a_slow_device_is_left_out():
+    kernel = [recorded(1000, 500) for _ in range(7)] + [recorded(400, 1500)]  # a 3x stall
+    fio = [recorded(1000, 500) for _ in range(8)]
+    kept, left_out, median = pairs.stall_free_pairs(kernel, fio, "write")
+    assert (left_out, median) == (1, 500 / 1024)
+    assert kept == [(1000, 1000)] * 7
+    line = pairs.device_line(kernel, fio, "write", "fio")
+    assert "without the 1 pair(s)" in line and "1.00 [1.00, 1.00] (met)" in line, line
+
+
+def test_a_tool_slower_on_every_run_is_not_excused():
+    fio = [recorded(1000, 500) for _ in range(8)]
+    twice = [recorded(500, 1000) for _ in range(8)]  # under 1.5x the median: every pair kept
+    kept, left_out, _ = pairs.stall_free_pairs(twice, fio, "write")
+    assert left_out == 0 and len(kept) == 8
+    assert "0.50 [0.50, 0.50] (missed)" in pairs.device_line(twice, fio, "write", "fio")
+    four_times = [recorded(250, 2000) for _ in range(8)]  # every kernel run over: no ratio at all
+    line = pairs.device_line(four_times, fio, "write", "fio")
+    assert line.endswith("8 of 8 pairs met a slow device: no ratio"), line
+
+
+def test_no_device_no_ratio_from_it():
+    bare = [{"write": 1000} for _ in range(4)]
+    assert "no block device statistics" in pairs.device_line(bare, bare, "write", "fio")
