@@ -56,4 +56,6 @@ def test_a_tool_slower_on_every_run_is_not_excused():
 
 def test_no_device_no_ratio_from_it():
     bare = [{"write": 1000} for _ in range(4)]
-    assert "no block device statistics" in pairs.device_line(bare, bare, "write", "fio")
+    assert "no block device record" in pairs.device_line(bare, bare, "write", "fio")
+    one_missing = [recorded(1000, 500) for _ in range(3)] + bare[:1]
+    assert "no block device record" in pairs.device_line(one_missing, one_missing, "write", "fio")

@@ -257,8 +257,8 @@ def stall_free_pairs(kernel_runs, tool_runs, op):
 def device_line(kernel_runs, tool_runs, op, tool, goal=0.95):
     """One printed line: each tool's median device ms/MiB and KiB per request, and the
     ratio over the pairs without a slow device run (with how many were left out)."""
-    if device_ms_per_mib(kernel_runs[0], op) is None:
-        return "    device: no block device statistics for this directory"
+    if any(device_ms_per_mib(r, op) is None for r in [*kernel_runs, *tool_runs]):
+        return "    device: no block device record of this op for every run (tmpfs, FUSE?)"
     words = []
     for name, runs in (("kernel", kernel_runs), (tool, tool_runs)):
         ms = statistics.median(device_ms_per_mib(r, op) for r in runs)
