@@ -35,7 +35,6 @@ from pathlib import Path
 
 from pairs import (
     device_line,
-    device_stat,
     device_watch,
     goal_verdict,
     load_average,
@@ -52,7 +51,7 @@ from scratchbench.units import MIB
 
 def kernel_point(kernel, directory, bs, qd, size):
     """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
-    with device_watch(device_stat(directory)) as dev:
+    with device_watch(directory) as dev:
         out = sh(
             [
                 kernel,
@@ -104,10 +103,10 @@ def fio_point(directory, bs, qd, size, iomem="malloc"):
             "--fallocate=none",
             "--output-format=json",
         ]
-        out, stat = {"device": {}}, device_stat(directory)
+        out = {"device": {}}
         for rw in ("write", "read"):
             extra = ["--end_fsync=1"] if rw == "write" else []
-            with device_watch(stat) as dev:
+            with device_watch(directory) as dev:
                 report = sh(common + [f"--rw={rw}", *extra])
             out["device"][rw] = dev.get(rw)
             job = json.loads(report)["jobs"][0][rw]
@@ -134,9 +133,6 @@ def main():
         type=int,
         default=1024,
         help="file size in MiB for larger blocks (default 1024)",
-    )
-    parser.add_argument(
-        "--json", help="also write every round's figures and device records to this file"
     )
     args, iomem_words, kernel = start(parser)
     depths = [int(d) for d in args.depths.split(",")]

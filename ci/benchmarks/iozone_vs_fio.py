@@ -62,7 +62,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import goal_verdict, load_average, pair_arguments, ratio_interval, sh, spread, start
+from pairs import (
+    goal_verdict,
+    load_average,
+    pair_arguments,
+    ratio_interval,
+    sh,
+    spread,
+    start,
+    write_rounds,
+)
 
 from scratchbench.units import MIB, parse_size
 
@@ -231,7 +240,6 @@ def main():
         action="store_true",
         help="the kernel checks every word it reads (not fio, not IOzone)",
     )
-    parser.add_argument("--json", help="also write every round's figures to this file")
     parser.add_argument(
         "--fio-hints",
         action="store_true",
@@ -262,8 +270,7 @@ def main():
                     )
                 )
         print(f"  round {n + 1}/{args.rounds} done", file=sys.stderr)
-    if args.json:
-        Path(args.json).write_text(json.dumps({str(r): v for r, v in samples.items()}, indent=1))
+    write_rounds(args.json, samples)
     print(f"after: {load_average()}")
     print(
         f"{'record':<7} {'pattern':<15} {'kernel MiB/s min med max':>25} "

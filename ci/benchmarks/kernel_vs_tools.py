@@ -49,7 +49,6 @@ from pathlib import Path
 
 from pairs import (
     device_line,
-    device_stat,
     device_watch,
     goal_verdict,
     load_average,
@@ -90,9 +89,8 @@ def kernel_stream(kernel, directory, np, mib):
     common = ["--nr", "131072", "--nc", str(mib), "--direct", "--no-verify"]
     work = Path(tempfile.mkdtemp(dir=directory, prefix="kernel."))
     try:
-        stat = device_stat(directory)
         drop_caches(work)
-        with device_watch(stat) as wdev:
+        with device_watch(directory) as wdev:
             w = json.loads(
                 sh(
                     mpirun(np)
@@ -100,7 +98,7 @@ def kernel_stream(kernel, directory, np, mib):
                 )
             )
         drop_caches(work)
-        with device_watch(stat) as rdev:
+        with device_watch(directory) as rdev:
             r = json.loads(
                 sh(
                     mpirun(np)
@@ -129,11 +127,11 @@ def kernel_stream(kernel, directory, np, mib):
 def fio_stream(directory, np, mib, iomem="malloc"):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
-        result, stat = {"bytes": {}, "device": {}}, device_stat(directory)
+        result = {"bytes": {}, "device": {}}
         for rw in ("write", "read"):
             drop_caches(work)
             extra = ["--end_fsync=1"] if rw == "write" else []
-            with device_watch(stat) as dev:
+            with device_watch(directory) as dev:
                 out = sh(
                     [
                         "fio",
@@ -164,11 +162,11 @@ def fio_stream(directory, np, mib, iomem="malloc"):
 def ior_stream(ior, directory, np, mib):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="ior."))
     try:
-        result, stat = {"bytes": {}, "device": {}}, device_stat(directory)
+        result = {"bytes": {}, "device": {}}
         for op, flags in (("write", ["-w", "-e", "-k"]), ("read", ["-r"])):
             summary = work / f"{op}.json"
             drop_caches(work)
-            with device_watch(stat) as dev:
+            with device_watch(directory) as dev:
                 sh(
                     mpirun(np)
                     + [
@@ -310,14 +308,12 @@ def main():
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--ior-bin", help="directory holding ior and mdtest")
     parser.add_argument("--skip", default="", help="comma list of streaming,metadata")
-    parser.add_argument(
-        "--json", help="also write every round's figures and device records to this file"
-    )
     args, iomem_words, kernel = start(parser)
     path = args.ior_bin or os.environ.get("PATH")
     ior, mdtest = shutil.which("ior", path=path), shutil.which("mdtest", path=path)
     print(
-        f"directory {args.dir}; {args.rounds} interleaved rounds; the files' page cache dropped before every job; "
+        f"directory {args.dir}; {args.rounds} interleaved rounds; the files' page cache "
+        "dropped before every job; "
         f"{iomem_words}; "
         f"MPI jobs under {' '.join(mpirun('N'))}; before: {load_average()}"
     )

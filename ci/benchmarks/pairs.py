@@ -52,6 +52,9 @@ def pair_arguments(doc):
     parser.add_argument(
         "--rounds", type=int, default=5, help="interleaved rounds, the order rotating (default 5)"
     )
+    parser.add_argument(
+        "--json", help="also write every round's figures (and device records) to this file"
+    )
     return parser
 
 
@@ -188,8 +191,9 @@ def device_stat(directory):
 
 
 @contextmanager
-def device_watch(stat):
-    """What the device did while the body ran, by operation, filled into the dict this
+def device_watch(directory):
+    """What the device holding `directory` did while the body ran, by operation, filled
+    into the dict this
     yields on leaving: {op: {"requests", "mib", "device_ms", "other_requests",
     "other_ms", "flush_ms", "discards", "discard_ms", "busy_ms", "wall_s"}} ({} with no
     device); "other" is the other op's, and flushes, discards and busy time are the job's,
@@ -197,7 +201,7 @@ def device_watch(stat):
     the device meanwhile.
     The device is the whole disk's or partition's: another process's I/O would count too,
     which is why the benchmarks run on a quiet machine."""
-    record = {}
+    record, stat = {}, device_stat(directory)
     before, started = (stat.read_text().split() if stat else None), time.monotonic()
     yield record
     if stat is None:
