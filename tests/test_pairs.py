@@ -58,3 +58,12 @@ def test_no_device_no_ratio_from_it():
     assert "no block device record" in pairs.device_line(bare, bare, "write", "fio")
     one_missing = [recorded(1000, 500) for _ in range(3)] + bare[:1]
     assert "no block device record" in pairs.device_line(one_missing, one_missing, "write", "fio")
+
+
+def test_json_target_is_a_new_file_in_a_writable_directory(tmp_path):
+    assert pairs.json_target_problem(None) is None
+    assert pairs.json_target_problem(tmp_path / "rounds.json") is None
+    (tmp_path / "old.json").write_text("{}")
+    assert "exists" in pairs.json_target_problem(tmp_path / "old.json")
+    assert "not a directory" in pairs.json_target_problem(tmp_path / "no" / "rounds.json")
+    assert (tmp_path / "old.json").read_text() == "{}", "an earlier record is kept"

@@ -295,6 +295,22 @@ def load_average():
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
+def json_target_problem(path):
+    """Why --json PATH cannot take the rounds' records (one line), or None: the file must
+    be new, so that an earlier run's records are never overwritten, in a writable
+    directory, so that a run does not end in an error after its first round."""
+    if path is None:
+        return None
+    target = Path(path)
+    if target.exists():
+        return f"--json {path}: the file exists; give a new one (earlier records are kept)"
+    if not target.parent.is_dir():
+        return f"--json {path}: {target.parent} is not a directory"
+    if not os.access(target.parent, os.W_OK):
+        return f"--json {path}: {target.parent} is not writable"
+    return None
+
+
 def start(parser):
     """What every side-by-side benchmark of the kernel and fio does first: parse its
     arguments (with fio's --iomem), choose fio's buffers, make the directory to measure
@@ -302,6 +318,10 @@ def start(parser):
     ends).  Returns (arguments, the line saying which --iomem fio runs with, kernel)."""
     fio_iomem_argument(parser)
     args = parser.parse_args()
+    problem = json_target_problem(args.json)
+    if problem:
+        print(f"{Path(sys.argv[0]).name}: {problem}", file=sys.stderr)
+        sys.exit(2)
     args.fio_iomem, iomem_words = fio_iomem(args.fio_iomem)
     os.makedirs(args.dir, exist_ok=True)
     build = tempfile.mkdtemp(prefix="sbk-bench-")
