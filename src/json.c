@@ -145,6 +145,19 @@ void jw_summary(sbk_json *j, const char *key, sbk_summary s)
     jw_end_obj(j);
 }
 
+/* Wall-clock instants (Unix seconds) to the microsecond: nine significant digits
+ * would round them to whole seconds. */
+void jw_unix_times(sbk_json *j, const char *key, const double *v, size_t n)
+{
+    if (!j->f)
+        return; /* ranks other than 0 write nothing */
+    sep(j, key);
+    fputc('[', j->f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(j->f, i ? ", %.6f" : "%.6f", v[i]);
+    fputc(']', j->f);
+}
+
 void jw_doubles(sbk_json *j, const char *key, const double *v, size_t n)
 {
     if (!j->f)

@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #define SBK_VERSION "0.2.0"
-#define SBK_SCHEMA_VERSION "1.1"
+#define SBK_SCHEMA_VERSION "1.2"
 
 /* Exit codes: documented in SCHEMA.md; the ReFrame checks map them to causes. */
 enum sbk_exit {
@@ -162,6 +162,10 @@ typedef struct sbk_rec {
     uint64_t bad_words, stale_words;
     int64_t first_bad_byte; /* -1 if none */
     int stonewall_hit;
+    /* Rank 0: the wall clock (Unix seconds) when the phase's first iteration started,
+     * after its barrier, and when its last ended on every rank; a system monitor's
+     * samples (the block device's statistics) are cut to the phase with them. */
+    double window_unix_s[2];
 } sbk_rec;
 
 /* Rank 0's view of one phase after the gather: column [field][rank]. */
@@ -354,6 +358,7 @@ void jw_bool(sbk_json *j, const char *key, int value);
 void jw_null(sbk_json *j, const char *key);
 void jw_summary(sbk_json *j, const char *key, sbk_summary s);
 void jw_doubles(sbk_json *j, const char *key, const double *v, size_t n);
+void jw_unix_times(sbk_json *j, const char *key, const double *v, size_t n);
 void jw_uints(sbk_json *j, const char *key, const uint64_t *v, size_t n);
 void jw_finish(sbk_json *j);
 

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kernel.h"
@@ -137,6 +138,14 @@ static sbk_rec *new_records(const struct sbk_run_state *rs)
     return recs;
 }
 
+/* The wall clock, as a system monitor's samples are stamped (Python's time.time()). */
+static double unix_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void clear_records(const struct sbk_run_state *rs, sbk_rec *recs)
 {
     for (int p = 0; p < rs->nplan; p++) {
@@ -146,6 +155,7 @@ static void clear_records(const struct sbk_run_state *rs, sbk_rec *recs)
         recs[p].bad_words = recs[p].stale_words = 0;
         recs[p].first_bad_byte = -1;
         recs[p].stonewall_hit = 0;
+        recs[p].window_unix_s[0] = recs[p].window_unix_s[1] = 0.0;
     }
 }
 
@@ -230,6 +240,7 @@ static uint64_t gather_and_report(sbk_ctx *ctx, const sbk_phase *ph, const sbk_r
         ctx->mode->report_phase(ctx, ph, &g, j);
     if (ph->flags & SBK_PH_STONEWALL)
         jw_int(j, "stonewall_hit_ranks", hit);
+    jw_unix_times(j, "window_unix_s", rec->window_unix_s, 2);
     if (ph->flags & SBK_PH_DATA) {
         jw_obj(j, "verify");
         jw_uint(j, "bad_words", bad);
@@ -470,10 +481,13 @@ static int run_repetition(sbk_ctx *ctx, struct sbk_run_state *rs, sbk_rec *recs,
             }
             ctx->phase_bytes = 0;
             MPI_Barrier(MPI_COMM_WORLD);
+            if (it == 0)
+                recs[p].window_unix_s[0] = unix_now();
             m->run_phase(ctx, &rs->plan[p], &recs[p]);
             ran[p] = 1;
             sbk_stopped(ctx);
-            code = sbk_agree(ctx);
+            code = sbk_agree(ctx); /* collective: every rank has ended the phase */
+            recs[p].window_unix_s[1] = unix_now();
         }
     }
     double max_resident = -1.0;

@@ -69,6 +69,7 @@ def test_schema_lists_the_kernels_back_ends(kernels):
 )
 def test_iotest_runs(kernels, tmp_path, build, np, layout, api, extra):
     out = tmp_path / "r.json"
+    started = time.time()
     result = mpirun(
         kernels[build],
         np,
@@ -101,6 +102,12 @@ def test_iotest_runs(kernels, tmp_path, build, np, layout, api, extra):
     assert report["summary"]["read"]["bandwidth_min_Bps"]["n"] == 2
     assert report["mpi"]["library"].startswith("MPICH" if build == "mpich" else "Open MPI")
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"], "the kernel left files behind"
+    # every phase's wall-clock window lies inside the job, in the order the phases ran
+    windows = [
+        ph["window_unix_s"] for rep in report["repetitions"] for ph in rep["phases"].values()
+    ]
+    assert all(started <= a <= b <= time.time() for a, b in windows), windows
+    assert all(b <= next_a for (_, b), (next_a, _) in zip(windows, windows[1:])), windows
 
 
 @pytest.mark.parametrize("build", ["openmpi", "asan", "mpich"])

@@ -50,7 +50,11 @@ Rounds are interleaved, the order of the two tools alternating, so drift hits bo
 alike; each round gives one pair per pattern.  Printed per pattern: each tool's
 min/median/max in MiB/s, the ratio kernel/fio as the geometric mean of the pairs' ratios
 with a 95% bootstrap interval over the pairs, and the goal (0.95x where fio has the
-pattern).  Exits 0 whatever the figures are.
+pattern).  With `--direct`, a line under each pattern gives what the device did for each
+tool (pairs.device_line: device milliseconds per MiB, KiB per request, and the ratio
+without the pairs that met a slow device): fio's from its job, the kernel's cut from
+samples of the device's statistics at the phase's `window_unix_s`, since one kernel job
+runs every pattern.  Exits 0 whatever the figures are.
 
     .venv/bin/python ci/benchmarks/iozone_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
         [--record-sizes 4k,1m] [--file-size 512m] [--direct] [--verify] [--json FILE]
@@ -63,6 +67,9 @@ import tempfile
 from pathlib import Path
 
 from pairs import (
+    DeviceSampler,
+    device_line,
+    device_watch,
     goal_verdict,
     load_average,
     pair_arguments,
@@ -92,6 +99,28 @@ PATTERNS = {
 MIX = "random-mix"
 
 
+def pattern_op(pattern):
+    """The device operation whose record a pattern's ratio is read with: the mix's record
+    holds both (both_ops), under "write" so that its fsync counts as a write's does."""
+    return "read" if pattern != MIX and "read" in PATTERNS[pattern][0] else "write"
+
+
+def both_ops(record):
+    """A job's device record with its reads and writes summed, for the random mix."""
+    if not record:
+        return None
+    r, w = record["read"], record["write"]
+    summed = {key: r[key] + w[key] for key in ("requests", "mib", "device_ms")}
+    return {**w, **summed, "other_requests": 0, "other_ms": 0}
+
+
+def device_of(pattern, record):
+    """The record a pattern's device line reads, from a job's or a window's record."""
+    if pattern == MIX:
+        return both_ops(record)
+    return record.get(pattern_op(pattern))
+
+
 def kernel_round(kernel, directory, record, size, direct, verify):
     """Every pattern once (one rank), then the random mix (two ranks): {pattern: MiB/s}."""
     common = [
@@ -109,29 +138,33 @@ def kernel_round(kernel, directory, record, size, direct, verify):
     ]
     common += ["--direct"] if direct else ["--fadvise"]
     common += [] if verify else ["--no-verify"]
-    out = {}
-    report = json.loads(
-        sh([*MPIRUN, "-np", "1", kernel, "iozone", *common, "--patterns", ",".join(PATTERNS)])
-    )
+    out = {"device": {}}
+    # one job runs every pattern: each pattern's device record is cut from samples taken
+    # through the job, at the kernel's own phase window
+    with DeviceSampler(directory) as single:
+        report = json.loads(
+            sh([*MPIRUN, "-np", "1", kernel, "iozone", *common, "--patterns", ",".join(PATTERNS)])
+        )
     # --no-stonewall: each rank timed over its whole pass, as fio times each job (the
     # stonewall would stop timing the slower rank when the faster one finishes, before
     # it has the device to itself, where fio's slower job still counts that time)
-    mix = json.loads(
-        sh(
-            [
-                *MPIRUN,
-                "-np",
-                "2",
-                kernel,
-                "iozone",
-                *common,
-                "--no-stonewall",
-                "--patterns",
-                f"write,{MIX}",
-            ]
+    with DeviceSampler(directory) as double:
+        mix = json.loads(
+            sh(
+                [
+                    *MPIRUN,
+                    "-np",
+                    "2",
+                    kernel,
+                    "iozone",
+                    *common,
+                    "--no-stonewall",
+                    "--patterns",
+                    f"write,{MIX}",
+                ]
+            )
         )
-    )
-    for rep, patterns in ((report, PATTERNS), (mix, [MIX])):
+    for rep, patterns, sampler in ((report, PATTERNS, single), (mix, [MIX], double)):
         if rep["exit_code"] != 0:
             raise RuntimeError(f"kernel: {rep['errors']}")
         phases = rep["repetitions"][0]["phases"]
@@ -140,11 +173,20 @@ def kernel_round(kernel, directory, record, size, direct, verify):
             if phase["bytes_all"] != rep["mpi"]["nranks"] * size:
                 raise RuntimeError(f"kernel {pattern} moved {phase['bytes_all']} bytes")
             out[pattern] = phase["throughput_Bps"] / MIB
+            out["device"][pattern] = device_of(pattern, sampler.record(*phase["window_unix_s"]))
     return out
 
 
+def as_device_run(sample, pattern):
+    """One round's figure and device record of a pattern, keyed by its device operation,
+    as pairs.device_line reads a run."""
+    op = pattern_op(pattern)
+    return {op: sample[pattern], "device": {op: sample["device"][pattern]}}
+
+
 def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs=1, fsync=False):
-    """One fio run; returns the sum over its jobs of bytes / runtime, in MiB/s."""
+    """One fio run; returns the sum over its jobs of bytes / runtime, in MiB/s, and the
+    device's record of the run (device_watch)."""
     # io_size: fio counts a strided job's skipped bytes against --size; this keeps n requests
     cmd = [
         "fio",
@@ -168,26 +210,28 @@ def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs
         cmd.append("--rwmixread=50")
     if fsync:
         cmd.append("--end_fsync=1")
+    with device_watch(work) as record:
+        out = sh(cmd)
     total = 0.0
-    for job in json.loads(sh(cmd))["jobs"]:
+    for job in json.loads(out)["jobs"]:
         moved = job["read"]["io_bytes"] + job["write"]["io_bytes"]
         if moved != size:
             raise RuntimeError(f"fio {rw} moved {moved} bytes, expected {size}")
         total += job["read"]["bw_bytes"] + job["write"]["bw_bytes"]
-    return total / MIB
+    return total / MIB, record
 
 
 def fio_round(directory, record, size, direct, hints, iomem):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
-        out = {}
+        out = {"device": {}}
         for pattern, (rw, drop, _, _) in PATTERNS.items():
             # fio's offset suffix: bytes skipped (or stepped back) after each request
             rw = rw.format(back=2 * record, bs=record, skip=(STRIDE - 1) * record)
             if pattern == "write":
                 for old in work.glob("iz.*"):
                     old.unlink()  # a new file, as IOzone's write test makes
-            out[pattern] = fio_job(
+            out[pattern], device = fio_job(
                 work,
                 "iz",
                 rw,
@@ -199,6 +243,7 @@ def fio_round(directory, record, size, direct, hints, iomem):
                 iomem=iomem,
                 fsync="write" in rw,
             )
+            out["device"][pattern] = device_of(pattern, device)
         fio_job(
             work,
             "mix",
@@ -212,7 +257,7 @@ def fio_round(directory, record, size, direct, hints, iomem):
             jobs=2,
             fsync=True,
         )
-        out[MIX] = fio_job(
+        out[MIX], device = fio_job(
             work,
             "mix",
             "randrw",
@@ -225,6 +270,7 @@ def fio_round(directory, record, size, direct, hints, iomem):
             jobs=2,
             fsync=True,
         )
+        out["device"][MIX] = device_of(MIX, device)
         return out
     finally:
         shutil.rmtree(work)
@@ -288,6 +334,14 @@ def main():
                 f"{label:<7} {pattern:<15} {spread(k):>25} {spread(f):>25}   {ratio:5.2f} "
                 f"[{lo:4.2f}, {hi:4.2f}]   {verdict}{'  (' + note + ')' if note else ''}"
             )
+            if args.direct:  # through the page cache, most patterns never reach the device
+                runs = {
+                    tool: [as_device_run(s, pattern) for s in samples[record][tool]]
+                    for tool in ("kernel", "fio")
+                }
+                device_goal = 0.95 if goal else None
+                op = pattern_op(pattern)
+                print(device_line(runs["kernel"], runs["fio"], op, "fio", device_goal))
     return 0
 
 
