@@ -18,9 +18,11 @@ so the file and the page cache are in the same state before each pattern:
   stride-read       rw=read:(stride-1)*bs                      fio does not wrap to the
                                                                next start: it re-reads one
                                                                column, so no goal applies
-  random-mix        2 ranks: 1 reads, 1 writes, at random      2 jobs, rw=randrw
-                    (throughput mode, --no-stonewall: each     rwmixread=50, a file each
-                    rank timed over its whole pass, as fio)
+  random-mix        2 ranks: 1 reads, 1 writes, at random      2 jobs, a file each: one
+                    (throughput mode, --no-stonewall: each     rw=randread, one
+                    rank timed over its whole pass, as fio)    rw=randwrite, as IOzone's
+                                                               reader and writer (same
+                                                               kind, another order)
 
 Writes end with an fsync inside the timed region (kernel `--fsync inside`, fio
 `--end_fsync=1`); no preallocation (fio `--fallocate=none`); no access hints (fio
@@ -185,31 +187,28 @@ def as_device_run(sample, pattern):
 
 
 def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs=1, fsync=False):
-    """One fio run; returns the sum over its jobs of bytes / runtime, in MiB/s, and the
-    device's record of the run (device_watch)."""
+    """One fio run of `jobs` jobs doing `rw` on the files name.0, name.1, ..., or, with `rw`
+    a list, one job per item (the random mix: a reader and a writer, as IOzone's ranks);
+    returns the sum over its jobs of bytes / runtime, in MiB/s, and the device's record of
+    the run (device_watch).  `fsync` ends each writing job with an fsync."""
     # io_size: fio counts a strided job's skipped bytes against --size; this keeps n requests
     cmd = [
         "fio",
-        f"--name={name}",
         f"--directory={work}",
         f"--bs={record}",
         f"--size={size}",
         f"--io_size={size}",
-        f"--rw={rw}",
         "--ioengine=psync",
         f"--direct={int(direct)}",
         "--fallocate=none",
         f"--fadvise_hint={int(hints)}",
         f"--iomem={iomem}",
         f"--invalidate={int(invalidate)}",
-        f"--numjobs={jobs}",
         "--output-format=json",
-        "--filename_format=$jobname.$jobnum",
     ]
-    if rw.startswith("randrw"):
-        cmd.append("--rwmixread=50")
-    if fsync:
-        cmd.append("--end_fsync=1")
+    for number, job_rw in enumerate(rw if isinstance(rw, list) else [rw] * jobs):
+        cmd += [f"--name={name}", f"--filename={name}.{number}", f"--rw={job_rw}"]
+        cmd += ["--end_fsync=1"] if fsync and "write" in job_rw else []
     with device_watch(work) as record:
         out = sh(cmd)
     total = 0.0
@@ -260,7 +259,7 @@ def fio_round(directory, record, size, direct, hints, iomem):
         out[MIX], device = fio_job(
             work,
             "mix",
-            "randrw",
+            ["randread", "randwrite"],
             record,
             size,
             direct,
