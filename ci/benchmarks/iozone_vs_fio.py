@@ -186,11 +186,11 @@ def as_device_run(sample, pattern):
     return {op: sample[pattern], "device": {op: sample["device"][pattern]}}
 
 
-def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs=1, fsync=False):
-    """One fio run of `jobs` jobs doing `rw` on the files name.0, name.1, ..., or, with `rw`
-    a list, one job per item (the random mix: a reader and a writer, as IOzone's ranks);
-    returns the sum over its jobs of bytes / runtime, in MiB/s, and the device's record of
-    the run (device_watch).  `fsync` ends each writing job with an fsync."""
+def fio_job(work, name, rws, record, size, direct, invalidate, hints, iomem):
+    """One fio run of a job per item of `rws` (fio's rw=), on the files name.0, name.1, ...
+    (the random mix: a reader and a writer, as IOzone's ranks), each writing job ending
+    with an fsync; returns the sum over its jobs of bytes / runtime, in MiB/s, and the
+    device's record of the run (device_watch)."""
     # io_size: fio counts a strided job's skipped bytes against --size; this keeps n requests
     cmd = [
         "fio",
@@ -206,16 +206,16 @@ def fio_job(work, name, rw, record, size, direct, invalidate, hints, iomem, jobs
         f"--invalidate={int(invalidate)}",
         "--output-format=json",
     ]
-    for number, job_rw in enumerate(rw if isinstance(rw, list) else [rw] * jobs):
-        cmd += [f"--name={name}", f"--filename={name}.{number}", f"--rw={job_rw}"]
-        cmd += ["--end_fsync=1"] if fsync and "write" in job_rw else []
+    for number, rw in enumerate(rws):
+        cmd += [f"--name={name}", f"--filename={name}.{number}", f"--rw={rw}"]
+        cmd += ["--end_fsync=1"] if "write" in rw else []
     with device_watch(work) as record:
         out = sh(cmd)
     total = 0.0
     for job in json.loads(out)["jobs"]:
         moved = job["read"]["io_bytes"] + job["write"]["io_bytes"]
         if moved != size:
-            raise RuntimeError(f"fio {rw} moved {moved} bytes, expected {size}")
+            raise RuntimeError(f"fio {name} {','.join(rws)} moved {moved} bytes, expected {size}")
         total += job["read"]["bw_bytes"] + job["write"]["bw_bytes"]
     return total / MIB, record
 
@@ -233,28 +233,25 @@ def fio_round(directory, record, size, direct, hints, iomem):
             out[pattern], device = fio_job(
                 work,
                 "iz",
-                rw,
+                [rw],
                 record,
                 size,
                 direct,
                 invalidate=drop and not direct,
                 hints=hints,
                 iomem=iomem,
-                fsync="write" in rw,
             )
             out["device"][pattern] = device_of(pattern, device)
         fio_job(
             work,
             "mix",
-            "write",
+            ["write", "write"],
             record,
             size,
             direct,
             invalidate=False,
             hints=hints,
             iomem=iomem,
-            jobs=2,
-            fsync=True,
         )
         out[MIX], device = fio_job(
             work,
@@ -266,8 +263,6 @@ def fio_round(directory, record, size, direct, hints, iomem):
             invalidate=not direct,
             hints=hints,
             iomem=iomem,
-            jobs=2,
-            fsync=True,
         )
         out["device"][MIX] = device_of(MIX, device)
         return out
