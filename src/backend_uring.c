@@ -2,7 +2,9 @@
  * plain IORING_OP_READ/WRITE/FSYNC (what fio's io_uring engine does by default), one
  * system call per batch that submits it and waits for the next completion, and
  * completions reaped without copying.  Task work runs only when the rank asks for
- * completions (DEFER_TASKRUN, Linux 6.1+; older kernels get the plain ring). */
+ * completions (DEFER_TASKRUN, Linux 6.1+; older kernels get the plain ring), so after
+ * a wake-up the reap asks once more for what came in meanwhile, as fio's submit-then-
+ * reap loop does. */
 #include <errno.h>
 #include <liburing.h>
 #include <stdio.h>
@@ -60,9 +62,19 @@ static int uring_reap(sbk_queue *q, sbk_done *out, unsigned max, unsigned min, u
 {
     struct io_uring *ring = q->impl;
     *got = 0;
+    int flushed = 0;
     while (*got < max) {
         struct io_uring_cqe *cqe = NULL;
         int rc = *got < min ? io_uring_wait_cqe(ring, &cqe) : io_uring_peek_cqe(ring, &cqe);
+        if (rc == -EAGAIN && !flushed && *got < q->inflight) {
+            /* With DEFER_TASKRUN a completion reaches the ring only when the rank enters
+             * the kernel: the ones that came in while it woke are posted now, so the
+             * refill goes out as one batch rather than a request per wake-up (writes
+             * into fallocated space complete one by one from a kernel worker). */
+            flushed = 1;
+            io_uring_get_events(ring);
+            rc = io_uring_peek_cqe(ring, &cqe);
+        }
         if (rc == -EINTR)
             continue;
         if (rc == -EAGAIN)

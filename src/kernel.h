@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #define SBK_VERSION "0.2.0"
-#define SBK_SCHEMA_VERSION "1.2"
+#define SBK_SCHEMA_VERSION "1.3"
 
 /* Exit codes: documented in SCHEMA.md; the ReFrame checks map them to causes. */
 enum sbk_exit {

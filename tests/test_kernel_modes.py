@@ -231,6 +231,45 @@ def test_diskperf_direct_io_and_memory_sized_files_fail_cleanly_when_full(kernel
         subprocess.run(["umount", str(mnt)])
 
 
+def test_diskperf_preallocate_lays_every_file_out_before_its_writes(kernels, tmp_path):
+    """--preallocate asks the file system for the whole file before the timed writes: a
+    file larger than an 8 MiB tmpfs fails at once, no byte written; ramfs, which cannot
+    fallocate, fails in one line naming the directory; without it the same run writes
+    until the tmpfs is full."""
+    tmpfs, ramfs = tmp_path / "tmpfs", tmp_path / "ramfs"
+    tmpfs.mkdir()
+    ramfs.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(tmpfs)]).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        assert subprocess.run(["mount", "-t", "ramfs", "ramfs", str(ramfs)]).returncode == 0
+        common = ["diskperf", "--file-size", "16m", "--block-sizes", "1m", "--queue-depths", "4"]
+        written = {}
+        for flags in ([], ["--preallocate"]):
+            out = tmp_path / f"t{len(flags)}.json"
+            result = mpirun(
+                kernels["openmpi"], 1, [*common, "--dir", tmpfs, *flags, "--output", out]
+            )
+            assert result.returncode == 5, result.stderr
+            report = report_of(out)
+            assert report["config"]["preallocate"] is bool(flags)
+            assert report["exit_reason"] == "no-space"
+            written[bool(flags)] = report["bytes_before_failure"]
+            assert os.listdir(tmpfs) == []
+        assert written[True] == 0 and written[False] >= 6 * MIB
+        out = tmp_path / "r.json"
+        result = mpirun(
+            kernels["openmpi"], 1, [*common, "--dir", ramfs, "--preallocate", "--output", out]
+        )
+        assert result.returncode == 2, result.stderr
+        line = one_error_line(result.stderr)
+        assert f"--preallocate: the file system at {ramfs} (ramfs) cannot fallocate" in line
+        assert os.listdir(ramfs) == []
+    finally:
+        subprocess.run(["umount", str(tmpfs)])
+        subprocess.run(["umount", str(ramfs)])
+
+
 def test_diskperf_a_missing_directory_among_several(kernels, tmp_path):
     good = dirs(tmp_path, 2)
     missing = tmp_path / "not-there"

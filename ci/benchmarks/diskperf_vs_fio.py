@@ -10,8 +10,11 @@ the kernel's batches of sequential requests reached the device merged, 4 KiB rea
 depth 16 as 24 KiB requests, and fio's did not, which measured two workloads), a fresh file
 written sequentially then read back, an fsync at the end of the write (diskperf
 `--fsync inside`, fio `--end_fsync=1`), no preallocation (fio `--fallocate=none`; the
-kernel truncates and writes), no verification (fio does not check what it reads, so the
-kernel runs `--no-verify`).  Rounds are interleaved, the order of the two tools
+kernel truncates and writes) unless --preallocate (fio `--fallocate=native`, its default;
+the kernel `--preallocate`: the file laid out before the timed writes; without it, a
+direct write that extends its file on ext4 holds the file's lock until it completes, so
+both programs' writes reach the device one or two at a time at any depth), no
+verification (fio does not check what it reads, so the kernel runs `--no-verify`).  Rounds are interleaved, the order of the two tools
 alternating, so drift hits both alike; each round gives one pair per point and phase.
 Printed per point: each tool's min/median/max, the ratio kernel/fio as the geometric mean
 of the pairs' ratios with a 95% bootstrap interval over the pairs, and the goal (0.95x).
@@ -24,7 +27,7 @@ device.  --json keeps every round's figures and device records (written after ea
 Exits 0 whatever the figures are.
 
     .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
-        [--json FILE]
+        [--preallocate] [--json FILE]
 """
 
 import json
@@ -49,7 +52,7 @@ from pairs import (
 from scratchbench.units import MIB
 
 
-def kernel_point(kernel, directory, bs, qd, size):
+def kernel_point(kernel, directory, bs, qd, size, preallocate=False):
     """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
     with device_watch(directory) as dev:
         out = sh(
@@ -68,6 +71,7 @@ def kernel_point(kernel, directory, bs, qd, size):
                 "--no-verify",
                 "--engine",
                 "io_uring",
+                *(["--preallocate"] if preallocate else []),
             ]
         )
     phases = json.loads(out)["repetitions"][0]["phases"]
@@ -82,7 +86,7 @@ def kernel_point(kernel, directory, bs, qd, size):
     return {"write": w["bandwidth_Bps"] / MIB, "read": r["bandwidth_Bps"] / MIB, "device": dev}
 
 
-def fio_point(directory, bs, qd, size, iomem="malloc"):
+def fio_point(directory, bs, qd, size, iomem="malloc", preallocate=False):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
         common = [
@@ -100,7 +104,7 @@ def fio_point(directory, bs, qd, size, iomem="malloc"):
             "--ioengine=io_uring",
             "--direct=1",
             f"--iomem={iomem}",
-            "--fallocate=none",
+            f"--fallocate={'native' if preallocate else 'none'}",
             "--output-format=json",
         ]
         out = {"device": {}}
@@ -134,13 +138,20 @@ def main():
         default=1024,
         help="file size in MiB for larger blocks (default 1024)",
     )
+    parser.add_argument(
+        "--preallocate",
+        action="store_true",
+        help="lay every file out before its timed writes (kernel --preallocate, fio "
+        "--fallocate=native), so the writes' queue reaches the device",
+    )
     args, iomem_words, kernel = start(parser)
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]
     size_of = {bs: (args.mib_small if bs < 65536 else args.mib_large) * MIB for bs in sizes}
     print(
-        f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, fresh file, fsync at the end "
+        f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, "
+        f"{'file laid out first' if args.preallocate else 'fresh file'}, fsync at the end "
         f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
         f"{iomem_words}; before: {load_average()}"
     )
@@ -151,11 +162,11 @@ def main():
             for tool in order:
                 if tool == "kernel":
                     samples[(bs, qd)]["kernel"].append(
-                        kernel_point(kernel, args.dir, bs, qd, size_of[bs])
+                        kernel_point(kernel, args.dir, bs, qd, size_of[bs], args.preallocate)
                     )
                 else:
                     samples[(bs, qd)]["fio"].append(
-                        fio_point(args.dir, bs, qd, size_of[bs], args.fio_iomem)
+                        fio_point(args.dir, bs, qd, size_of[bs], args.fio_iomem, args.preallocate)
                     )
         print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
         write_rounds(args.json, samples)
