@@ -14,8 +14,9 @@ kernel truncates and writes) unless --preallocate (fio `--fallocate=native`, its
 the kernel `--preallocate`: the file laid out before the timed writes; without it, a
 direct write that extends its file on ext4 holds the file's lock until it completes, so
 both programs' writes reach the device one or two at a time at any depth), no
-verification (fio does not check what it reads, so the kernel runs `--no-verify`).  Rounds are interleaved, the order of the two tools
-alternating, so drift hits both alike; each round gives one pair per point and phase.
+verification (fio does not check what it reads, so the kernel runs `--no-verify`).
+Rounds are interleaved, the order of the two tools alternating, so drift hits both
+alike; each round gives one pair per point and phase.
 Printed per point: each tool's min/median/max, the ratio kernel/fio as the geometric mean
 of the pairs' ratios with a 95% bootstrap interval over the pairs, and the goal (0.95x).
 The kernel's buffers of 64 KiB and more sit on huge pages, and so do fio's by default
