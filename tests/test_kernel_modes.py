@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import mpirun, run, slurm_env
+from conftest import REPO, mpirun, run, slurm_env
 from reframe_checks.lib.parsers import kernel_problems, parse_kernel_json
 
 KIB, MIB = 1024, 1024 * 1024
@@ -189,6 +189,48 @@ def test_diskperf_reaches_the_requested_depth_in_flight(kernels, tmp_path, engin
         # Little's law: the mean depth cannot exceed the depth kept in flight.
         assert 0 < phase["queue_depth_mean"] <= phase["queue_depth"] + 1e-6, name
     assert phases["read_bs4096_qd32"]["queue_depth_mean"] > 1.0
+
+
+def test_io_uring_submits_a_refill_in_calls_of_the_benchmarks_size(kernels, tmp_path):
+    """A refill of 32 requests goes out in system calls of up to 8 (one call merges a
+    sequential refill into one device request), and diskperf_vs_fio.py has fio submit in
+    calls of the same size: seen in the io_uring_enter calls (strace)."""
+    script = (REPO / "ci" / "benchmarks" / "diskperf_vs_fio.py").read_text()
+    call_max = int(re.search(r"^KERNEL_SUBMIT_CALL_MAX = (\d+)$", script, re.M).group(1))
+    trace, out = tmp_path / "trace", tmp_path / "q.json"
+    result = run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=io_uring_enter",
+            "-o",
+            trace,
+            kernels["openmpi"][0],
+            "diskperf",
+            "--dir",
+            tmp_path,
+            "--file-size",
+            "4m",
+            "--block-sizes",
+            "4k",
+            "--queue-depths",
+            "32",
+            "--engine",
+            "io_uring",
+            "--output",
+            out,
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    submitted = [int(n) for n in re.findall(r"io_uring_enter\(\d+, (\d+),", trace.read_text())]
+    assert max(submitted) == call_max, sorted(set(submitted))
+    # the first fill of 32 goes out as 4 calls of 8 for each phase, not one request a call
+    assert submitted.count(call_max) >= 2 * 32 // call_max, sorted(set(submitted))
+    assert (
+        report_of(out)["repetitions"][0]["phases"]["write_bs4096_qd32"]["queue_depth_reached"] == 32
+    )
 
 
 def test_diskperf_direct_io_and_memory_sized_files_fail_cleanly_when_full(kernels, tmp_path):
