@@ -41,6 +41,17 @@ static int uring_init(sbk_queue *q, unsigned entries)
     return 0;
 }
 
+/* Sends every prepared request (and with wait, waits for one completion); errno. */
+static int uring_send(struct io_uring *ring, int wait)
+{
+    while (io_uring_sq_ready(ring) > 0) {
+        int rc = wait ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+            return -rc;
+    }
+    return 0;
+}
+
 static int uring_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
 {
     struct io_uring *ring = q->impl;
@@ -56,16 +67,12 @@ static int uring_submit(sbk_queue *q, const sbk_io *ios, unsigned n, int wait)
         else
             io_uring_prep_fsync(sqe, io->fd, 0);
         io_uring_sqe_set_data64(sqe, io->tag | (io->op == SBK_IO_FSYNC ? FSYNC_BIT : 0));
-        if (io_uring_sq_ready(ring) >= SUBMIT_CALL_MAX && i + 1 < n) {
-            int rc = io_uring_submit(ring);
-            if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
-                return -rc;
+        int last = i + 1 == n;
+        if (last || io_uring_sq_ready(ring) >= SUBMIT_CALL_MAX) {
+            int err = uring_send(ring, wait && last);
+            if (err)
+                return err;
         }
-    }
-    while (io_uring_sq_ready(ring) > 0) {
-        int rc = wait ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
-        if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
-            return -rc;
     }
     return 0;
 }

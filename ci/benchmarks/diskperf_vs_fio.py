@@ -53,7 +53,7 @@ from pairs import (
 from scratchbench.units import MIB
 
 # requests per io_uring_enter in the kernel's io_uring engine (SUBMIT_CALL_MAX in
-# src/backend_uring.c; tests/test_pairs.py holds the two equal)
+# src/backend_uring.c; tests/test_kernel_modes.py checks the kernel's calls against it)
 KERNEL_SUBMIT_CALL_MAX = 8
 
 
