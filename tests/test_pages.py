@@ -635,6 +635,8 @@ def test_declared_charts_side_by_side_on_every_file_system(made_up_site):
         "1 MiB",
         "4 MiB",
     ]
+    # the sentences of the lead are apart ("...000)).Lines" ran them together)
+    assert "). Lines of the same workload share the same axes" in text_of(lines_page.read_text())
     lines = list(plot_specs(lines_page.read_text()).values())
     assert len(lines) == 1
     assert sorted(t["name"] for t in lines[0]["data"]) == [
