@@ -709,6 +709,7 @@ def across_pages(series: Mapping[tuple[str, str], Series]) -> list[dict[str, Any
             else:
                 row["surfaces"] = _surfaces_side_by_side(first, latest, targets, unit, plots)
             rows.append(row)
+        distinct_headings(rows)
         pages_out.append(
             {
                 "title": title,
@@ -722,6 +723,19 @@ def across_pages(series: Mapping[tuple[str, str], Series]) -> list[dict[str, Any
             }
         )
     return pages_out
+
+
+def distinct_headings(rows: list[dict[str, Any]]) -> None:
+    """Sets each row's "heading", what a folded workload shows: its check and variant, and
+    where two rows of a page would read the same, what tells them apart: their workloads
+    (1 directory against 2), then their tags."""
+    for r in rows:
+        r["heading"] = f"{r['check']}: {r['variant']}" if r["variant"] else r["check"]
+    for key, form in (("workload", " ({})"), ("words", ", {}")):
+        counts = Counter(r["heading"] for r in rows)
+        for r in rows:
+            if counts[r["heading"]] > 1 and r[key]:
+                r["heading"] += form.format(r[key])
 
 
 def _surfaces_side_by_side(chart, latest, targets, unit, plots):

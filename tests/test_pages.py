@@ -1390,6 +1390,34 @@ def test_quick_run_pages_render_in_chromium(quick_site, quick_runs, sb_home):
     print(f"screenshots: {', '.join(str(ARTIFACTS / s) for s in shots.values())}")
 
 
+def test_quick_across_pages_tell_their_workloads_apart_while_folded(quick_site):
+    """diskperf ran over 1 directory on the SAN and 2 on the node-local disk: two workloads
+    of one check on one page, whose folded headings read the same until opened."""
+    for page in quick_site.glob("across-*.html"):
+        headings = re.findall(r"<summary><h2>(.*?)</h2></summary>", page.read_text())
+        assert len(set(headings)) == len(headings), (page.name, headings)
+    diskperf = text_of((quick_site / "across-Write-bandwidth-against-queue-depth.html").read_text())
+    assert re.search(r"diskperf, seed 000\) \(1 directory, .*\(2 directories, ", diskperf), diskperf
+
+
+def test_headings_told_apart_by_workload_then_tag():
+    rows = [
+        {"check": "C", "variant": "", "workload": "1 directory", "words": "quick runs"},
+        {"check": "C", "variant": "", "workload": "2 directories", "words": "quick runs"},
+        {"check": "C", "variant": "v", "workload": "1 directory", "words": "quick runs"},
+        {"check": "C", "variant": "v", "workload": "1 directory", "words": "nightly runs"},
+        {"check": "D", "variant": "", "workload": "1 directory", "words": "quick runs"},
+    ]
+    pages.distinct_headings(rows)
+    assert [r["heading"] for r in rows] == [
+        "C (1 directory)",
+        "C (2 directories)",
+        "C: v (1 directory), quick runs",
+        "C: v (1 directory), nightly runs",
+        "D",
+    ]
+
+
 def test_quick_pages_say_what_each_file_system_is(quick_site):
     """Node-local disk against the GlusterFS SAN, in the site config's words, on the index
     and on each file system's page (not two anonymous directories of one disk)."""

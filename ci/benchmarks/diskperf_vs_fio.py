@@ -15,6 +15,8 @@ the kernel `--preallocate`: the file laid out before the timed writes; without i
 direct write that extends its file on ext4 holds the file's lock until it completes, so
 both programs' writes reach the device one or two at a time at any depth), no
 verification (fio does not check what it reads, so the kernel runs `--no-verify`).
+Files of 128 MiB for blocks under 64 KiB and 1 GiB for larger (--mib-small, --mib-large);
+laid out, the small ones are 512 MiB (MIB_SMALL_LAID_OUT says why).
 Rounds are interleaved, the order of the two tools alternating, so drift hits both
 alike; each round gives one pair per point and phase.
 Printed per point: each tool's min/median/max, the ratio kernel/fio as the geometric mean
@@ -55,6 +57,18 @@ from scratchbench.units import MIB
 # requests per io_uring_enter in the kernel's io_uring engine (SUBMIT_CALL_MAX in
 # src/backend_uring.c; tests/test_kernel_modes.py checks the kernel's calls against it)
 KERNEL_SUBMIT_CALL_MAX = 8
+
+
+# A file laid out with fallocate is a few unwritten extents of at most 128 MiB each.  In
+# a file of 4 or fewer, ext4's extent tree folds back into the inode whenever the writes
+# in flight complete and grows a leaf again with the next ones; with the `discard` mount
+# option each fold discards the freed leaf block synchronously, in the worker that
+# completes the writes, stalling every completion behind it.  How often depends on how
+# the completions bunch, not on the work: 4 KiB writes at depth 16 into 128 MiB met
+# 1,060-1,307 such discards under the kernel and 577-642 under fio, 0 into 512 MiB
+# (docs/benchmarks.md, "Extent-tree folds").  So a laid-out small-block file is 512 MiB:
+# 5 extents (an unwritten extent holds at most 32,767 blocks of 4 KiB).
+MIB_SMALL_LAID_OUT = 512
 
 
 def kernel_point(kernel, directory, bs, qd, size, preallocate=False):
@@ -134,8 +148,9 @@ def main():
     parser.add_argument(
         "--mib-small",
         type=int,
-        default=128,
-        help="file size in MiB for blocks under 64 KiB (default 128)",
+        help="file size in MiB for blocks under 64 KiB (default 128; with --preallocate "
+        f"{MIB_SMALL_LAID_OUT}: into a laid-out file of 4 extents or fewer, ext4 folds and "
+        "regrows its extent tree as writes complete; docs/benchmarks.md)",
     )
     parser.add_argument(
         "--mib-large",
@@ -150,13 +165,16 @@ def main():
         "--fallocate=native), so the writes' queue reaches the device",
     )
     args, iomem_words, kernel = start(parser)
+    if args.mib_small is None:
+        args.mib_small = MIB_SMALL_LAID_OUT if args.preallocate else 128
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]
     size_of = {bs: (args.mib_small if bs < 65536 else args.mib_large) * MIB for bs in sizes}
     print(
         f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, "
-        f"{'file laid out first' if args.preallocate else 'fresh file'}, fsync at the end "
+        f"{'file laid out first' if args.preallocate else 'fresh file'} ({args.mib_small} MiB "
+        f"for blocks under 64 KiB, {args.mib_large} MiB for larger), fsync at the end "
         f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
         f"{iomem_words}; before: {load_average()}"
     )
