@@ -67,8 +67,9 @@ KERNEL_SUBMIT_CALL_MAX = 8
 # the completions bunch, not on the work: 4 KiB writes at depth 16 into 128 MiB met
 # 1,060-1,307 such discards under the kernel and 577-642 under fio, 0 into 512 MiB
 # (docs/benchmarks.md, "Extent-tree folds").  So a laid-out small-block file is 512 MiB:
-# 5 extents (an unwritten extent holds at most 32,767 blocks of 4 KiB).
-MIB_SMALL_LAID_OUT = 512
+# 5 extents (an unwritten extent holds at most 32,767 blocks of 4 KiB).  A new file has
+# no unwritten extents, and 128 MiB keeps a round short.
+MIB_SMALL_LAID_OUT, MIB_SMALL_NEW_FILE = 512, 128
 
 
 def kernel_point(kernel, directory, bs, qd, size, preallocate=False):
@@ -148,9 +149,9 @@ def main():
     parser.add_argument(
         "--mib-small",
         type=int,
-        help="file size in MiB for blocks under 64 KiB (default 128; with --preallocate "
-        f"{MIB_SMALL_LAID_OUT}: into a laid-out file of 4 extents or fewer, ext4 folds and "
-        "regrows its extent tree as writes complete; docs/benchmarks.md)",
+        help=f"file size in MiB for blocks under 64 KiB (default {MIB_SMALL_NEW_FILE}; with "
+        f"--preallocate {MIB_SMALL_LAID_OUT}: into a laid-out file of 4 extents or fewer, "
+        "ext4 folds and regrows its extent tree as writes complete; docs/benchmarks.md)",
     )
     parser.add_argument(
         "--mib-large",
@@ -166,7 +167,7 @@ def main():
     )
     args, iomem_words, kernel = start(parser)
     if args.mib_small is None:
-        args.mib_small = MIB_SMALL_LAID_OUT if args.preallocate else 128
+        args.mib_small = MIB_SMALL_LAID_OUT if args.preallocate else MIB_SMALL_NEW_FILE
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]
