@@ -192,7 +192,7 @@ def test_diskperf_reaches_the_requested_depth_in_flight(kernels, tmp_path, engin
 
 
 def test_io_uring_submits_a_refill_in_calls_of_the_benchmarks_size(kernels, tmp_path):
-    """A refill of 32 requests goes out in system calls of up to 8 (one call merges a
+    """A refill of 32 requests goes out in system calls of up to 4 (one call merges a
     sequential refill into one device request), and diskperf_vs_fio.py has fio submit in
     calls of the same size: seen in the io_uring_enter calls (strace)."""
     script = (REPO / "ci" / "benchmarks" / "diskperf_vs_fio.py").read_text()
@@ -226,7 +226,7 @@ def test_io_uring_submits_a_refill_in_calls_of_the_benchmarks_size(kernels, tmp_
     assert result.returncode == 0, result.stderr
     submitted = [int(n) for n in re.findall(r"io_uring_enter\(\d+, (\d+),", trace.read_text())]
     assert max(submitted) == call_max, sorted(set(submitted))
-    # the first fill of 32 goes out as 4 calls of 8 for each phase, not one request a call
+    # the first fill of 32 goes out as 8 calls of 4 for each phase, not one request a call
     assert submitted.count(call_max) >= 2 * 32 // call_max, sorted(set(submitted))
     assert (
         report_of(out)["repetitions"][0]["phases"]["write_bs4096_qd32"]["queue_depth_reached"] == 32

@@ -4,8 +4,8 @@
 Same work on both sides, per point (block size x queue depth): one rank, one file in the
 same directory, io_uring, O_DIRECT, the same number of requests in flight submitted the
 same way (the kernel refills every free slot after reaping every completion at hand, in
-system calls of up to 8 requests; fio does so with --iodepth_batch_submit at the depth or
-8 and --iodepth_batch_complete_max at the depth: with fio's default of one request per
+system calls of up to 4 requests; fio does so with --iodepth_batch_submit at the depth or
+4 and --iodepth_batch_complete_max at the depth: with fio's default of one request per
 call, the kernel's batches of sequential requests reached the device merged, 4 KiB reads
 at depth 16 as 24 KiB requests, and fio's did not, which measured two workloads), a fresh file
 written sequentially then read back, an fsync at the end of the write (diskperf
@@ -56,7 +56,7 @@ from scratchbench.units import MIB
 
 # requests per io_uring_enter in the kernel's io_uring engine (SUBMIT_CALL_MAX in
 # src/backend_uring.c; tests/test_kernel_modes.py checks the kernel's calls against it)
-KERNEL_SUBMIT_CALL_MAX = 8
+KERNEL_SUBMIT_CALL_MAX = 4
 
 
 # A file laid out with fallocate is a few unwritten extents of at most 128 MiB each.  In
@@ -116,7 +116,7 @@ def fio_point(directory, bs, qd, size, iomem="malloc", preallocate=False):
             f"--bs={bs}",
             f"--size={size}",
             f"--iodepth={qd}",
-            # as the kernel submits: every free slot, in calls of up to 8, every completion
+            # as the kernel submits: every free slot, in calls of up to 4, every completion
             # at hand reaped (fio's default, one request per call, keeps a sequential stream
             # from merging at the block layer where the kernel's batches merge)
             f"--iodepth_batch_submit={min(qd, KERNEL_SUBMIT_CALL_MAX)}",
