@@ -21,6 +21,8 @@
  * programs, 15% faster than calls of 8 and at parity with fio (docs/benchmarks.md, "Calls
  * of 8" and "Calls of 4").  ci/benchmarks/diskperf_vs_fio.py has fio submit the same way. */
 #define SUBMIT_CALL_MAX 4
+#define STRINGIFY(x) #x
+#define AS_TEXT(x) STRINGIFY(x) /* the number, for --list-backends */
 
 static int uring_init(sbk_queue *q, unsigned entries)
 {
@@ -135,7 +137,8 @@ static int uring_refused(int err, char *msg, size_t len)
 
 const sbk_engine sbk_engine_uring = {
     .name = "io_uring",
-    .about = "io_uring through liburing: plain read/write/fsync, up to 4 requests per system call",
+    .about = "io_uring through liburing: plain read/write/fsync, up to " AS_TEXT(
+        SUBMIT_CALL_MAX) " requests per system call",
     .init = uring_init,
     .submit = uring_submit,
     .reap = uring_reap,
