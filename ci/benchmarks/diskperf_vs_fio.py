@@ -8,15 +8,17 @@ system calls of up to 4 requests; fio does so with --iodepth_batch_submit at the
 4 and --iodepth_batch_complete_max at the depth: with fio's default of one request per
 call, the kernel's batches of sequential requests reached the device merged, 4 KiB reads
 at depth 16 as 24 KiB requests, and fio's did not, which measured two workloads), a fresh file
-written sequentially then read back, an fsync at the end of the write (diskperf
-`--fsync inside`, fio `--end_fsync=1`), no preallocation (fio `--fallocate=none`; the
-kernel truncates and writes) unless --preallocate (fio `--fallocate=native`, its default;
-the kernel `--preallocate`: the file laid out before the timed writes; without it, a
-direct write that extends its file on ext4 holds the file's lock until it completes, so
-both programs' writes reach the device one or two at a time at any depth), no
-verification (fio does not check what it reads, so the kernel runs `--no-verify`).
-Files of 128 MiB for blocks under 64 KiB and 1 GiB for larger (--mib-small, --mib-large);
-laid out, the small ones are 512 MiB (MIB_SMALL_LAID_OUT says why).
+laid out before its timed writes (fio `--fallocate=native`, its default; the kernel
+`--preallocate`), written sequentially then read back, an fsync at the end of the write
+(diskperf `--fsync inside`, fio `--end_fsync=1`), no verification (fio does not check
+what it reads, so the kernel runs `--no-verify`).  Laid out by default because a direct
+write that extends its file on ext4 holds the file's lock until it completes, so on a new
+file both programs' writes reach the device one or two at a time at any depth and the
+deep points time ext4's lock hand-off between io_uring's worker threads, not the queue
+(docs/benchmarks.md, "traces of the two gaps"); --new-files compares that case (fio
+`--fallocate=none`; the kernel truncates and writes).
+Files of 512 MiB for blocks under 64 KiB (128 MiB with --new-files; MIB_SMALL_LAID_OUT
+says why) and 1 GiB for larger (--mib-small, --mib-large).
 Rounds are interleaved, the order of the two tools alternating, so drift hits both
 alike; each round gives one pair per point and phase.
 Printed per point: each tool's min/median/max, the ratio kernel/fio as the geometric mean
@@ -30,7 +32,7 @@ device.  --json keeps every round's figures and device records (written after ea
 Exits 0 whatever the figures are.
 
     .venv/bin/python ci/benchmarks/diskperf_vs_fio.py --dir /var/tmp/sb-bench [--rounds 5]
-        [--preallocate] [--json FILE]
+        [--new-files] [--json FILE]
 """
 
 import json
@@ -72,7 +74,7 @@ KERNEL_SUBMIT_CALL_MAX = 4
 MIB_SMALL_LAID_OUT, MIB_SMALL_NEW_FILE = 512, 128
 
 
-def kernel_point(kernel, directory, bs, qd, size, preallocate=False):
+def kernel_point(kernel, directory, bs, qd, size, preallocate):
     """One diskperf point: (write, read) bandwidth in MiB/s and the depth reached."""
     with device_watch(directory) as dev:
         out = sh(
@@ -106,7 +108,7 @@ def kernel_point(kernel, directory, bs, qd, size, preallocate=False):
     return {"write": w["bandwidth_Bps"] / MIB, "read": r["bandwidth_Bps"] / MIB, "device": dev}
 
 
-def fio_point(directory, bs, qd, size, iomem="malloc", preallocate=False):
+def fio_point(directory, bs, qd, size, iomem, preallocate):
     work = Path(tempfile.mkdtemp(dir=directory, prefix="fio."))
     try:
         common = [
@@ -149,9 +151,9 @@ def main():
     parser.add_argument(
         "--mib-small",
         type=int,
-        help=f"file size in MiB for blocks under 64 KiB (default {MIB_SMALL_NEW_FILE}; with "
-        f"--preallocate {MIB_SMALL_LAID_OUT}: into a laid-out file of 4 extents or fewer, "
-        "ext4 folds and regrows its extent tree as writes complete; docs/benchmarks.md)",
+        help=f"file size in MiB for blocks under 64 KiB (default {MIB_SMALL_LAID_OUT}: into a "
+        "laid-out file of 4 extents or fewer, ext4 folds and regrows its extent tree as "
+        f"writes complete, docs/benchmarks.md; with --new-files {MIB_SMALL_NEW_FILE})",
     )
     parser.add_argument(
         "--mib-large",
@@ -160,21 +162,23 @@ def main():
         help="file size in MiB for larger blocks (default 1024)",
     )
     parser.add_argument(
-        "--preallocate",
+        "--new-files",
         action="store_true",
-        help="lay every file out before its timed writes (kernel --preallocate, fio "
-        "--fallocate=native), so the writes' queue reaches the device",
+        help="write each file new instead of laying it out first (kernel without "
+        "--preallocate, fio --fallocate=none): on ext4 the deep write points then time the "
+        "file's lock on extending writes for both programs, not the queue",
     )
     args, iomem_words, kernel = start(parser)
+    preallocate = not args.new_files
     if args.mib_small is None:
-        args.mib_small = MIB_SMALL_LAID_OUT if args.preallocate else MIB_SMALL_NEW_FILE
+        args.mib_small = MIB_SMALL_LAID_OUT if preallocate else MIB_SMALL_NEW_FILE
     depths = [int(d) for d in args.depths.split(",")]
     sizes = [int(b) for b in args.block_sizes.split(",")]
     points = [(bs, qd) for bs in sizes for qd in depths]
     size_of = {bs: (args.mib_small if bs < 65536 else args.mib_large) * MIB for bs in sizes}
     print(
         f"directory {args.dir}; 1 rank, io_uring, O_DIRECT, "
-        f"{'file laid out first' if args.preallocate else 'fresh file'} ({args.mib_small} MiB "
+        f"{'file laid out first' if preallocate else 'new file, not laid out (--new-files)'} ({args.mib_small} MiB "
         f"for blocks under 64 KiB, {args.mib_large} MiB for larger), fsync at the end "
         f"of writes, no verification; {args.rounds} interleaved rounds; fio {sh(['fio', '--version']).strip()}; "
         f"{iomem_words}; before: {load_average()}"
@@ -186,11 +190,11 @@ def main():
             for tool in order:
                 if tool == "kernel":
                     samples[(bs, qd)]["kernel"].append(
-                        kernel_point(kernel, args.dir, bs, qd, size_of[bs], args.preallocate)
+                        kernel_point(kernel, args.dir, bs, qd, size_of[bs], preallocate)
                     )
                 else:
                     samples[(bs, qd)]["fio"].append(
-                        fio_point(args.dir, bs, qd, size_of[bs], args.fio_iomem, args.preallocate)
+                        fio_point(args.dir, bs, qd, size_of[bs], args.fio_iomem, preallocate)
                     )
         print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
         write_rounds(args.json, samples)
