@@ -89,3 +89,17 @@ def test_json_target_is_a_new_file_in_a_writable_directory(tmp_path):
     assert "exists" in pairs.json_target_problem(tmp_path / "old.json")
     assert "not a directory" in pairs.json_target_problem(tmp_path / "no" / "rounds.json")
     assert (tmp_path / "old.json").read_text() == "{}", "an earlier record is kept"
+
+
+def test_cpu_idle_line_says_the_guests_idle_poll(tmp_path, monkeypatch):
+    poll = tmp_path / "guest_halt_poll_ns"
+    monkeypatch.setattr(pairs, "HALT_POLL_NS", poll)
+    assert pairs.cpu_idle_words() is None, "a machine without the guest's idle poll says nothing"
+    poll.write_text("0\n")
+    line = pairs.cpu_idle_words()
+    assert "polls 0 us before halting" in line and "every sleep pays the host wake-up" in line
+    poll.write_text("200000\n")
+    line = pairs.cpu_idle_words()
+    assert "polls 200 us before halting" in line and "every sleep" not in line
+    poll.write_text("not a number\n")
+    assert pairs.cpu_idle_words() is None
