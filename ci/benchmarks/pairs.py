@@ -361,8 +361,8 @@ def cpu_idle_words():
     """The line saying how this machine's CPUs idle, or None on a machine without the
     guest's idle poll.  On a virtual machine whose idle CPUs halt at once (a poll of 0
     ns), every sleep of a thread that waits for I/O pays the host's wake-up: on tmpfs both
-    programs ran 5 times faster with Linux's default poll of 200 us, and the kernel, which
-    sleeps sooner, went from 0.76-0.89x fio to 0.99-1.43x (docs/benchmarks.md)."""
+    programs ran 2-6 times faster with Linux's default poll of 200 us, and the kernel,
+    which sleeps sooner, went from 0.76-0.89x fio to 0.99-1.43x (docs/benchmarks.md)."""
     try:
         poll_ns = int(HALT_POLL_NS.read_text())
     except (OSError, ValueError):
