@@ -103,3 +103,35 @@ def test_cpu_idle_line_says_the_guests_idle_poll(tmp_path, monkeypatch):
     assert "polls 200 us before halting" in line and "every sleep" not in line
     poll.write_text("not a number\n")
     assert pairs.cpu_idle_words() is None
+
+
+def test_advisor_validation_marks_rows_too_short_to_time():
+    import advisor_validation
+
+    workload = {"name": "w", "parts": ["data"]}
+    predicted = {("w", "short"): (0.1, None, None, ""), ("w", "long"): (1.2, None, None, "")}
+    measured = {("w", "short"): ([0.05, 0.06], []), ("w", "long"): ([1.0, 1.1], [])}
+    errors, within, short = [], [], []
+    rows = [
+        advisor_validation._comparison_row(
+            workload,
+            target,
+            None,
+            predicted,
+            measured,
+            {"max": predicted, "sum": predicted},
+            "max",
+            {},
+            errors,
+            within,
+            short,
+        )
+        for target in ("short", "long")
+    ]
+    assert "too short to time" in rows[0] and "too short to time" not in rows[1]
+    assert short == [True, False]
+    line = advisor_validation.short_rows_words(errors, short)
+    assert line.startswith("1 of 2 rows measured under 0.5 s in all, too short to time")
+    assert line.endswith("over the other 1 rows the median error is 14.3%")
+    assert advisor_validation.short_rows_words([0.1], [False]) is None
+    assert "over the other" not in advisor_validation.short_rows_words([0.1], [True])

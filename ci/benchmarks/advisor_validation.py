@@ -628,6 +628,26 @@ def _comparison_row(
     return row
 
 
+def short_rows_words(errors, short):
+    """The line on rows measured under the suite's shortest trusted phase (``short``
+    beside ``errors``, row by row) and the median error over the rest; None when no
+    row was that short."""
+    timed = [e for e, brief in zip(errors, short) if not brief]
+    if len(timed) == len(errors):
+        return None
+    return (
+        f"{len(errors) - len(timed)} of {len(errors)} rows measured under "
+        f"{figure_rules.SHORTEST_TRUSTED_PHASE_S:g} s in all, too short to time (the "
+        "suite's rule for a phase): their errors are within what such runs repeat to"
+        + (
+            f"; over the other {len(timed)} rows the median error is "
+            f"{100 * statistics.median(timed):.1f}%"
+            if timed
+            else ""
+        )
+    )
+
+
 def main():
     args = _arguments().parse_args()
     WORKLOADS[:] = [w for w in WORKLOADS if args.only in w["name"]]
@@ -708,19 +728,9 @@ def main():
             f"{100 * max(errors):.1f}%; measured inside the stored runs' interval: "
             f"{sum(within)} of {len(within)}"
         )
-        timed = [e for e, brief in zip(errors, short) if not brief]
-        if len(timed) < len(errors):
-            print(
-                f"{len(errors) - len(timed)} of {len(errors)} rows measured under "
-                f"{figure_rules.SHORTEST_TRUSTED_PHASE_S:g} s in all, too short to time (the "
-                "suite's rule for a phase): their errors are within what such runs repeat to"
-                + (
-                    f"; over the other {len(timed)} rows the median error is "
-                    f"{100 * statistics.median(timed):.1f}%"
-                    if timed
-                    else ""
-                )
-            )
+        line = short_rows_words(errors, short)
+        if line:
+            print(line)
     print(
         f"load average before / after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
         f"(2 cores, shared); suite {'reused' if suite_s is None else f'{suite_s / 60:.1f} min'}; "
