@@ -115,6 +115,7 @@ def test_advisor_validation_marks_rows_too_short_to_time():
     rows = [
         advisor_validation._comparison_row(
             workload,
+            0,
             target,
             None,
             predicted,
@@ -132,6 +133,47 @@ def test_advisor_validation_marks_rows_too_short_to_time():
     assert short == [True, False]
     line = advisor_validation.short_rows_words(errors, short)
     assert line.startswith("1 of 2 rows measured under 0.5 s in all, too short to time")
-    assert line.endswith("over the other 1 rows the median error is 14.3%")
+    assert line.endswith("over the other 1 row the median error is 14.3%")
     assert advisor_validation.short_rows_words([0.1], [False]) is None
     assert "over the other" not in advisor_validation.short_rows_words([0.1], [True])
+
+
+def test_advisor_validation_runs_short_workloads_several_times_over(tmp_path):
+    import advisor_validation as v
+
+    assert v.times_for(2.0) == 1 and v.times_for(None) == 1
+    assert v.times_for(0.3) == 4, "predicted 0.3 s: run 4 times over to reach 1 s"
+    assert v.times_for(0.001) == v.MOST_TIMES
+    by_name = {w["name"]: w for w in v.WORKLOADS}
+    iotest = v.scaled(by_name["iotest fpp seq write+read 1MiB"], 10)
+    assert iotest["kernel"][iotest["kernel"].index("--niter") + 1] == "40"
+    assert iotest["description"]["bytes"] == 10 * 4 * 2 * 2 * 64 * v.MIB
+    assert iotest["description"]["footprint"] == "128 MiB", "the data set is kept"
+    metadata = v.scaled(by_name["metadata create/stat/delete 4000"], 3)
+    assert metadata["kernel"][metadata["kernel"].index("--files") + 1] == "6000"
+    assert metadata["description"]["stats"] == metadata["description"]["files"] == 12000
+    requests = v.scaled(by_name["request read 4096 B uncached"], 2)
+    assert requests["requests"] == by_name["request read 4096 B uncached"]["requests"]
+    assert v.runs_of(requests) == 2 and v.runs_of(iotest) == 1
+    copy = v.scaled(by_name["stage in 64 x 2048 KiB"], 5)
+    assert copy["description"] == by_name["stage in 64 x 2048 KiB"]["description"], (
+        "a copy run 5 times over is 5 copies of the same set, one after the other"
+    )
+    assert v.scaled(iotest, 1) is iotest
+    script = v.job_script(
+        "localscratch",
+        [copy, requests],
+        {"kernel": "k", "request_loop": "r"},
+        tmp_path,
+        1,
+        tmp_path,
+    )
+    assert "for c in $(seq 5); do sync; t0=" in script
+    assert script.count("r read") == 2, "the per-request workload runs twice"
+    (tmp_path / "copy-0-0.txt").write_text("1.0 1.5\n2.0 2.25\n3 3.25\n4 4.25\n5 5.25\n")
+    assert v.measured_seconds(tmp_path, 0, 0, copy) == (1.5, "")
+    (tmp_path / "requests-1-0.txt").write_text("0.25 4096\n")
+    assert v.measured_seconds(tmp_path, 1, 0, requests) == (
+        None,
+        "request_loop ran 1 of 2 times",
+    ), "a run missing is said, not added up as if it were all"

@@ -11,6 +11,12 @@ embedded cluster: predicted against measured I/O time of known workloads per tar
    the nightly sizes) for figures no prediction here uses.
 2. Every workload below is described as a user would describe it (the advisor's YAML
    keys), and the advisor predicts it on every target from the store, BEFORE it runs.
+   On each target a workload predicted under 1 s (LONG_ENOUGH_S, twice the suite's
+   shortest trusted phase) is run several times over, up to 32 (scaled(): a kernel
+   workload's counts multiplied over the same data set and predicted again at that
+   size; a copy or a per-request workload run that many times one after the other,
+   their times added up, against that many times its prediction); the "times" column
+   says how many.
 3. Then one Slurm job per target (one node, 2 ranks) runs each workload --repeats times
    with the kernel (iotest, selfscale and metadata modes with set parameters), for
    staging `cp -r` as the staging check's script does, and for the per-request
@@ -37,7 +43,9 @@ run.
 """
 
 import argparse
+import copy
 import json
+import math
 import os
 import shlex
 import shutil
@@ -73,8 +81,9 @@ WORKLOAD_ENVIRON = "gnu-openmpi"
 CHECK_ENVIRON = {"KernelSelfScale": WORKLOAD_ENVIRON, "KernelMetadata": WORKLOAD_ENVIRON}
 
 # The workloads: what the user says (the advisor's description keys), how the job runs
-# it, and which parts of the prediction its measurement covers.  Sizes are small enough
-# that the whole benchmark stays within minutes on 2 shared cores.
+# it, which parts of the prediction its measurement covers, and which of its counts grow
+# when it is run several times over (scaled()).  Sizes are small enough that the whole
+# benchmark stays within minutes on 2 shared cores.
 #: the data sets the staging workloads copy: (files, bytes per file); shapes unlike the
 #: staging check's sets, so the fitted costs are put to a test: at nightly sizes "large"
 #: fits in the check's burst (256 MiB), "bulk" goes past it
@@ -115,6 +124,7 @@ WORKLOADS = [
         "phases": ("write", "read"),
         "timer": "total",
         "parts": ("data", "metadata"),
+        "counts": ("--niter", ("bytes",)),
     },
     {
         "name": "iotest fpp seq write 64KiB",
@@ -151,6 +161,7 @@ WORKLOADS = [
         "phases": ("write",),
         "timer": "total",
         "parts": ("data", "metadata"),
+        "counts": ("--niter", ("bytes",)),
     },
     {
         "name": "selfscale random 16KiB mixed",
@@ -183,6 +194,7 @@ WORKLOADS = [
         "phases": ("p0",),
         "timer": "window",
         "parts": ("data",),
+        "counts": ("--requests", ("bytes",)),
     },
     {
         "name": "selfscale seq 256KiB reads",
@@ -214,6 +226,7 @@ WORKLOADS = [
         "phases": ("p0",),
         "timer": "window",
         "parts": ("data",),
+        "counts": ("--requests", ("bytes",)),
     },
     {
         "name": "metadata create/stat/delete 4000",
@@ -239,6 +252,7 @@ WORKLOADS = [
         "phases": ("create", "stat", "remove"),
         "timer": "time",
         "parts": ("metadata", "deletion"),
+        "counts": ("--files", ("files", "files_written", "opens", "stats")),
     },
 ] + [
     {
@@ -288,6 +302,54 @@ WORKLOADS += [
     for size, count in REQUEST_SIZES
     for direction, cache in (("write", "cached"), ("read", "cached"), ("read", "uncached"))
 ]
+
+
+#: each workload runs long enough to be timed: on each target its counts are multiplied
+#: (its shape kept) until its prediction there is at least this long, twice the suite's
+#: shortest trusted phase, and at most MOST_TIMES times; a row still measured shorter is
+#: marked.  At one size for all, every node-local row took 0.03-0.33 s and moved up to 2x
+#: when measured again minutes later (docs/benchmarks.md, 2026-12-06)
+LONG_ENOUGH_S = 2 * figure_rules.SHORTEST_TRUSTED_PHASE_S
+MOST_TIMES = 32
+
+
+def times_for(seconds):
+    """How many times over a workload predicted at `seconds` on a target is run there."""
+    if not seconds:
+        return 1
+    return max(1, min(MOST_TIMES, math.ceil(LONG_ENOUGH_S / seconds)))
+
+
+def scaled(w, times):
+    """The workload `w` run `times` times over, its shape kept; `w` itself when `times` is
+    1.  A kernel workload's counts (iterations, requests, files) are multiplied: one
+    longer run over the same data set.  A copy or a per-request workload runs `times`
+    times one after the other, each as its one run (after a sync, its file or copy
+    removed after), their times added up, so that a copy stays within the page cache's
+    burst and a file of dropped pages stays one readahead fetches; its prediction is
+    `times` times one run's."""
+    if times == 1:
+        return w
+    out = copy.deepcopy(w)
+    out["times"] = times
+    if out.get("requests") or out.get("copy"):
+        return out
+    option, keys = out["counts"]
+    at = out["kernel"].index(option) + 1
+    out["kernel"][at] = str(int(out["kernel"][at]) * times)
+    described = out["description"]
+    for key in keys:
+        value = described[key]
+        if isinstance(value, str):
+            value = job_profile.parse_size(value, out["name"])
+        described[key] = value * times
+    return out
+
+
+def runs_of(w):
+    """How many runs one repeat of `w` is made of (scaled(): a copy or a per-request
+    workload run several times over)."""
+    return w.get("times", 1) if (w.get("requests") or w.get("copy")) else 1
 
 
 def journal_warning(path):
@@ -367,23 +429,25 @@ def _run_suite_once(args, env, names, environ):
     return took
 
 
-def predict(figures):
-    """{(workload, target): (seconds, low, high, figures date)} of the compared parts."""
+def predict(figures, plan):
+    """{(workload, target): (seconds, low, high, figures date)} of the compared parts of
+    each target's workloads (plan: {target: its workloads})."""
     out = {}
-    for w in WORKLOADS:
-        profile = job_profile.description_profile(w["description"], w["name"])
-        result = advisor.predict_all(profile, figures)
-        for t in result["targets"]:
+    for target, workloads in plan.items():
+        for w in workloads:
+            profile = job_profile.description_profile(w["description"], w["name"])
+            t = advisor.predict_target(profile, figures[target])
             parts = [t["parts"][p] for p in w["parts"]]
             if any(p["seconds"] is None for p in parts):
                 missing = "; ".join(p["missing"] for p in parts if p["seconds"] is None)
-                out[w["name"], t["target"]] = (None, None, None, missing)
+                out[w["name"], target] = (None, None, None, missing)
                 continue
-            seconds = sum(p["seconds"] for p in parts)
+            runs = runs_of(w)
+            seconds = runs * sum(p["seconds"] for p in parts)
             spread = all(p["low"] is not None or p["seconds"] == 0 for p in parts)
-            low = sum(p["seconds"] if p["low"] is None else p["low"] for p in parts)
-            high = sum(p["seconds"] if p["high"] is None else p["high"] for p in parts)
-            out[w["name"], t["target"]] = (
+            low = runs * sum(p["seconds"] if p["low"] is None else p["low"] for p in parts)
+            high = runs * sum(p["seconds"] if p["high"] is None else p["high"] for p in parts)
+            out[w["name"], target] = (
                 seconds,
                 low if spread else None,
                 high if spread else None,
@@ -392,7 +456,14 @@ def predict(figures):
     return out
 
 
-def job_script(target, tools, work, repeats, stage_home):
+def plan_workloads(figures, targets):
+    """{target: WORKLOADS as run there}, each run times_for(its prediction there) times
+    over, in WORKLOADS' order."""
+    first = predict(figures, {t: WORKLOADS for t in targets})
+    return {t: [scaled(w, times_for(first[w["name"], t][0])) for w in WORKLOADS] for t in targets}
+
+
+def job_script(target, workloads, tools, work, repeats, stage_home):
     """One job on one node: every workload `repeats` times, round-robin, each kernel
     report to its own file; the copies timed with date."""
     directory = TARGET_DIRS.get(target, target)
@@ -412,19 +483,21 @@ def job_script(target, tools, work, repeats, stage_home):
         'mkdir -p "$dir" || exit 3',
     ]
     for rep in range(repeats):
-        for i, w in enumerate(WORKLOADS):
+        for i, w in enumerate(workloads):
             if w.get("requests"):
-                lines += request_lines(w["requests"], tools["request_loop"], i, rep)
+                for _ in range(runs_of(w)):
+                    lines += request_lines(w["requests"], tools["request_loop"], i, rep)
                 continue
             if w.get("copy"):
-                dest = f'"$dir/stage-{rep}"'
+                stage = f"$dir/stage-{i}-{rep}"
                 source = shlex.quote(str(stage_home / w["copy"]))
                 # as a job stages in on a fresh exclusive node: no dirty data before
-                # the copy, and none of its own left for the next workload (untimed)
+                # the copy, and none of its own left for the next workload (untimed);
+                # each run of a workload run several times over is one such copy
                 lines += [
-                    f"sync; t0=$(date +%s.%N); cp -r -- {source} "
-                    f"{dest} || exit 5; t1=$(date +%s.%N)",
-                    f'echo "$t0 $t1" > copy-{i}-{rep}.txt; rm -rf -- {dest}; sync',
+                    f"for c in $(seq {runs_of(w)}); do sync; t0=$(date +%s.%N); "
+                    f'cp -r -- {source} "{stage}" || exit 5; t1=$(date +%s.%N)',
+                    f'echo "$t0 $t1" >> copy-{i}-{rep}.txt; rm -rf -- "{stage}"; sync; done',
                 ]
                 continue
             args = " ".join(shlex.quote(a) for a in w["kernel"])
@@ -440,7 +513,7 @@ def job_script(target, tools, work, repeats, stage_home):
 
 def request_lines(requests, request_loop, index, rep):
     """One timed run of a per-request workload: its seconds, and the file's resident
-    share (fincore) just before it, written to requests-INDEX-REP.txt."""
+    share (fincore) just before it, a line added to requests-INDEX-REP.txt."""
     size, count = requests["size"], requests["count"]
     f = f'"$dir/request-{index}"'
     lines = [f"rm -f {f}"]
@@ -453,7 +526,7 @@ def request_lines(requests, request_loop, index, rep):
         f"res=$(fincore --bytes --noheadings --output RES {f} 2>/dev/null || echo -)",
         f"took=$({shlex.quote(str(request_loop))} {requests['direction']} {f} {size} "
         f"{count}) || exit 6",
-        f'echo "$took $res" > requests-{index}-{rep}.txt; rm -f {f}; sync',
+        f'echo "$took $res" >> requests-{index}-{rep}.txt; rm -f {f}; sync',
     ]
     return lines
 
@@ -474,15 +547,16 @@ def measured_seconds(work, index, rep, w):
     not complete."""
     if w.get("requests"):
         path = work / f"requests-{index}-{rep}.txt"
-        if not path.exists():
-            return None, "request_loop did not run"
-        return float(path.read_text().split()[0]), ""
+        runs = path.read_text().splitlines() if path.exists() else []
+        if len(runs) != runs_of(w):
+            return None, f"request_loop ran {len(runs)} of {runs_of(w)} times"
+        return sum(float(line.split()[0]) for line in runs), ""
     if w.get("copy"):
         path = work / f"copy-{index}-{rep}.txt"
-        if not path.exists():
-            return None, "the copy did not run"
-        t0, t1 = map(float, path.read_text().split())
-        return t1 - t0, ""
+        runs = [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+        if len(runs) != runs_of(w):
+            return None, f"the copy ran {len(runs)} of {runs_of(w)} times"
+        return sum(float(t1) - float(t0) for t0, t1 in runs), ""
     path = work / f"report-{index}-{rep}.json"
     if not path.exists():
         return None, "no report"
@@ -545,7 +619,7 @@ def _arguments():
     return p
 
 
-def _measure_target(target, args, tools, cluster, measured):
+def _measure_target(target, workloads, args, tools, cluster, measured):
     """Run the workloads' job on one target (its stage-in data made first, removed
     after); its seconds go to measured[workload name, target]. Returns its directory."""
     work = Path(tempfile.mkdtemp(prefix=f"advisor-validation-{target}-", dir=paths.state_dir()))
@@ -556,7 +630,7 @@ def _measure_target(target, args, tools, cluster, measured):
         for i in range(files):
             (stage_home / name / f"part-{i:04d}").write_bytes(os.urandom(size))
     script = work / "job.sh"
-    script.write_text(job_script(target, tools, work, args.repeats, stage_home))
+    script.write_text(job_script(target, workloads, tools, work, args.repeats, stage_home))
     t0 = time.monotonic()
     submit = subprocess.run(
         ["sbatch", "--wait", "--partition=batch", str(script)],
@@ -574,7 +648,7 @@ def _measure_target(target, args, tools, cluster, measured):
     err = (work / "job.err").read_text().strip() if (work / "job.err").exists() else ""
     if err:
         print("  job stderr: " + err.splitlines()[-1][:200])
-    for i, w in enumerate(WORKLOADS):
+    for i, w in enumerate(workloads):
         values, reasons = [], []
         for rep in range(args.repeats):
             value, reason = measured_seconds(work, i, rep, w)
@@ -584,11 +658,11 @@ def _measure_target(target, args, tools, cluster, measured):
 
 
 def _comparison_row(
-    w, target, args, predictions, measured, by_form, chosen, works, errors, within, short
+    w, index, target, args, predictions, measured, by_form, chosen, works, errors, within, short
 ):
-    """One workload's row on one target: predicted against measured seconds (each error
-    goes to errors, whether inside the stored runs' interval to within, whether its
-    measured time was too short to time to short)."""
+    """Workload `w` (WORKLOADS[index] as run on `target`): predicted against measured
+    seconds (each error goes to errors, whether inside the stored runs' interval to
+    within, whether its measured time was too short to time to short)."""
     seconds, low, high, note = predictions[w["name"], target]
     values, reasons = measured[w["name"], target]
     interval = f"({low:.3f}-{high:.3f})" if low is not None else "(1 run)"
@@ -606,7 +680,7 @@ def _comparison_row(
         # same workload measured again minutes later moved up to 2x (docs/benchmarks.md)
         short.append(figure_rules.too_short(m))
         row = (
-            f"{seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
+            f"x{w.get('times', 1):<3d} {seconds_cell(seconds):>9s} {interval:22s}  {m:9.3f} "
             f"({min(values):.3f}-{max(values):.3f}, n={len(values)})"
             f"{' ' * 6}{100 * error:5.1f}%  {'over' if seconds > m else 'under'}"
             f"{', inside the interval' if inside else ''}"
@@ -615,11 +689,15 @@ def _comparison_row(
         other = "sum" if chosen == "max" else "max"
         alternative = by_form[other][w["name"], target][0]
         if w.get("requests") and alternative is not None:
-            files = [
-                works[target] / f"requests-{WORKLOADS.index(w)}-{r}.txt"
-                for r in range(args.repeats)
-            ]
-            resident = sorted({f.read_text().split()[1] for f in files if f.exists()})
+            files = [works[target] / f"requests-{index}-{r}.txt" for r in range(args.repeats)]
+            resident = sorted(
+                {
+                    line.split()[1]
+                    for f in files
+                    if f.exists()
+                    for line in f.read_text().splitlines()
+                }
+            )
             row += (
                 f"; {other} form {alternative:.3f} s "
                 f"({100 * abs(alternative - m) / m:.1f}%); resident before: "
@@ -640,7 +718,8 @@ def short_rows_words(errors, short):
         f"{figure_rules.SHORTEST_TRUSTED_PHASE_S:g} s in all, too short to time (the "
         "suite's rule for a phase): their errors are within what such runs repeat to"
         + (
-            f"; over the other {len(timed)} rows the median error is "
+            f"; over the other {len(timed)} row{'s' if len(timed) > 1 else ''} the median "
+            "error is "
             f"{100 * statistics.median(timed):.1f}%"
             if timed
             else ""
@@ -674,10 +753,11 @@ def main():
     # both ways of adding a class's request time to its byte time, so that the
     # measurements decide between them (advisor.REQUEST_COST is the one it uses)
     chosen = advisor.REQUEST_COST
+    plan = plan_workloads(figures, args.targets)
     by_form = {}
     for form in ("max", "sum"):
         advisor.REQUEST_COST = form
-        by_form[form] = predict(figures)
+        by_form[form] = predict(figures, plan)
     advisor.REQUEST_COST = chosen
     predictions = by_form[chosen]
     predicted_at = time.time()
@@ -697,18 +777,21 @@ def main():
     tools = {"kernel": build_kernel(build), "request_loop": build_request_loop(build)}
     measured, works = {}, {}
     for target in args.targets:
-        works[target] = _measure_target(target, args, tools, cluster, measured)
+        works[target] = _measure_target(target, plan[target], args, tools, cluster, measured)
 
     print(
-        "\nWorkload (parts compared)" + " " * 20 + "target        predicted s "
-        "(stored runs' interval)   measured s (min-max of repeats)   error"
+        "\nWorkload (parts compared)" + " " * 20 + "target        times  predicted s "
+        "(stored runs' interval)   measured s (min-max of repeats)   error\n"
+        f"(times: the workload run that many times over on the target, its counts "
+        f"multiplied, so that its prediction there is at least {LONG_ENOUGH_S:g} s)"
     )
     errors, within, short = [], [], []
-    for w in WORKLOADS:
+    for i, w in enumerate(WORKLOADS):
         print(f"{w['name']}: {w['words']}")
         for target in args.targets:
             row = _comparison_row(
-                w,
+                plan[target][i],
+                i,
                 target,
                 args,
                 predictions,
