@@ -332,7 +332,7 @@ def scaled(w, times):
         return w
     out = copy.deepcopy(w)
     out["times"] = times
-    if out.get("requests") or out.get("copy"):
+    if runs_apart(out):
         return out
     option, keys = out["counts"]
     at = out["kernel"].index(option) + 1
@@ -346,10 +346,15 @@ def scaled(w, times):
     return out
 
 
+def runs_apart(w):
+    """Whether `w`, run several times over, is that many runs one after the other (a
+    copy or a per-request workload) rather than one longer run (a kernel workload)."""
+    return bool(w.get("requests") or w.get("copy"))
+
+
 def runs_of(w):
-    """How many runs one repeat of `w` is made of (scaled(): a copy or a per-request
-    workload run several times over)."""
-    return w.get("times", 1) if (w.get("requests") or w.get("copy")) else 1
+    """How many runs one repeat of `w` is made of (scaled())."""
+    return w.get("times", 1) if runs_apart(w) else 1
 
 
 def journal_warning(path):
@@ -545,17 +550,16 @@ def build_request_loop(where):
 def measured_seconds(work, index, rep, w):
     """The I/O time one run of a workload measured; None (with a reason) when it did
     not complete."""
-    if w.get("requests"):
-        path = work / f"requests-{index}-{rep}.txt"
-        runs = path.read_text().splitlines() if path.exists() else []
-        if len(runs) != runs_of(w):
-            return None, f"request_loop ran {len(runs)} of {runs_of(w)} times"
-        return sum(float(line.split()[0]) for line in runs), ""
-    if w.get("copy"):
-        path = work / f"copy-{index}-{rep}.txt"
+    if runs_apart(w):
+        # one line per run: request_loop's seconds (and the resident bytes before it),
+        # or the copy's start and end
+        what, file = ("request_loop", "requests") if w.get("requests") else ("the copy", "copy")
+        path = work / f"{file}-{index}-{rep}.txt"
         runs = [line.split() for line in path.read_text().splitlines()] if path.exists() else []
         if len(runs) != runs_of(w):
-            return None, f"the copy ran {len(runs)} of {runs_of(w)} times"
+            return None, f"{what} ran {len(runs)} of {runs_of(w)} times"
+        if w.get("requests"):
+            return sum(float(run[0]) for run in runs), ""
         return sum(float(t1) - float(t0) for t0, t1 in runs), ""
     path = work / f"report-{index}-{rep}.json"
     if not path.exists():
