@@ -436,17 +436,21 @@ def rate_of_terms(terms: Sequence[float], stored: Rate | None) -> float:
     return at_job / smallest if stored is None else stored.value * at_job / one
 
 
-def small_request_rate(rate: float, size: float, smallest: float, fixed: Rate | None) -> float:
+def request_rate_at_size(rate: float, size: float, smallest: float, fixed: Rate | None) -> float:
     """The request rate of requests of ``size`` bytes, from ``rate``, that of requests of
-    ``smallest`` bytes (the smallest measured).  Below that size a request costs the
-    fixed share of a measured request's time (``fixed``: a Rate of a FIXED_SHARE_ROLES
-    role, a fraction) plus its bytes at the measured cost per byte: a 1-byte read from
-    the page cache costs less than a 1 KiB one (docs/benchmarks.md).  At or above
-    ``smallest``, or where no share is stored, ``rate`` itself."""
-    if fixed is None or size >= smallest:
+    ``smallest`` bytes (the smallest measured).  The check measured the rate at
+    ``smallest`` and at ss.REQUEST_SIZE_STEP times it, stored as the share of a
+    ``smallest`` request's time that does not grow with its bytes (``fixed``: a Rate of
+    a FIXED_SHARE_ROLES role, a fraction): a request of any size up to the larger one
+    costs that share plus its bytes at the measured cost per byte (a 1-byte read from
+    the page cache costs less than a 1 KiB one, a 4 KiB one more: docs/benchmarks.md);
+    a larger request costs what the larger one did (its bytes are the throughput's).
+    Where no share is stored, ``rate`` itself."""
+    if fixed is None:
         return rate
     share = fixed_fraction(fixed)
-    return rate / (share + (1.0 - share) * size / smallest)
+    measured = min(size, ss.REQUEST_SIZE_STEP * smallest)
+    return rate / (share + (1.0 - share) * measured / smallest)
 
 
 def fixed_fraction(fixed: Rate) -> float:
@@ -470,15 +474,15 @@ def class_seconds(
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
     the throughput curve is carried flat and would make a 1-byte request cost as little
-    as 1/4096 of a 4 KiB one; the request rate says what a request costs, less its
-    bytes' part below that size (small_request_rate, ``fixed``).  ``first``: the job's
+    as 1/4096 of a 4 KiB one; the request rate says what a request of its size costs
+    (request_rate_at_size, ``fixed``).  ``first``: the job's
     reads' first pass (first_pass()), applied to reads."""
     form = form or REQUEST_COST
     if form not in ("max", "sum"):
         raise AdvisorError(f"request cost form: expected 'max' or 'sum', got {form!r}")
     throughput = model.predict(workload_of(profile, size, direction, model))
     smallest = model.measured_range()["size_mean"][0]
-    rate = small_request_rate(
+    rate = request_rate_at_size(
         request_rate(profile, direction, model, stored), size, smallest, fixed
     )
     seconds, by_requests = seconds_of(throughput, rate, size, moved, profile.nodes, form)
@@ -746,7 +750,7 @@ def request_bound_words(
     )
     rates = ", ".join(
         f"{size_words(b)} at "
-        f"{units.quantity(small_request_rate(rate, b, smallest, fixed[direction]) * profile.nodes, 'requests/s')}"
+        f"{units.quantity(request_rate_at_size(rate, b, smallest, fixed[direction]) * profile.nodes, 'requests/s')}"
         for b in bound
     )
     source = (
@@ -754,13 +758,16 @@ def request_bound_words(
         if stored[direction]
         else f"the model's at its smallest requests measured ({size_words(smallest)})"
     )
-    # the share counts (and its timing is worth a word) only below the smallest size
-    share = fixed[direction] if min(bound) < smallest else None
+    # the share counts (and its timing is worth a word) only for a size other than the
+    # smallest measured
+    share = fixed[direction] if any(b != smallest for b in bound) else None
     if share is not None:
+        larger = ss.REQUEST_SIZE_STEP * smallest
         source += (
-            f"; a smaller request costs the {fixed_fraction(share):.0%} of a "
+            f"; a request of another size costs the {fixed_fraction(share):.0%} of a "
             f"{size_words(smallest)} request's time that does not grow with its bytes, plus "
-            "its own bytes"
+            f"its own bytes up to {size_words(larger)} (the larger size measured), one of "
+            f"{size_words(larger)} above"
         )
     words = f"{direction} requests timed by their number, not their bytes: {rates} ({source})"
     return "; ".join([words, *short_phase_note([stored[direction], share])])

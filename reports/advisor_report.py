@@ -119,6 +119,9 @@ def _grid_throughputs(
     stored = {
         d: advisor._request_rate_of(figures, role) for d, role in advisor.REQUEST_ROLES.items()
     }
+    fixed = {
+        d: advisor._request_rate_of(figures, role) for d, role in advisor.FIXED_SHARE_ROLES.items()
+    }
     models = [m for _, m in figures.models]
     terms = [kept.terms(m) if kept else model_terms(m) for m in models]
     far = kept.distances(models[0]) if kept else model_distances(models[0])
@@ -126,8 +129,15 @@ def _grid_throughputs(
     out: dict[str, dict[str, Any]] = {}
     for n, profile in enumerate(_grid_profiles()):
         base = n * TERMS_PER_PROFILE
+        # (request rate at the smallest size measured, that size) per direction and model
         rates = {
-            d: [advisor.rate_of_terms(t[base + 3 * j : base + 3 * j + 3], stored[d]) for t in terms]
+            d: [
+                (
+                    advisor.rate_of_terms(t[base + 3 * j : base + 3 * j + 3], stored[d]),
+                    t[base + 3 * j + 2],
+                )
+                for t in terms
+            ]
             for j, d in enumerate(DIRECTIONS)
         }
         for i, size in enumerate(sizes):
@@ -138,13 +148,13 @@ def _grid_throughputs(
                     MIB
                     / advisor.seconds_of(
                         t[base + 3 * len(DIRECTIONS) + j * len(sizes) + i],
-                        rate,
+                        advisor.request_rate_at_size(rate, size, smallest, fixed[d]),
                         size,
                         MIB,
                         profile.nodes,
                         advisor.REQUEST_COST,
                     )[0]
-                    for t, rate in zip(terms, rates[d])
+                    for t, (rate, smallest) in zip(terms, rates[d])
                 ]
                 for j, d in enumerate(DIRECTIONS)
             }

@@ -99,6 +99,10 @@ LOG_SCALE = {"unique_bytes", "size_mean", "process_num"}
 REGIMES = ("cache", "device")
 SHAPE_PARAMETERS = PARAMETERS[1:]  # swept in each regime
 UNIT = 512  # the kernel's request-size and offset unit
+#: the self-scaling check measures request rates at the smallest request size and at
+#: this many times it; the advisor charges a request between the two on the line
+#: through them (reports/advisor.py, request_rate_at_size)
+REQUEST_SIZE_STEP = 4
 #: the direction curves: each of DIRECTED_PARAMETERS swept at each regime's focal point
 #: with this readFrac
 DIRECTIONS = {"read": 1.0, "write": 0.0}

@@ -20,7 +20,10 @@
  * store the pattern of their offset, so every sampled read verifies whatever order
  * the writes came in.  The search over points (focal values, sweeps, prediction) is
  * the harness's (scratchbench/selfscale.py); --keep and --existing let it keep the
- * data between launches, and --discard removes it at the end.
+ * data between launches, and --discard removes it at the end.  With --append, a
+ * write-only sequential point writes a new file of each rank instead (a job's output
+ * grows its file: on ext4 a 4 KiB request extending a file costs twice one rewriting a
+ * cached page), emptied whenever it reaches uniqueBytes, outside the window.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +57,7 @@ typedef struct {
     double duration, warmup, spread;
     long requests;
     uint64_t prepare;
-    int discard, progress, prime;
+    int discard, progress, prime, append;
 } ss_opts;
 
 /* --point U:S:R:Q:P, e.g. 1g:64k:0.5:0.25:2 */
@@ -134,6 +137,10 @@ static const sbk_option ss_options[] = {
      .help = "read a footprint that fits in half the node's memory once before\n"
              "the point (untimed) when less than 90% of it is cached: the point\n"
              "starts in its steady cache state, not cold"},
+    {.name = "append", .kind = SBK_OPT_FLAG, .offset = OPT(append),
+     .help = "write-only sequential points (readFrac 0, seqFrac 1) extend a new\n"
+             "file of each rank, as a job writes its output, instead of\n"
+             "rewriting the data; emptied at uniqueBytes outside the window"},
     {.name = "progress", .kind = SBK_OPT_FLAG, .offset = OPT(progress),
      .help = "one line per point on stderr as it completes"},
     {0},
@@ -185,6 +192,12 @@ static void size_range(const ss_point *p, double spread, uint64_t unit, uint64_t
     *hi = mean + d;
 }
 
+/* Whether a point writes --append's new file rather than the data. */
+static int appends(const ss_opts *o, const ss_point *p)
+{
+    return o->append && p->read_frac == 0.0 && p->seq_frac == 1.0;
+}
+
 static int ss_check(const sbk_config *c, const void *p, char *err, size_t len)
 {
     const ss_opts *o = p;
@@ -212,6 +225,13 @@ static int ss_check(const sbk_config *c, const void *p, char *err, size_t len)
         snprintf(err, len,
                  "--fadvise and --scan-file do not apply to selfscale: the page "
                  "cache is part of its workload (uniqueBytes)");
+    int appending = 0;
+    for (int i = 0; i < o->points.n; i++)
+        appending |= appends(o, &o->points.v[i]);
+    if (!err[0] && o->append && !appending)
+        snprintf(err, len,
+                 "--append: no --point is write-only and sequential (readFrac 0, "
+                 "seqFrac 1): nothing would append");
     for (int i = 0; i < o->points.n && !err[0]; i++) {
         uint64_t lo, hi;
         size_range(&o->points.v[i], o->spread, SS_UNIT, &lo, &hi);
@@ -318,6 +338,7 @@ static void ss_config_json(const sbk_ctx *ctx, sbk_json *j)
     jw_num(j, "warmup_s", o->warmup);
     jw_int(j, "requests_per_rank", o->requests);
     jw_num(j, "size_spread", o->spread);
+    jw_bool(j, "append", o->append);
     jw_str(j, "size_distribution",
            "uniform over multiples of the unit within "
            "sizeMean x (1 +- size_spread)");
@@ -576,11 +597,28 @@ static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint6
     return done;
 }
 
-/* What one rank did in a point's timed window. */
+/* What one rank did in a point's timed window; `emptying`: seconds of --append's
+ * truncations, kept out of the window as the verification is. */
 typedef struct {
     uint64_t bytes, requests, reads, read_bytes, seq, digest;
-    double verify, window, fsync_time;
+    double verify, emptying, window, fsync_time;
 } ss_tally;
+
+static void append_name(const sbk_ctx *ctx, char *out, size_t len)
+{
+    snprintf(out, len, "selfscale.append.%d", ctx->rank);
+}
+
+/* --append: opens the rank's new file, empty, into *f; 0 or an errno. */
+static int open_append(sbk_ctx *ctx, const ss_state *s, sbk_file *f)
+{
+    char name[64];
+    append_name(ctx, name, sizeof name);
+    int e = s->be->open(ctx, name, SBK_OPEN_CREATE | SBK_OPEN_WRITE, 0, 0, f);
+    if (!e && ftruncate(f->fd, 0) != 0)
+        e = errno;
+    return e;
+}
 
 /* The point's request stream on one active rank: a warm-up, then requests until the
  * duration (or the request count) is reached, the verification of sampled reads left out
@@ -596,7 +634,18 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
     uint64_t offsets = unique / s->unit; /* unit positions in the footprint */
     ss_rng rng = {stream_seed(ctx, p, ctx->rep)};
     uint64_t prev_end = UINT64_MAX, nreads_all = 0;
-    int wrote = 0;
+    int wrote = 0, appending = appends(o, p);
+    sbk_file appended = {.fd = -1}, *file = &s->file;
+    if (appending) {
+        int e = open_append(ctx, s, &appended);
+        if (e) {
+            sbk_fail(ctx, sbk_code_for_errno(e), e, phase, 0,
+                     "open %s/selfscale.append.%d (--append): %s", ctx->targets[0].rundir,
+                     ctx->rank, strerror(e));
+            return;
+        }
+        file = &appended;
+    }
     double start = sbk_now(), window_start = start;
     int measuring = o->warmup <= 0.0;
     for (uint64_t k = 0;; k++) {
@@ -604,13 +653,13 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         if (!measuring && now - start >= o->warmup) {
             measuring = 1;
             window_start = now;
-            t->verify = 0.0;
+            t->verify = t->emptying = 0.0;
         }
         if (sbk_stop_signal)
             break; /* SIGTERM: the core records it after the phase */
         if (measuring) {
             if (o->requests ? t->requests >= (uint64_t)o->requests
-                            : now - window_start - t->verify >= o->duration)
+                            : now - window_start - t->verify - t->emptying >= o->duration)
                 break;
         }
         uint64_t units = lo + (hi > lo ? rng_below(&rng, hi - lo + 1) : 0);
@@ -618,7 +667,19 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         int is_read = rng_unit(&rng) < p->read_frac;
         int is_seq = prev_end != UINT64_MAX && rng_unit(&rng) < p->seq_frac;
         uint64_t off;
-        if (is_seq)
+        if (appending) { /* from the start of the empty file; emptied again at uniqueBytes */
+            off = prev_end != UINT64_MAX && prev_end + size <= unique ? prev_end : 0;
+            if (off == 0 && prev_end != UINT64_MAX) {
+                double e0 = sbk_now();
+                if (ftruncate(appended.fd, 0) != 0) {
+                    sbk_fail(ctx, sbk_code_for_errno(errno), errno, phase, t->bytes,
+                             "empty %s/selfscale.append.%d (--append): %s", ctx->targets[0].rundir,
+                             ctx->rank, strerror(errno));
+                    break;
+                }
+                t->emptying += sbk_now() - e0;
+            }
+        } else if (is_seq)
             off = prev_end + size <= unique ? prev_end : 0;
         else
             off = rng_below(&rng, offsets - units + 1) * s->unit;
@@ -626,12 +687,13 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         if (!is_read)
             sbk_pattern_fill(&s->pat, s->buf, size / 8, (uint64_t)ctx->node_index, 1, off / 8, 1);
         size_t moved = 0;
-        int e = s->be->xfer(&s->file, !is_read, s->buf, (size_t)size, off, &moved);
+        int e = s->be->xfer(file, !is_read, s->buf, (size_t)size, off, &moved);
         if (e) {
             sbk_fail(ctx, e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT : sbk_code_for_errno(e),
-                     e, phase, t->bytes, "%s %llu bytes at %llu of %s/selfscale.data.%d: %s",
+                     e, phase, t->bytes, "%s %llu bytes at %llu of %s/selfscale.%s.%d: %s",
                      is_read ? "read" : "write", (unsigned long long)size, (unsigned long long)off,
-                     ctx->targets[0].rundir, ctx->node_index,
+                     ctx->targets[0].rundir, appending ? "append" : "data",
+                     appending ? ctx->rank : ctx->node_index,
                      e == ENODATA ? "short transfer" : strerror(e));
             break;
         }
@@ -656,10 +718,10 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         t->seq += (uint64_t)is_seq;
         t->digest = sbk_mix64(t->digest ^ off ^ (size << 40) ^ (uint64_t)is_read << 63);
     }
-    t->window = sbk_now() - window_start - t->verify;
+    t->window = sbk_now() - window_start - t->verify - t->emptying;
     if (wrote && ctx->cfg->fsync != FSYNC_NONE && ctx->error.code == 0) {
         double f0 = sbk_now();
-        int e = s->be->sync(&s->file);
+        int e = s->be->sync(file);
         if (e)
             sbk_fail(ctx, sbk_code_for_errno(e), e, phase, t->bytes,
                      "fsync %s/selfscale.data.%d: %s", ctx->targets[0].rundir, ctx->node_index,
@@ -667,6 +729,12 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         t->fsync_time = sbk_now() - f0;
         if (ctx->cfg->fsync == FSYNC_INSIDE)
             t->window += t->fsync_time;
+    }
+    if (appending) { /* the file is this point's alone: removed after it, untimed */
+        char name[64];
+        append_name(ctx, name, sizeof name);
+        s->be->close(&appended);
+        unlinkat(ctx->targets[0].fd, name, 0);
     }
 }
 
@@ -759,6 +827,7 @@ static void ss_report_phase(sbk_ctx *ctx, const sbk_phase *ph, const sbk_gathere
     jw_uint(j, "size_mean", (lo + hi) / 2 * s->unit);
     jw_uint(j, "size_min", lo * s->unit);
     jw_uint(j, "size_max", hi * s->unit);
+    jw_bool(j, "appended", appends(s->o, p));
     jw_num(j, "read_frac", p->read_frac);
     jw_num(j, "seq_frac", p->seq_frac);
     jw_int(j, "process_num", p->process_num);

@@ -1252,15 +1252,17 @@ def request_rate_history(path, rates, phase_seconds=None):
     return history_of(path, [(0, [case])])
 
 
-def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp_path):
+def test_a_request_of_another_size_costs_its_fixed_share_and_its_bytes(tmp_path):
     """Where the check measured what share of a request's time does not grow with its
-    bytes (75% here, at the model's smallest measured size, 4 KiB), a smaller request
-    costs that share of a measured request's time plus its bytes at the measured cost
-    per byte: a million 1-byte reads at 400,000 requests/s (4 KiB) take
-    1e6 x (0.75 + 0.25 / 4096) / 400,000 s, not 2.5 s; 2 KiB reads take 0.875 of a
-    4 KiB read's time each (small_request_rate).  Writes, whose stored share is 100% (each a round trip to
-    a server), cost a whole request whatever their size; requests at or above 4 KiB
-    are as before.  The note says which share it used."""
+    bytes (75% here, at the model's smallest measured size, 4 KiB, against 16 KiB), a
+    request of another size costs that share of a measured request's time plus its
+    bytes at the measured cost per byte, up to 16 KiB (request_rate_at_size): a million
+    1-byte reads at 400,000 requests/s (4 KiB) take 1e6 x (0.75 + 0.25 / 4096) / 400,000
+    s, not 2.5 s; 2 KiB reads take 0.875 of a 4 KiB read's time each, 8 KiB reads 1.25
+    times it, 16 KiB reads and larger 1.75 times it (what 16 KiB cost; their bytes are
+    the throughput's).  Writes, whose stored share is 100% (each a round trip to a
+    server), cost a whole request whatever their size.  The note says which share it
+    used."""
     rates = {
         "read": 400_000.0,
         "write": 100_000.0,
@@ -1277,14 +1279,19 @@ def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp
     assert data.seconds == pytest.approx(1e6 * (0.75 + 0.25 / 4096) / 400_000, rel=1e-9)
     assert (
         "read requests timed by their number, not their bytes: 1 B at 533,000 requests/s "
-        "(the stored read requests per s of 4 KiB; a smaller request costs the 75% of a "
-        "4 KiB request's time that does not grow with its bytes, plus its own bytes)" in data.notes
+        "(the stored read requests per s of 4 KiB; a request of another size costs the 75% "
+        "of a 4 KiB request's time that does not grow with its bytes, plus its own bytes up "
+        "to 16 KiB (the larger size measured), one of 16 KiB above)" in data.notes
     )
     share = figures.rates["read_request_fixed_share"][0]
-    assert advisor.small_request_rate(400_000.0, 2 * KIB, 4 * KIB, share) == pytest.approx(
-        400_000.0 / 0.875, rel=1e-12
+    for size, times in ((2 * KIB, 0.875), (4 * KIB, 1.0), (8 * KIB, 1.25), (16 * KIB, 1.75)):
+        assert advisor.request_rate_at_size(400_000.0, size, 4 * KIB, share) == pytest.approx(
+            400_000.0 / times, rel=1e-12
+        ), size
+    assert advisor.request_rate_at_size(400_000.0, MIB, 4 * KIB, share) == pytest.approx(
+        400_000.0 / 1.75, rel=1e-12
     )
-    assert advisor.small_request_rate(400_000.0, 8 * KIB, 4 * KIB, share) == 400_000.0
+    assert advisor.request_rate_at_size(400_000.0, 8 * KIB, 4 * KIB, None) == 400_000.0
     writes = job_profile.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
     assert advisor.predict_data(writes, figures).seconds == pytest.approx(10.0, rel=1e-9)
     kib = job_profile.description_profile(
@@ -1304,11 +1311,35 @@ def test_a_request_smaller_than_measured_costs_its_fixed_share_and_its_bytes(tmp
     assert f"rests on figures {too_short_words(0.15)}" in note, note
 
 
+def test_the_pages_grid_charges_a_request_as_the_cli_does(tmp_path):
+    """The advisor page's grid (computed at build time, read by its script) prices a
+    size class as advise does: 64 KiB reads on a target whose 4 KiB reads ran at 4,000/s
+    with a 75% fixed share are bound by their number at 4,000 / 1.75 requests/s (the
+    16 KiB rate: the largest size measured), on the page and on the command line."""
+    rates = {
+        "read": 4_000.0,
+        "write": 4_000.0,
+        "size": 4 * KIB,
+        "larger_size": 16 * KIB,
+        "unique_bytes": 64 * MIB,
+        "fixed_share": {"read": 0.75, "write": 1.0},
+    }
+    figures = advisor.load_figures(db_path=request_rate_history(tmp_path, rates))["fastfs"]
+    job = dict(ONE_BYTE_READS, bytes=64 * MIB, request_size="64 KiB", footprint="64 MiB")
+    job.update(sequential_fraction=1.0, processes=1)
+    profile = job_profile.description_profile(job, "64k")
+    data = advisor.predict_data(profile, figures)
+    assert data.seconds == pytest.approx(1024 / (4_000.0 / 1.75), rel=1e-9)
+    grid = advisor_report._grid_throughputs(figures)
+    page = grid[f"{64 * KIB}|1|1|{64 * MIB}"]["read"][0]
+    assert page == pytest.approx(64 * MIB / data.seconds, rel=1e-9)
+
+
 def test_a_share_of_zero_counts_and_an_unused_share_is_not_noted(tmp_path):
     """A stored share of 0 (a request's time all in its bytes) is a measurement, not a
     gap: a million 1-byte reads then cost their bytes, not 2.5 s at the 4 KiB request
-    rate as when the share is missing.  A share counts only below the smallest size
-    measured: 4 KiB writes bound by their number of requests say that their rate was
+    rate as when the share is missing.  A share counts only at a size other than the smallest
+    one measured: 4 KiB writes bound by their number of requests say that their rate was
     timed too briefly when it was, never that the (unused) share was."""
     rates = {
         "read": 400_000.0,
@@ -1322,7 +1353,7 @@ def test_a_share_of_zero_counts_and_an_unused_share_is_not_noted(tmp_path):
     figures = advisor.load_figures(db_path=db)["fastfs"]
     share = figures.rates["read_request_fixed_share"][0]
     assert share.value == 0.0
-    assert advisor.small_request_rate(400_000.0, 1, 4 * KIB, share) == 400_000.0 * 4096
+    assert advisor.request_rate_at_size(400_000.0, 1, 4 * KIB, share) == 400_000.0 * 4096
     one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
     assert advisor.predict_data(one, figures).seconds < 0.01
     writes = job_profile.description_profile(

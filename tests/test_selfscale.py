@@ -1080,6 +1080,51 @@ def test_kernel_measures_a_point_as_asked(kernels, tmp_path, build):
     assert not list(tmp_path.glob("sbk.selfscale.*")), "the run directory was left behind"
 
 
+@pytest.mark.parametrize("build", ["openmpi", "asan"])
+def test_kernel_appends_write_only_sequential_points_to_a_new_file(kernels, tmp_path, build):
+    """--append: a write-only sequential point writes each rank's new file from its
+    start, emptied whenever it reaches uniqueBytes (here 1 MiB, 4 times over in 4,096
+    requests of 1 KiB), as a job's output grows its file; the data file is not written
+    (a read point after it still verifies every read), the report says which points
+    appended, and the new files are removed after the point."""
+    data_before = tmp_path / "kept"
+    data_before.mkdir()
+    result, report = kernel(
+        kernels[build],
+        2,
+        [
+            "--dir",
+            data_before,
+            "--append",
+            "--size-spread",
+            0,
+            "--point",
+            "1m:1k:0:1:2",
+            "--point",
+            "1m:1k:1:1:2",
+            "--requests",
+            4096,
+            "--warmup",
+            0,
+            "--keep",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert report["config"]["append"] is True
+    phases = report["repetitions"][0]["phases"]
+    writes, reads = phases["p0"], phases["p1"]
+    assert writes["appended"] is True and reads["appended"] is False
+    assert writes["requests"] == 2 * 4096 and writes["bytes"] == 2 * 4096 * KIB
+    assert writes["requests_per_s"] > 0
+    assert report["summary"]["verify_bad_words"] == 0
+    (run_dir,) = data_before.glob("sbk.selfscale.*")
+    assert sorted(p.name for p in run_dir.iterdir() if p.name.startswith("selfscale.")) == [
+        "selfscale.data.0"
+    ]
+    assert (run_dir / "selfscale.data.0").stat().st_size == MIB
+
+
 def test_kernel_request_stream_is_reproducible_from_its_seed(kernels, tmp_path):
     def digests(seed):
         result, report = kernel(
@@ -1223,6 +1268,10 @@ def test_kernel_keeps_reuses_and_discards_its_data(kernels, tmp_path, request):
         (["--point", "1g:64k:0.5:0.5:1", "--size-spread", "1"], "--size-spread must be below 1"),
         (["--point", "1g:64k:0.5:0.5:1", "--prepare", "512m"], "--prepare 536870912 bytes is less"),
         (["--point", "1g:64k:0.5:0.5:1", "--duration", "0"], "--duration must be more than 0"),
+        (
+            ["--point", "1g:64k:0:0.5:1", "--append"],
+            "--append: no --point is write-only and sequential",
+        ),
     ],
 )
 def test_kernel_bad_input_is_one_line(kernels, tmp_path, args, message):

@@ -264,6 +264,16 @@ def declared_figures(
 REOPEN_KEPT = 0.9
 
 
+def _request_words(direction, rates):
+    """Where the request-rate probe's requests of a direction went: reads over a
+    footprint the page cache holds, writes extending a new file (the kernel's
+    --append) up to that size."""
+    touched = ss.size_words(rates["unique_bytes"])
+    if direction == "write":
+        return f"appending to a new file of up to {touched} (in the page cache)"
+    return f"{touched} touched (in the page cache)"
+
+
 def _reopen_figures(add: Callable[..., None], probe: dict[str, Any] | None) -> None:
     """What a new open does to a file's cached pages (the search's reopen probe): the
     share it dropped, and where it dropped some, the rate of the first pass that read
@@ -510,7 +520,7 @@ def _model_figures(
                 role=f"{direction}_requests_per_s",
                 label=f"{direction.capitalize()} requests per second, "
                 f"{ss.size_words(rates['size'])} sequential, 1 process, "
-                f"{ss.size_words(rates['unique_bytes'])} touched (in the page cache)",
+                + _request_words(direction, rates),
             )
         share = (rates.get("fixed_share") or {}).get(direction)
         if rates.get(direction) and share is not None:
@@ -523,7 +533,7 @@ def _model_figures(
                 label=f"Share of a {ss.size_words(rates['size'])} {direction} request's "
                 f"time that does not grow with its bytes (against "
                 f"{ss.size_words(rates['larger_size'])} requests, sequential, 1 process, "
-                "in the page cache)",
+                f"{_request_words(direction, rates)})",
             )
     _reopen_figures(add, result.get("reopen"))
     noises = (

@@ -139,23 +139,24 @@ class Kernel:
             )
         return data
 
-    def measure(self, workloads, reps, label="sweep", last=False):
+    def measure(self, workloads, reps, label="sweep", last=False, options=()):
         """[[bytes/s per repetition] per workload]: at least --passes repetitions (the
         kernel runs every point once per repetition, so the passes of a point lie a
         whole sweep apart), in a shuffled order: a change of the background load during
         a sweep then scatters its points instead of drawing a trend through the curve.
-        ``last``: the data is discarded after this launch."""
+        ``last``: the data is discarded after this launch; ``options``: more of the
+        kernel's selfscale options for this launch."""
         order = list(range(len(workloads)))
         random.Random(self.args.seed * 7919 + len(self.launches)).shuffle(order)
         results = self._measure(
-            [workloads[i] for i in order], max(reps, self.args.passes), label, last
+            [workloads[i] for i in order], max(reps, self.args.passes), label, last, options
         )
         out = [None] * len(workloads)
         for position, index in enumerate(order):
             out[index] = results[position]
         return out
 
-    def _measure(self, workloads, reps, label, last):
+    def _measure(self, workloads, reps, label, last, options=()):
         points = [a for w in workloads for a in ("--point", w.kernel_point())]
         if self.run_dir is None:
             largest = max(self.prepare_at_least, max(w.unique_bytes for w in workloads))
@@ -165,7 +166,7 @@ class Kernel:
         else:
             extra = ["--existing", self.run_dir] + (["--discard"] if last else [])
         try:
-            report = self.run(extra + points + ["--reps", str(reps)], label)
+            report = self.run(extra + list(options) + points + ["--reps", str(reps)], label)
         finally:
             if last and self.run_dir and not Path(self.run_dir).exists():
                 self.run_dir = None
@@ -540,9 +541,6 @@ def far_validation(args, kernel, model, domain, rules):
     }
 
 
-#: the request rates are measured at the smallest request size and at this many times
-#: it: the two give what a request costs whatever its bytes (the fixed share below)
-REQUEST_SIZE_STEP = 4
 #: the largest footprint request rates are timed over: what one request costs where
 #: nothing else does.  Over the cache regime's focal footprint at nightly node-local
 #: sizes (2 GiB) 1 KiB writes ran at 304k/s where a loop of 1-byte writes ran at 1.16M/s
@@ -558,20 +556,22 @@ def request_rates(kernel, model, domain):
     """{"read", "write": requests per second, "size", "unique_bytes", "larger_size",
     "larger": {"read", "write"}, "fixed_share": {"read", "write"}}: what one request
     costs, measured on one process at the smallest request size the search may use and
-    at REQUEST_SIZE_STEP times it (within the domain), sequential (the cheapest order),
+    at ss.REQUEST_SIZE_STEP times it (within the domain), sequential (the cheapest order),
     in the cache regime's footprint or REQUEST_RATE_FOOTPRINT, whichever is smaller
     (the page cache holds it: the cost is the file system's per request, not the
-    device's).  The advisor charges a job's requests at the smallest size's rate; below
-    that size, only the share of a request's time that does not grow with its bytes
-    (``fixed_share``, from the two sizes: a request takes a + b x bytes; 1.0 where the
-    larger size cost no more per request, as a round trip to a server does) and the
-    bytes' part at the same cost per byte.  One launch of four points, before the
+    device's); writes extend a new file to that size (the kernel's --append), as a
+    job's output does: on the node-local ext4 a 4 KiB write extending a file ran at
+    240k/s where one rewriting a cached page ran at 590k/s (docs/benchmarks.md).  The two sizes give the share of a request's time at the smallest size
+    that does not grow with its bytes (``fixed_share``: a request takes a + b x bytes;
+    1.0 where the larger size cost no more per request, as a round trip to a server
+    does); the advisor charges a job's requests of any size up to the larger one on that
+    line, and larger ones at the larger size's rate (their bytes are the throughput's).  One launch of four points, before the
     validation (whose launch discards the data)."""
     focal = model.regimes["cache"].focal.unique_bytes
     grid = [u for u in domain.grid("unique_bytes") if u <= REQUEST_RATE_FOOTPRINT]
     footprint = min(focal, max(grid) if grid else domain.unique_bytes[0])
     size = domain.size_mean[0]
-    larger = min(REQUEST_SIZE_STEP * size, domain.size_mean[1])
+    larger = min(ss.REQUEST_SIZE_STEP * size, domain.size_mean[1])
     sizes = [size] + ([larger] if larger > size else [])
     points = [
         ss.Workload(
@@ -584,7 +584,7 @@ def request_rates(kernel, model, domain):
         for s in sizes
         for frac in (1.0, 0.0)
     ]
-    kernel.measure(points, 1, label="request rate")
+    kernel.measure(points, 1, label="request rate", options=("--append",))
     measured = {}
     for point in kernel.points[-len(points) :]:
         direction = "read" if point["workload"]["read_frac"] == 1.0 else "write"
@@ -613,7 +613,8 @@ def request_rates(kernel, model, domain):
             )
     say(
         f"request rate at {ss.size_words(size)} sequential requests, 1 process, "
-        f"{ss.size_words(footprint)} touched: {', '.join(words)}"
+        f"{ss.size_words(footprint)} touched (writes appending to a new file): "
+        f"{', '.join(words)}"
     )
     return rates
 
