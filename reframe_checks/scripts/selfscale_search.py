@@ -561,12 +561,13 @@ def request_rates(kernel, model, domain):
     (the page cache holds it: the cost is the file system's per request, not the
     device's); writes extend a new file to that size (the kernel's --append), as a
     job's output does: on the node-local ext4 a 4 KiB write extending a file ran at
-    240k/s where one rewriting a cached page ran at 590k/s (docs/benchmarks.md).  The two sizes give the share of a request's time at the smallest size
-    that does not grow with its bytes (``fixed_share``: a request takes a + b x bytes;
-    1.0 where the larger size cost no more per request, as a round trip to a server
-    does); the advisor charges a job's requests of any size up to the larger one on that
-    line, and larger ones at the larger size's rate (their bytes are the throughput's).  One launch of four points, before the
-    validation (whose launch discards the data)."""
+    240k/s where one rewriting a cached page ran at 590k/s (docs/benchmarks.md).  The
+    two sizes give the share of a request's time at the smallest size that does not
+    grow with its bytes (``fixed_share``: a request takes a + b x bytes; 1.0 where the
+    larger size cost no more per request, as a round trip to a server does); the
+    advisor charges a job's requests of any size up to the larger one on that line,
+    and larger ones at the larger size's rate (their bytes are the throughput's).  One
+    launch of four points, before the validation (whose launch discards the data)."""
     focal = model.regimes["cache"].focal.unique_bytes
     grid = [u for u in domain.grid("unique_bytes") if u <= REQUEST_RATE_FOOTPRINT]
     footprint = min(focal, max(grid) if grid else domain.unique_bytes[0])
