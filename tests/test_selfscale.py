@@ -1351,6 +1351,10 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, room_for_twice_th
             0.05,
             "--passes",
             1,
+            "--request-window",
+            0.1,
+            "--request-passes",
+            1,
             "--rules",
             json.dumps({"max_rounds": 2}),
             "--validate",
@@ -1542,10 +1546,14 @@ def kernel_args(binary, where, reports, **options):
         reports=str(reports),
         seed=1,
         size_spread=0.5,
-        requests=0,
-        direct=False,
-        passes=1,
-        **options,
+        **{
+            "requests": 0,
+            "direct": False,
+            "passes": 1,
+            "request_passes": 1,
+            "request_window": 0.1,
+            **options,
+        },
     )
 
 
@@ -1601,7 +1609,15 @@ def test_request_rates_are_timed_over_a_small_footprint(kernels, shm_dir, tmp_pa
     selfscale_search = driver_module()
     binary, _ = kernels["openmpi"]
     args = kernel_args(
-        binary, shm_dir, tmp_path / "reports", fsync="outside", warmup=0.05, duration=0.1, prepare=0
+        binary,
+        shm_dir,
+        tmp_path / "reports",
+        fsync="outside",
+        warmup=0.05,
+        duration=0.1,
+        prepare=0,
+        request_passes=2,
+        request_window=0.15,
     )
     os.environ.update(MPI["openmpi"]["env"])
     domain = ss.Domain(unique_bytes=(MIB, 256 * MIB))
@@ -1616,6 +1632,11 @@ def test_request_rates_are_timed_over_a_small_footprint(kernels, shm_dir, tmp_pa
         most = selfscale_search.REQUEST_RATE_FOOTPRINT
         assert most == 16 * MIB and (rates["unique_bytes"], timed) == (most, {most}), rates
         assert rates["read"] > 0 and rates["write"] > 0
+        # its own windows and passes, and requests of exactly the two sizes (a program's)
+        probe = json.loads(sorted((tmp_path / "reports").glob("launch-*.json"))[-1].read_text())
+        config = probe["config"]
+        assert (config["duration_s"], config["reps"], config["size_spread"]) == (0.15, 2, 0), config
+        assert config["append"] is True
         # a focal footprint below it is kept: the page cache holds what the curves did
         rates = selfscale_search.request_rates(
             kernel, argparse.Namespace(regimes={"cache": small}), domain
@@ -1683,6 +1704,8 @@ def test_driver_failure_is_one_line_and_removes_the_data(kernels, shm_dir, tmp_p
         ("--validate-far", -1, "--validate-far: expected 0 or more, got -1"),
         ("--passes", 0, "--passes: expected at least 1, got 0"),
         ("--validate", 0, "--validate: expected at least 1, got 0"),
+        ("--request-passes", 0, "--request-passes: expected at least 1, got 0"),
+        ("--request-window", 0, "--request-window: expected seconds above 0, got 0.0"),
     ],
 )
 def test_driver_refuses_a_count_out_of_range(kernels, shm_dir, tmp_path, option, value, expected):

@@ -84,6 +84,8 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
         "duration": params.get("duration", 0.4),
         "warmup": params.get("warmup", 0.2),
         "passes": params.get("passes", 3),
+        "request-window": params.get("request_window", 1.0),
+        "request-passes": params.get("request_passes", 5),
         "fsync": params.get("fsync", "outside"),
         "repeat": params.get("repeat", 5),
         "validate": params.get("validate", 20),

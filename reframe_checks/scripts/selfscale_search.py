@@ -82,7 +82,9 @@ class Kernel:
         self.process = None
         Path(args.reports).mkdir(parents=True, exist_ok=True)
 
-    def common(self):
+    def common(self, window=None, spread=None):
+        """The options of every launch; ``window`` and ``spread``: this launch's own
+        --duration and --size-spread instead of the search's."""
         a = self.args
         opts = [
             "--seed",
@@ -90,7 +92,7 @@ class Kernel:
             "--fsync",
             a.fsync,
             "--size-spread",
-            str(a.size_spread),
+            str(a.size_spread if spread is None else spread),
             "--warmup",
             str(a.warmup),
             "--progress",
@@ -99,19 +101,19 @@ class Kernel:
         if a.requests:
             opts += ["--requests", str(a.requests)]
         else:
-            opts += ["--duration", str(a.duration)]
+            opts += ["--duration", str(a.duration if window is None else window)]
         if a.direct:
             opts.append("--direct")
         return opts
 
-    def run(self, extra, label):
+    def run(self, extra, label, **common):
         report = Path(self.args.reports) / f"launch-{len(self.launches) + 1:03d}.json"
         argv = [
             *self.launch,
             self.args.kernel,
             "selfscale",
             *extra,
-            *self.common(),
+            *self.common(**common),
             "--output",
             str(report),
         ]
@@ -139,24 +141,30 @@ class Kernel:
             )
         return data
 
-    def measure(self, workloads, reps, label="sweep", last=False, options=()):
+    def measure(self, workloads, reps, label="sweep", last=False, options=(), **common):
         """[[bytes/s per repetition] per workload]: at least --passes repetitions (the
         kernel runs every point once per repetition, so the passes of a point lie a
         whole sweep apart), in a shuffled order: a change of the background load during
         a sweep then scatters its points instead of drawing a trend through the curve.
         ``last``: the data is discarded after this launch; ``options``: more of the
-        kernel's selfscale options for this launch."""
+        kernel's selfscale options for this launch; ``common``: common()'s window and
+        spread for this launch."""
         order = list(range(len(workloads)))
         random.Random(self.args.seed * 7919 + len(self.launches)).shuffle(order)
         results = self._measure(
-            [workloads[i] for i in order], max(reps, self.args.passes), label, last, options
+            [workloads[i] for i in order],
+            max(reps, self.args.passes),
+            label,
+            last,
+            options,
+            common,
         )
         out = [None] * len(workloads)
         for position, index in enumerate(order):
             out[index] = results[position]
         return out
 
-    def _measure(self, workloads, reps, label, last, options=()):
+    def _measure(self, workloads, reps, label, last, options=(), common=None):
         points = [a for w in workloads for a in ("--point", w.kernel_point())]
         if self.run_dir is None:
             largest = max(self.prepare_at_least, max(w.unique_bytes for w in workloads))
@@ -166,7 +174,9 @@ class Kernel:
         else:
             extra = ["--existing", self.run_dir] + (["--discard"] if last else [])
         try:
-            report = self.run(extra + list(options) + points + ["--reps", str(reps)], label)
+            report = self.run(
+                extra + list(options) + points + ["--reps", str(reps)], label, **(common or {})
+            )
         finally:
             if last and self.run_dir and not Path(self.run_dir).exists():
                 self.run_dir = None
@@ -567,7 +577,11 @@ def request_rates(kernel, model, domain):
     larger size cost no more per request, as a round trip to a server does); the
     advisor charges a job's requests of any size up to the larger one on that line,
     and larger ones at the larger size's rate (their bytes are the throughput's).  One
-    launch of four points, before the validation (whose launch discards the data)."""
+    launch of four points, before the validation (whose launch discards the data), of
+    requests of exactly these sizes, as a program issues them, in --request-passes
+    windows of --request-window seconds each: small requests' rates swing by a fifth
+    between windows seconds apart (docs/benchmarks.md), and the line through the two
+    sizes turns that into a share off by more."""
     focal = model.regimes["cache"].focal.unique_bytes
     grid = [u for u in domain.grid("unique_bytes") if u <= REQUEST_RATE_FOOTPRINT]
     footprint = min(focal, max(grid) if grid else domain.unique_bytes[0])
@@ -585,7 +599,14 @@ def request_rates(kernel, model, domain):
         for s in sizes
         for frac in (1.0, 0.0)
     ]
-    kernel.measure(points, 1, label="request rate", options=("--append",))
+    kernel.measure(
+        points,
+        kernel.args.request_passes,
+        label="request rate",
+        options=("--append",),
+        window=kernel.args.request_window,
+        spread=0.0,
+    )
     measured = {}
     for point in kernel.points[-len(points) :]:
         direction = "read" if point["workload"]["read_frac"] == 1.0 else "write"
@@ -722,6 +743,18 @@ def _parser():
         help="measurements of every point, a sweep apart; a curve takes their median",
     )
     p.add_argument(
+        "--request-window",
+        type=float,
+        default=1.0,
+        help="timed window of each request-rate measurement (s)",
+    )
+    p.add_argument(
+        "--request-passes",
+        type=int,
+        default=5,
+        help="measurements of each request rate; the rate is their median",
+    )
+    p.add_argument(
         "--requests",
         type=int,
         default=0,
@@ -782,6 +815,8 @@ def _new_result(args):
                 "duration",
                 "warmup",
                 "passes",
+                "request_window",
+                "request_passes",
                 "requests",
                 "fsync",
                 "size_spread",
@@ -802,9 +837,14 @@ def _new_result(args):
 def main(argv=None):
     p = _parser()
     args = p.parse_args(argv)
-    for name in ("processes", "validate", "passes"):
+    for name in ("processes", "validate", "passes", "request_passes"):
         if getattr(args, name) < 1:
-            p.error(f"--{name}: expected at least 1, got {getattr(args, name)}")
+            p.error(f"--{name.replace('_', '-')}: expected at least 1, got {getattr(args, name)}")
+    for name in ("duration", "request_window"):
+        if not getattr(args, name) > 0:
+            p.error(
+                f"--{name.replace('_', '-')}: expected seconds above 0, got {getattr(args, name)}"
+            )
     if args.validate_far < 0:
         p.error(f"--validate-far: expected 0 or more, got {args.validate_far}")
     if not os.path.isdir(args.dir):
