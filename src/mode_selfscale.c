@@ -636,12 +636,13 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
     uint64_t prev_end = UINT64_MAX, nreads_all = 0;
     int wrote = 0, appending = appends(o, p);
     sbk_file appended = {.fd = -1}, *file = &s->file;
+    char name[64]; /* the file the requests go to, for error messages */
+    (appending ? append_name : data_name)(ctx, name, sizeof name);
     if (appending) {
         int e = open_append(ctx, s, &appended);
         if (e) {
-            sbk_fail(ctx, sbk_code_for_errno(e), e, phase, 0,
-                     "open %s/selfscale.append.%d (--append): %s", ctx->targets[0].rundir,
-                     ctx->rank, strerror(e));
+            sbk_fail(ctx, sbk_code_for_errno(e), e, phase, 0, "open %s/%s (--append): %s",
+                     ctx->targets[0].rundir, name, strerror(e));
             return;
         }
         file = &appended;
@@ -667,21 +668,19 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         int is_read = rng_unit(&rng) < p->read_frac;
         int is_seq = prev_end != UINT64_MAX && rng_unit(&rng) < p->seq_frac;
         uint64_t off;
-        if (appending) { /* from the start of the empty file; emptied again at uniqueBytes */
+        if (appending || is_seq) { /* on from the last request, from 0 past uniqueBytes */
             off = prev_end != UINT64_MAX && prev_end + size <= unique ? prev_end : 0;
-            if (off == 0 && prev_end != UINT64_MAX) {
+            if (appending && off == 0 && prev_end != UINT64_MAX) { /* empty the file again */
                 double e0 = sbk_now();
                 if (ftruncate(appended.fd, 0) != 0) {
                     sbk_fail(ctx, sbk_code_for_errno(errno), errno, phase, t->bytes,
-                             "empty %s/selfscale.append.%d (--append): %s", ctx->targets[0].rundir,
-                             ctx->rank, strerror(errno));
+                             "empty %s/%s (--append): %s", ctx->targets[0].rundir, name,
+                             strerror(errno));
                     break;
                 }
                 t->emptying += sbk_now() - e0;
             }
-        } else if (is_seq)
-            off = prev_end + size <= unique ? prev_end : 0;
-        else
+        } else
             off = rng_below(&rng, offsets - units + 1) * s->unit;
         prev_end = off + size;
         if (!is_read)
@@ -690,11 +689,9 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         int e = s->be->xfer(file, !is_read, s->buf, (size_t)size, off, &moved);
         if (e) {
             sbk_fail(ctx, e == EINVAL && ctx->cfg->direct ? SBK_ENODIRECT : sbk_code_for_errno(e),
-                     e, phase, t->bytes, "%s %llu bytes at %llu of %s/selfscale.%s.%d: %s",
+                     e, phase, t->bytes, "%s %llu bytes at %llu of %s/%s: %s",
                      is_read ? "read" : "write", (unsigned long long)size, (unsigned long long)off,
-                     ctx->targets[0].rundir, appending ? "append" : "data",
-                     appending ? ctx->rank : ctx->node_index,
-                     e == ENODATA ? "short transfer" : strerror(e));
+                     ctx->targets[0].rundir, name, e == ENODATA ? "short transfer" : strerror(e));
             break;
         }
         wrote |= !is_read;
@@ -723,16 +720,13 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
         double f0 = sbk_now();
         int e = s->be->sync(file);
         if (e)
-            sbk_fail(ctx, sbk_code_for_errno(e), e, phase, t->bytes,
-                     "fsync %s/selfscale.data.%d: %s", ctx->targets[0].rundir, ctx->node_index,
-                     strerror(e));
+            sbk_fail(ctx, sbk_code_for_errno(e), e, phase, t->bytes, "fsync %s/%s: %s",
+                     ctx->targets[0].rundir, name, strerror(e));
         t->fsync_time = sbk_now() - f0;
         if (ctx->cfg->fsync == FSYNC_INSIDE)
             t->window += t->fsync_time;
     }
     if (appending) { /* the file is this point's alone: removed after it, untimed */
-        char name[64];
-        append_name(ctx, name, sizeof name);
         s->be->close(&appended);
         unlinkat(ctx->targets[0].fd, name, 0);
     }
