@@ -106,14 +106,14 @@ class Kernel:
             opts.append("--direct")
         return opts
 
-    def run(self, extra, label, **common):
+    def run(self, extra, label, window=None, spread=None):
         report = Path(self.args.reports) / f"launch-{len(self.launches) + 1:03d}.json"
         argv = [
             *self.launch,
             self.args.kernel,
             "selfscale",
             *extra,
-            *self.common(**common),
+            *self.common(window, spread),
             "--output",
             str(report),
         ]
@@ -141,14 +141,16 @@ class Kernel:
             )
         return data
 
-    def measure(self, workloads, reps, label="sweep", last=False, options=(), **common):
+    def measure(
+        self, workloads, reps, label="sweep", last=False, options=(), window=None, spread=None
+    ):
         """[[bytes/s per repetition] per workload]: at least --passes repetitions (the
         kernel runs every point once per repetition, so the passes of a point lie a
         whole sweep apart), in a shuffled order: a change of the background load during
         a sweep then scatters its points instead of drawing a trend through the curve.
         ``last``: the data is discarded after this launch; ``options``: more of the
-        kernel's selfscale options for this launch; ``common``: common()'s window and
-        spread for this launch."""
+        kernel's selfscale options for this launch; ``window``, ``spread``: this
+        launch's own --duration and --size-spread (common())."""
         order = list(range(len(workloads)))
         random.Random(self.args.seed * 7919 + len(self.launches)).shuffle(order)
         results = self._measure(
@@ -157,14 +159,15 @@ class Kernel:
             label,
             last,
             options,
-            common,
+            window,
+            spread,
         )
         out = [None] * len(workloads)
         for position, index in enumerate(order):
             out[index] = results[position]
         return out
 
-    def _measure(self, workloads, reps, label, last, options=(), common=None):
+    def _measure(self, workloads, reps, label, last, options=(), window=None, spread=None):
         points = [a for w in workloads for a in ("--point", w.kernel_point())]
         if self.run_dir is None:
             largest = max(self.prepare_at_least, max(w.unique_bytes for w in workloads))
@@ -175,7 +178,7 @@ class Kernel:
             extra = ["--existing", self.run_dir] + (["--discard"] if last else [])
         try:
             report = self.run(
-                extra + list(options) + points + ["--reps", str(reps)], label, **(common or {})
+                extra + list(options) + points + ["--reps", str(reps)], label, window, spread
             )
         finally:
             if last and self.run_dir and not Path(self.run_dir).exists():
