@@ -343,8 +343,37 @@ REQUEST_ROLES = {"read": "read_requests_per_s", "write": "write_requests_per_s"}
 #: not grow with its bytes (the check's ``request_fixed_share_*`` figures, from its
 #: request rates at two sizes)
 FIXED_SHARE_ROLES = {"read": "read_request_fixed_share", "write": "write_request_fixed_share"}
+#: the roles of a request of the kernel's unit's time (ss.UNIT, below the smallest size
+#: measured) as a share of one of the smallest size (the check's ``request_unit_share_*``)
+UNIT_SHARE_ROLES = {"read": "read_request_unit_share", "write": "write_request_unit_share"}
 #: roles whose figures are shares of something (0 to 1), where 0 is a value, not a gap
-SHARE_ROLES = frozenset(FIXED_SHARE_ROLES.values())
+SHARE_ROLES = frozenset(FIXED_SHARE_ROLES.values()) | frozenset(UNIT_SHARE_ROLES.values())
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """How a request's time grows with its size, as the check's request-rate probe
+    measured it (request_rate_at_size): ``fixed``, the share of a smallest-size
+    request's time that does not grow with its bytes (a FIXED_SHARE_ROLES Rate), and
+    ``unit``, the time of a request of the kernel's unit as a share of a smallest-size
+    one's (a UNIT_SHARE_ROLES Rate); None where not stored."""
+
+    fixed: Rate | None = None
+    unit: Rate | None = None
+
+
+def request_shapes(figures: TargetFigures, environ: str | None = None) -> dict[str, RequestShape]:
+    """Each direction's RequestShape stored for the target (the models' environment's,
+    as _request_rate_of picks)."""
+    return {
+        d: RequestShape(
+            fixed=_request_rate_of(figures, FIXED_SHARE_ROLES[d], environ),
+            unit=_request_rate_of(figures, UNIT_SHARE_ROLES[d], environ),
+        )
+        for d in FIXED_SHARE_ROLES
+    }
+
+
 #: how a size class's request time and byte time combine: "max" (the larger) or "sum".
 #: Chosen by measurement (ci/benchmarks/advisor_validation.py --only request prints
 #: both): on 2026-11-26 at quick sizes (load 12 to 26 on 2 cores), over 18 rows of dd
@@ -440,27 +469,45 @@ def rate_of_terms(terms: Sequence[float], stored: Rate | None) -> float:
     return at_job / smallest if stored is None else stored.value * at_job / one
 
 
-def request_rate_at_size(rate: float, size: float, smallest: float, fixed: Rate | None) -> float:
+def request_rate_at_size(
+    rate: float, size: float, smallest: float, shape: RequestShape | None
+) -> float:
     """The request rate of requests of ``size`` bytes, from ``rate``, that of requests of
-    ``smallest`` bytes (the smallest measured).  The check measured the rate at
-    ``smallest`` and at ss.REQUEST_SIZE_STEP times it, stored as the share of a
-    ``smallest`` request's time that does not grow with its bytes (``fixed``: a Rate of
-    a FIXED_SHARE_ROLES role, a fraction): a request of any size up to the larger one
-    costs that share plus its bytes at the measured cost per byte (a 1-byte read from
-    the page cache costs less than a 1 KiB one, a 4 KiB one more: docs/benchmarks.md);
-    a larger request costs what the larger one did (its bytes are the throughput's).
-    Where no share is stored, ``rate`` itself."""
-    if fixed is None:
-        return rate
-    share = fixed_fraction(fixed)
+    ``smallest`` bytes (the smallest measured), and the shape the check measured
+    (request_time_share).  Where no shape is stored, ``rate`` itself."""
+    return rate / request_time_share(size, smallest, shape)
+
+
+def request_time_share(size: float, smallest: float, shape: RequestShape | None) -> float:
+    """A request of ``size`` bytes' time as a share of one of ``smallest`` bytes.  The
+    check measured the rate at ``smallest`` and at ss.REQUEST_SIZE_STEP times it, stored
+    as the share of a ``smallest`` request's time that does not grow with its bytes
+    (``shape.fixed``): a request of any size from ``smallest`` to the larger one costs
+    that share plus its bytes at the measured cost per byte; a larger one what the
+    larger one did (its bytes are the throughput's).  Below ``smallest`` the probe's
+    cost per byte is steeper than that line's (which put a 1-byte read from the page
+    cache at 0.65 µs where loops took 0.45-0.52 µs: docs/benchmarks.md): where the check
+    also timed the kernel's unit (``shape.unit``, its time as a share of a ``smallest``
+    one's), a smaller request costs what the line through the two gives, carried below
+    the unit and kept above the unit's time scaled by its bytes (a line that would reach
+    0 before 0 bytes)."""
+    if shape is None:
+        return 1.0
+    unit = share_fraction(shape.unit) if shape.unit is not None else 0.0
+    if size < smallest and ss.UNIT < smallest and unit > 0.0:
+        per_byte = (1.0 - unit) / (smallest - ss.UNIT)
+        return max(unit - per_byte * (ss.UNIT - size), unit * min(size, ss.UNIT) / ss.UNIT)
+    if shape.fixed is None:
+        return 1.0
+    share = share_fraction(shape.fixed)
     measured = min(size, ss.REQUEST_SIZE_STEP * smallest)
-    return rate / (share + (1.0 - share) * measured / smallest)
+    return share + (1.0 - share) * measured / smallest
 
 
-def fixed_fraction(fixed: Rate) -> float:
-    """A stored fixed share as the fraction of a request's time used, 0 to 1 (the check
-    stores it so; a history edited by hand could hold more)."""
-    return max(0.0, min(1.0, fixed.value))
+def share_fraction(share: Rate) -> float:
+    """A stored share (SHARE_ROLES) as a fraction, 0 to 1 (the check stores it so; a
+    history edited by hand could hold more)."""
+    return max(0.0, min(1.0, share.value))
 
 
 def class_seconds(
@@ -472,14 +519,14 @@ def class_seconds(
     stored: Rate | None = None,
     form: str | None = None,
     first: FirstPass | None = None,
-    fixed: Rate | None = None,
+    shape: RequestShape | None = None,
 ) -> tuple[float, bool]:
     """(seconds, by requests?) of one size class: its bytes over the predicted
     throughput and its requests over the request rate, the larger of the two or their
     sum (``form``, default REQUEST_COST).  Below the smallest request size measured,
     the throughput curve is carried flat and would make a 1-byte request cost as little
     as 1/4096 of a 4 KiB one; the request rate says what a request of its size costs
-    (request_rate_at_size, ``fixed``).  ``first``: the job's
+    (request_rate_at_size, ``shape``).  ``first``: the job's
     reads' first pass (first_pass()), applied to reads."""
     form = form or REQUEST_COST
     if form not in ("max", "sum"):
@@ -487,7 +534,7 @@ def class_seconds(
     throughput = model.predict(workload_of(profile, size, direction, model))
     smallest = model.measured_range()["size_mean"][0]
     rate = request_rate_at_size(
-        request_rate(profile, direction, model, stored), size, smallest, fixed
+        request_rate(profile, direction, model, stored), size, smallest, shape
     )
     seconds, by_requests = seconds_of(throughput, rate, size, moved, profile.nodes, form)
     if first is None or direction != "read":
@@ -514,7 +561,7 @@ def data_seconds(
     stored_rates: Mapping[str, Rate | None] | None = None,
     form: str | None = None,
     first: FirstPass | None = None,
-    fixed_shares: Mapping[str, Rate | None] | None = None,
+    shapes: Mapping[str, RequestShape] | None = None,
 ) -> float:
     """Seconds to move the profile's bytes with one model: each size class and
     direction by class_seconds, the nodes adding up."""
@@ -531,7 +578,7 @@ def data_seconds(
                     (stored_rates or {}).get(direction),
                     form,
                     first=first,
-                    fixed=(fixed_shares or {}).get(direction),
+                    shape=(shapes or {}).get(direction),
                 )[0]
     return seconds
 
@@ -658,10 +705,10 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         )
     date, model = figures.models[0]
     stored = {d: _request_rate_of(figures, role) for d, role in REQUEST_ROLES.items()}
-    fixed = {d: _request_rate_of(figures, role) for d, role in FIXED_SHARE_ROLES.items()}
+    shapes = request_shapes(figures)
     first = first_pass(profile, figures)
     values = [
-        data_seconds(profile, m, stored, first=first, fixed_shares=fixed) for _, m in figures.models
+        data_seconds(profile, m, stored, first=first, shapes=shapes) for _, m in figures.models
     ]
     low, high = _interval(values)
     seconds = point(values)
@@ -686,15 +733,10 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
         part.extra.update(far_band=far_band, far_error=far_median, far_workloads=far_count)
     for environ, models in sorted(figures.other_models.items()):
         own = {d: _request_rate_of(figures, role, environ) for d, role in REQUEST_ROLES.items()}
-        own_fixed = {
-            d: _request_rate_of(figures, role, environ) for d, role in FIXED_SHARE_ROLES.items()
-        }
+        own_shapes = request_shapes(figures, environ)
         own_first = first_pass(profile, figures, environ)
         other = point(
-            [
-                data_seconds(profile, m, own, first=own_first, fixed_shares=own_fixed)
-                for _, m in models
-            ]
+            [data_seconds(profile, m, own, first=own_first, shapes=own_shapes) for _, m in models]
         )
         part.extra.setdefault("other_environments", {})[environ] = other
         part.notes.append(
@@ -703,7 +745,7 @@ def predict_data(profile: Profile, figures: TargetFigures) -> Part:
             f"advisor does not know which MPI the job used)"
         )
     for direction in ("read", "write"):
-        words = request_bound_words(profile, figures, direction, stored, fixed, first)
+        words = request_bound_words(profile, figures, direction, stored, shapes, first)
         if words:
             part.notes.append(words)
     if first is not None:
@@ -725,13 +767,14 @@ def request_bound_words(
     figures: TargetFigures,
     direction: str,
     stored: Mapping[str, Rate | None],
-    fixed: Mapping[str, Rate | None],
+    shapes: Mapping[str, RequestShape],
     first: FirstPass | None,
 ) -> str:
     """The note on a direction's size classes timed by their number of requests, not
     their bytes: each size's request rate and where it comes from ("" when none is)."""
     model = figures.models[0][1]
     smallest = model.measured_range()["size_mean"][0]
+    shape = shapes[direction]
     bound = [
         size
         for size, moved in profile.size_classes.get(direction, [])
@@ -744,7 +787,7 @@ def request_bound_words(
             moved,
             stored[direction],
             first=first,
-            fixed=fixed[direction],
+            shape=shape,
         )[1]
     ]
     if not bound:
@@ -754,7 +797,7 @@ def request_bound_words(
     )
     rates = ", ".join(
         f"{size_words(b)} at "
-        f"{units.quantity(request_rate_at_size(rate, b, smallest, fixed[direction]) * profile.nodes, 'requests/s')}"
+        f"{units.quantity(request_rate_at_size(rate, b, smallest, shape) * profile.nodes, 'requests/s')}"
         for b in bound
     )
     source = (
@@ -762,19 +805,28 @@ def request_bound_words(
         if stored[direction]
         else f"the model's at its smallest requests measured ({size_words(smallest)})"
     )
-    # the share counts (and its timing is worth a word) only for a size other than the
-    # smallest measured
-    share = fixed[direction] if any(b != smallest for b in bound) else None
+    # a share counts (and its timing is worth a word) only for the sizes it prices
+    below = shape.unit is not None and ss.UNIT < smallest and any(b < smallest for b in bound)
+    share = (
+        shape.fixed if any(b != smallest and not (below and b < smallest) for b in bound) else None
+    )
     if share is not None:
         larger = ss.REQUEST_SIZE_STEP * smallest
         source += (
-            f"; a request of another size costs the {fixed_fraction(share):.0%} of a "
+            f"; a request of another size costs the {share_fraction(share):.0%} of a "
             f"{size_words(smallest)} request's time that does not grow with its bytes, plus "
             f"its own bytes up to {size_words(larger)} (the larger size measured), one of "
             f"{size_words(larger)} above"
         )
+    unit = shape.unit if below else None
+    if unit is not None:
+        source += (
+            f"; a request under {size_words(smallest)} costs on the line through the "
+            f"{size_words(smallest)} request's time and the {size_words(ss.UNIT)} one's "
+            f"({share_fraction(unit):.0%} of it, measured)"
+        )
     words = f"{direction} requests timed by their number, not their bytes: {rates} ({source})"
-    return "; ".join([words, *short_phase_note([stored[direction], share])])
+    return "; ".join([words, *short_phase_note([stored[direction], share, unit])])
 
 
 def first_pass_words(profile: Profile, first: FirstPass) -> str:

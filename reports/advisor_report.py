@@ -119,9 +119,7 @@ def _grid_throughputs(
     stored = {
         d: advisor._request_rate_of(figures, role) for d, role in advisor.REQUEST_ROLES.items()
     }
-    fixed = {
-        d: advisor._request_rate_of(figures, role) for d, role in advisor.FIXED_SHARE_ROLES.items()
-    }
+    shapes = advisor.request_shapes(figures)
     models = [m for _, m in figures.models]
     terms = [kept.terms(m) if kept else model_terms(m) for m in models]
     far = kept.distances(models[0]) if kept else model_distances(models[0])
@@ -148,7 +146,7 @@ def _grid_throughputs(
                     MIB
                     / advisor.seconds_of(
                         t[base + 3 * len(DIRECTIONS) + j * len(sizes) + i],
-                        advisor.request_rate_at_size(rate, size, smallest, fixed[d]),
+                        advisor.request_rate_at_size(rate, size, smallest, shapes[d]),
                         size,
                         MIB,
                         profile.nodes,

@@ -56,6 +56,11 @@ ROLES = {
     "smaller request costs that share plus its bytes at the same cost per byte",
     "write_request_fixed_share": "share of a write request's time at the smallest size "
     "measured (the write_requests_per_s figure's) that does not grow with its bytes",
+    "read_request_unit_share": "time of a read request of the kernel's smallest size "
+    "(512 B) as a share of one of the smallest size measured: a smaller request costs "
+    "what the line through the two gives",
+    "write_request_unit_share": "time of a write request of the kernel's smallest size "
+    "(512 B) as a share of one of the smallest size measured",
     "reopen_cache_dropped": "share of a file's cached pages that a new open of the file "
     "dropped (GlusterFS's FUSE client with fopen-keep-cache off drops them all)",
     "first_pass_read_Bps": "bytes read per second by one process's first pass over a "
@@ -86,6 +91,8 @@ DESCRIPTIVE_ROLES = frozenset(
         "reopen_cache_dropped",
         "read_request_fixed_share",
         "write_request_fixed_share",
+        "read_request_unit_share",
+        "write_request_unit_share",
         "knee",
         "focal",
         "marker",

@@ -3,6 +3,7 @@ ships), checked against PyDarshan's own reports; workload descriptions and their
 errors; predictions from a history whose answers are known; the command; the page in a
 real Chromium."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -1283,12 +1284,12 @@ def test_a_request_of_another_size_costs_its_fixed_share_and_its_bytes(tmp_path)
         "of a 4 KiB request's time that does not grow with its bytes, plus its own bytes up "
         "to 16 KiB (the larger size measured), one of 16 KiB above)" in data.notes
     )
-    share = figures.rates["read_request_fixed_share"][0]
+    shape = advisor.RequestShape(fixed=figures.rates["read_request_fixed_share"][0])
     for size, times in ((2 * KIB, 0.875), (4 * KIB, 1.0), (8 * KIB, 1.25), (16 * KIB, 1.75)):
-        assert advisor.request_rate_at_size(400_000.0, size, 4 * KIB, share) == pytest.approx(
+        assert advisor.request_rate_at_size(400_000.0, size, 4 * KIB, shape) == pytest.approx(
             400_000.0 / times, rel=1e-12
         ), size
-    assert advisor.request_rate_at_size(400_000.0, MIB, 4 * KIB, share) == pytest.approx(
+    assert advisor.request_rate_at_size(400_000.0, MIB, 4 * KIB, shape) == pytest.approx(
         400_000.0 / 1.75, rel=1e-12
     )
     assert advisor.request_rate_at_size(400_000.0, 8 * KIB, 4 * KIB, None) == 400_000.0
@@ -1309,6 +1310,58 @@ def test_a_request_of_another_size_costs_its_fixed_share_and_its_bytes(tmp_path)
     notes = advisor.predict_data(one, advisor.load_figures(db_path=db)["fastfs"]).notes
     note = next(n for n in notes if n.startswith("read requests timed by their number"))
     assert f"rests on figures {too_short_words(0.15)}" in note, note
+
+
+def test_a_request_under_the_smallest_size_costs_on_the_line_through_the_unit(tmp_path):
+    """Where the check also timed the kernel's 512 B requests (60% of a 4 KiB read's
+    time here), a request under 4 KiB costs on the line through the two, carried below
+    512 B: a 1-byte read 0.6 - 0.4 x 511 / 3584 of a 4 KiB read, a 2 KiB one
+    0.6 + 0.4 x 1536 / 3584; 4 KiB and larger as the fixed share says.  A line that
+    would reach 0 before 0 bytes (512 B at 5% of 4 KiB) is kept above the unit's time
+    scaled by its bytes.  Writes whose 512 B took as long as 4 KiB (a round trip each)
+    cost a whole request at any size.  The note names the line and its share; the
+    share is never ranked."""
+    rates = {
+        "read": 400_000.0,
+        "write": 100_000.0,
+        "size": 4 * KIB,
+        "larger_size": 16 * KIB,
+        "unit_size": 512,
+        "unique_bytes": 64 * MIB,
+        "fixed_share": {"read": 0.75, "write": 1.0},
+        "unit_share": {"read": 0.6, "write": 1.0},
+    }
+    figures = advisor.load_figures(db_path=request_rate_history(tmp_path, rates))["fastfs"]
+    unit = figures.rates["read_request_unit_share"][0]
+    assert unit.value == pytest.approx(0.6) and "read_request_unit_share" in DESCRIPTIVE_ROLES
+    shape = advisor.request_shapes(figures)["read"]
+    assert shape == advisor.RequestShape(
+        fixed=figures.rates["read_request_fixed_share"][0], unit=unit
+    )
+    one_byte = 0.6 - 0.4 * 511 / 3584
+    for size, times in (
+        (1, one_byte),
+        (512, 0.6),
+        (2 * KIB, 0.6 + 0.4 * 1536 / 3584),
+        (4 * KIB, 1.0),
+        (8 * KIB, 1.25),
+    ):
+        assert advisor.request_time_share(size, 4 * KIB, shape) == pytest.approx(
+            times, rel=1e-12
+        ), size
+    steep = advisor.RequestShape(fixed=shape.fixed, unit=dataclasses.replace(unit, value=0.05))
+    assert advisor.request_time_share(1, 4 * KIB, steep) == pytest.approx(0.05 / 512, rel=1e-12)
+    one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
+    data = advisor.predict_data(one, figures)
+    assert data.seconds == pytest.approx(1e6 * one_byte / 400_000, rel=1e-9)
+    note = next(n for n in data.notes if n.startswith("read requests timed by their number"))
+    assert (
+        "a request under 4 KiB costs on the line through the 4 KiB request's time and the "
+        "512 B one's (60% of it, measured)" in note
+    ), note
+    assert "does not grow with its bytes" not in note, "the fixed share priced nothing"
+    writes = job_profile.description_profile(dict(ONE_BYTE_READS, read_fraction=0.0), "w")
+    assert advisor.predict_data(writes, figures).seconds == pytest.approx(10.0, rel=1e-9)
 
 
 def test_the_pages_grid_charges_a_request_as_the_cli_does(tmp_path):
@@ -1353,7 +1406,8 @@ def test_a_share_of_zero_counts_and_an_unused_share_is_not_noted(tmp_path):
     figures = advisor.load_figures(db_path=db)["fastfs"]
     share = figures.rates["read_request_fixed_share"][0]
     assert share.value == 0.0
-    assert advisor.request_rate_at_size(400_000.0, 1, 4 * KIB, share) == 400_000.0 * 4096
+    shape = advisor.RequestShape(fixed=share)
+    assert advisor.request_rate_at_size(400_000.0, 1, 4 * KIB, shape) == 400_000.0 * 4096
     one = job_profile.description_profile(ONE_BYTE_READS, "bytes")
     assert advisor.predict_data(one, figures).seconds < 0.01
     writes = job_profile.description_profile(

@@ -398,8 +398,9 @@ def test_a_new_open_drops_the_sans_cached_pages_and_not_the_disks(first):
 
 
 def test_a_small_request_costs_a_share_of_the_measured_one(first):
-    """The self-scaling check's request rates at 1 KiB and 4 KiB on real file systems
-    give the share of a request's time that does not grow with its bytes, stored with
+    """The self-scaling check's request rates at 512 B, 1 KiB and 4 KiB on real file
+    systems give the share of a request's time that does not grow with its bytes and
+    the time of a 512 B request as a share of a 1 KiB one's, each stored with
     the rates' timed window (the quick tag's 0.15 s: too short to trust; README, "The
     prediction")."""
     for case in case_named(first, r"^KernelSelfScale"):
@@ -409,3 +410,6 @@ def test_a_small_request_costs_a_share_of_the_measured_one(first):
             assert 0 <= share <= 100, (case["scratch_target"], direction, share)
             window = case["phase_seconds"][f"request_rate_{direction}"]
             assert case["phase_seconds"][f"request_fixed_share_{direction}"] == window
+            # and the kernel's 512 B requests against the 1 KiB ones
+            assert figures[f"request_unit_share_{direction}"] > 0, case["scratch_target"]
+            assert case["phase_seconds"][f"request_unit_share_{direction}"] == window

@@ -1426,6 +1426,20 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, room_for_twice_th
             f"{direction}_request_fixed_share",
             "%",
         )
+    # and at the kernel's unit, below the domain's smallest size: a 512 B request's time
+    # as a share of a 1 KiB one's, which prices the requests under 1 KiB
+    assert rates["unit_size"] == ss.UNIT < rates["size"]
+    for direction in ("read", "write"):
+        assert rates["unit"][direction] > 0
+        share = rates["unit_share"][direction]
+        assert share == pytest.approx(rates[direction] / rates["unit"][direction])
+        value, declaration = figures[f"request_unit_share_{direction}"]
+        assert (value, declaration.role, declaration.unit) == (
+            pytest.approx(100.0 * share),
+            f"{direction}_request_unit_share",
+            "%",
+        )
+    assert "/s at 512 B: " in result.stdout and "of a 1 KiB request's time)" in result.stdout
     # tmpfs keeps a file's pages across a new open: nothing dropped, no first pass
     reopen = data["reopen"]
     assert (reopen["kept"], reopen["first_pass_Bps"]) == (1.0, None), reopen
@@ -1465,6 +1479,21 @@ def test_the_fixed_share_of_a_request_comes_from_two_sizes():
     assert fixed_share(KIB, 1e6, 4 * KIB, 1e5) == 0.0  # bytes are all of it
     assert fixed_share(KIB, None, 4 * KIB, 5e5) is None
     assert fixed_share(KIB, 1e6, KIB, 1e6) is None
+
+
+def test_the_unit_share_of_a_request_is_its_time_against_the_smallest_size():
+    """1 KiB requests at 1,000,000/s and 512 B ones at 1,250,000/s: a 512 B request takes
+    0.8 of a 1 KiB one's time; one slower than the 1 KiB one (noise, or a round trip
+    whatever its size) gives more than 1, which the advisor takes as 1; a missing rate
+    gives None."""
+    sys.path.insert(0, str(DRIVER.parent))
+    try:
+        from selfscale_search import unit_share
+    finally:
+        sys.path.pop(0)
+    assert unit_share(1e6, 1.25e6) == pytest.approx(0.8, rel=1e-12)
+    assert unit_share(1e6, 0.9e6) == pytest.approx(1 / 0.9, rel=1e-12)
+    assert unit_share(None, 1e6) is None and unit_share(1e6, None) is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs of its own needs root")

@@ -206,7 +206,12 @@ class SelfScaleCheckBase(ScratchCheck):
                     name: window
                     for name in figures
                     if name.startswith(
-                        ("focal_throughput_", "request_rate_", "request_fixed_share_")
+                        (
+                            "focal_throughput_",
+                            "request_rate_",
+                            "request_fixed_share_",
+                            "request_unit_share_",
+                        )
                     )
                 },
             )
@@ -274,6 +279,20 @@ def _request_words(direction, rates):
     if direction == "write":
         return f"appending to a new file of up to {touched} (in the page cache)"
     return f"{touched} touched (in the page cache)"
+
+
+def _share_label(kind, direction, rates):
+    """The label of a request-rate probe's share figure: the fixed share (against the
+    larger size) or the unit's time against the smallest size's."""
+    size = ss.size_words(rates["size"])
+    where = f"sequential, 1 process, {_request_words(direction, rates)}"
+    if kind == "fixed":
+        return (
+            f"Share of a {size} {direction} request's time that does not grow with its "
+            f"bytes (against {ss.size_words(rates['larger_size'])} requests, {where})"
+        )
+    unit = ss.size_words(rates["unit_size"])
+    return f"Time of a {unit} {direction} request as a share of a {size} one's ({where})"
 
 
 def _reopen_figures(add: Callable[..., None], probe: dict[str, Any] | None) -> None:
@@ -524,19 +543,17 @@ def _model_figures(
                 f"{ss.size_words(rates['size'])} sequential, 1 process, "
                 + _request_words(direction, rates),
             )
-        share = (rates.get("fixed_share") or {}).get(direction)
-        if rates.get(direction) and share is not None:
-            add(
-                f"request_fixed_share_{direction}",
-                100.0 * share,
-                unit="%",
-                better="lower",
-                role=f"{direction}_request_fixed_share",
-                label=f"Share of a {ss.size_words(rates['size'])} {direction} request's "
-                f"time that does not grow with its bytes (against "
-                f"{ss.size_words(rates['larger_size'])} requests, sequential, 1 process, "
-                f"{_request_words(direction, rates)})",
-            )
+        for kind in ("fixed", "unit"):
+            share = (rates.get(f"{kind}_share") or {}).get(direction)
+            if rates.get(direction) and share is not None:
+                add(
+                    f"request_{kind}_share_{direction}",
+                    100.0 * share,
+                    unit="%",
+                    better="lower",
+                    role=f"{direction}_request_{kind}_share",
+                    label=_share_label(kind, direction, rates),
+                )
     _reopen_figures(add, result.get("reopen"))
     noises = (
         (

@@ -579,8 +579,13 @@ def request_rates(kernel, model, domain):
     grow with its bytes (``fixed_share``: a request takes a + b x bytes; 1.0 where the
     larger size cost no more per request, as a round trip to a server does); the
     advisor charges a job's requests of any size up to the larger one on that line,
-    and larger ones at the larger size's rate (their bytes are the throughput's).  One
-    launch of four points, before the validation (whose launch discards the data), of
+    and larger ones at the larger size's rate (their bytes are the throughput's).  Below
+    the smallest size the line bends: a 1-byte read from the page cache took 0.45-0.52
+    µs here where the line put it at 0.65 µs (docs/benchmarks.md), so the kernel's own
+    smallest request (ss.UNIT) is timed too where it lies below the domain's
+    (``unit_share``: its time as a share of a smallest-size request's), and the advisor
+    charges a smaller request on the line through the two.  One launch of four to six
+    points, before the validation (whose launch discards the data), of
     requests of exactly these sizes, as a program issues them, in --request-passes
     windows of --request-window seconds each: small requests' rates swing by a fifth
     between windows seconds apart (docs/benchmarks.md), and the line through the two
@@ -590,7 +595,8 @@ def request_rates(kernel, model, domain):
     footprint = min(focal, max(grid) if grid else domain.unique_bytes[0])
     size = domain.size_mean[0]
     larger = min(ss.REQUEST_SIZE_STEP * size, domain.size_mean[1])
-    sizes = [size] + ([larger] if larger > size else [])
+    unit = ss.UNIT if ss.UNIT < size else None
+    sizes = ([unit] if unit else []) + [size] + ([larger] if larger > size else [])
     points = [
         ss.Workload(
             unique_bytes=footprint,
@@ -619,20 +625,31 @@ def request_rates(kernel, model, domain):
         )
     rates = {"size": size, "unique_bytes": footprint, "larger_size": sizes[-1]}
     rates["larger"] = {d: measured.get((d, sizes[-1])) for d in ("read", "write")}
+    rates["unit_size"] = unit
+    rates["unit"] = {d: measured.get((d, unit)) if unit else None for d in ("read", "write")}
     rates["fixed_share"] = {}
+    rates["unit_share"] = {}
     for d in ("read", "write"):
         rates[d] = measured.get((d, size))
         rates["fixed_share"][d] = fixed_share(size, rates[d], sizes[-1], rates["larger"][d])
+        rates["unit_share"][d] = unit_share(rates[d], rates["unit"][d])
     words = []
     for d in ("read", "write"):
         if rates[d]:
             share = rates["fixed_share"][d]
+            at_unit = rates["unit_share"][d]
             words.append(
                 f"{d} {rates[d]:,.0f}/s"
                 + (
                     f" ({rates['larger'][d]:,.0f}/s at {ss.size_words(sizes[-1])}: "
                     f"{share:.0%} of a request's time does not grow with its bytes)"
                     if share is not None
+                    else ""
+                )
+                + (
+                    f" ({rates['unit'][d]:,.0f}/s at {ss.size_words(unit)}: "
+                    f"{at_unit:.0%} of a {ss.size_words(size)} request's time)"
+                    if at_unit is not None
                     else ""
                 )
             )
@@ -654,6 +671,15 @@ def fixed_share(size, rate, larger_size, larger_rate):
     small, large = 1.0 / rate, 1.0 / larger_rate
     per_byte = max(0.0, (large - small) / (larger_size - size))
     return max(0.0, small - per_byte * size) / small
+
+
+def unit_share(rate, unit_rate):
+    """The time of a request of the kernel's unit as a share of one of the smallest
+    size, from their request rates (1,000,000/s and 1,250,000/s: 0.8); None where either
+    rate is missing."""
+    if not (rate and unit_rate):
+        return None
+    return rate / unit_rate
 
 
 #: the least the reopen probe reads of the data file (where the file holds it): its
