@@ -1856,11 +1856,42 @@ class Validation:
     measured: list
     passes: list = field(default_factory=list)
     launches: list = field(default_factory=list)
+    #: [(Workload, searched, now)]: some of the search's own points measured again in the
+    #: same launches as the held-out workloads (bytes/s then and now); empty: none
+    revisited: list = field(default_factory=list)
 
     @property
     def errors(self) -> list[float]:
         """|predicted - measured| / measured, per workload."""
         return [abs(p - m) / m for p, m in zip(self.predicted, self.measured)]
+
+    @property
+    def drift_level(self) -> float | None:
+        """How the target moved between the search and the validation: the median over
+        the revisited points of now / searched (0.9: 10% slower now), or None without
+        them."""
+        ratios = [now / searched for _, searched, now in self.revisited]
+        return float(np.median(ratios)) if ratios else None
+
+    @property
+    def drift(self) -> float | None:
+        """The floor under the errors that neither the passes nor the launches show: the
+        median over the revisited points of how far they lie from the search's own
+        measurement of them (relative), or None without them.  A model built from
+        points measured minutes before cannot be judged closer than this."""
+        moves = [abs(now - searched) / searched for _, searched, now in self.revisited]
+        return float(np.median(moves)) if moves else None
+
+    @property
+    def drift_scaled_median_error(self) -> float | None:
+        """The median error had the model been scaled by :attr:`drift_level`: how much
+        of the error is the target moving as a whole (a reading aid, never the error)."""
+        level = self.drift_level
+        if level is None:
+            return None
+        return float(
+            np.median([abs(level * p - m) / m for p, m in zip(self.predicted, self.measured)])
+        )
 
     @property
     def median_error(self) -> float:
@@ -1905,6 +1936,13 @@ class Validation:
             "max_error": self.max_error,
             "spread": self.spread,
             "retest": self.retest,
+            "revisited": [
+                {"workload": w.as_dict(), "searched": searched, "now": now}
+                for w, searched, now in self.revisited
+            ],
+            "drift": self.drift,
+            "drift_level": self.drift_level,
+            "drift_scaled_median_error": self.drift_scaled_median_error,
         }
 
     @classmethod
@@ -1915,6 +1953,10 @@ class Validation:
             measured=list(data["measured"]),
             passes=[list(v) for v in data.get("passes") or []],
             launches=[list(v) for v in data.get("launches") or []],
+            revisited=[
+                (Workload.from_dict(r["workload"]), float(r["searched"]), float(r["now"]))
+                for r in data.get("revisited") or []
+            ],
         )
 
 
@@ -2043,33 +2085,52 @@ def far_errors(
 
 
 def validate(
-    model: Model, measure: Measure, workloads: Sequence[Workload], again: Measure | None = None
+    model: Model,
+    measure: Measure,
+    workloads: Sequence[Workload],
+    again: Measure | None = None,
+    revisit: Sequence[tuple[Workload, float]] = (),
 ) -> Validation:
     """Measure the workloads and compare with the model's predictions.  With ``again``,
     they are measured in a second launch too: each workload's measurement is the median
     of both launches' passes, and the two launches' difference is the floor under the
-    errors (:attr:`Validation.retest`)."""
+    errors (:attr:`Validation.retest`).  ``revisit``: some of the search's own points
+    (workload, bytes/s the search measured), measured again with the held-out workloads
+    in the same launches (which shuffle them): how far the target moved since the
+    search (:attr:`Validation.drift`)."""
     if not workloads:
         raise SelfScaleError("validation: no workloads")
+    listed = list(workloads) + [w for w, _ in revisit]
     launches = []
     for how in (measure, again) if again else (measure,):
-        passes = [[float(v) for v in r] for r in how(list(workloads), 1)]
+        passes = [[float(v) for v in r] for r in how(listed, 1)]
         bad = [v for r in passes for v in r if not (math.isfinite(v) and v > 0)]
-        if bad or not all(passes) or len(passes) != len(workloads):
+        if bad or not all(passes) or len(passes) != len(listed):
             raise SelfScaleError(
                 f"validation: a measured throughput is "
                 f"{bad[0] if bad else 'missing'}, expected a positive number"
             )
-        launches.append(passes)
-    passes = [[v for launch in launches for v in launch[i]] for i in range(len(workloads))]
+        launches.append({"held": passes[: len(workloads)], "revisit": passes[len(workloads) :]})
+    passes = [[v for launch in launches for v in launch["held"][i]] for i in range(len(workloads))]
     return Validation(
         workloads=list(workloads),
         predicted=[model.predict(w) for w in workloads],
         measured=[float(np.median(r)) for r in passes],
         passes=passes,
         launches=(
-            [[float(np.median(launch[i])) for launch in launches] for i in range(len(workloads))]
+            [
+                [float(np.median(launch["held"][i])) for launch in launches]
+                for i in range(len(workloads))
+            ]
             if again
             else []
         ),
+        revisited=[
+            (
+                workload,
+                float(searched),
+                float(np.median([v for launch in launches for v in launch["revisit"][j]])),
+            )
+            for j, (workload, searched) in enumerate(revisit)
+        ],
     )

@@ -197,6 +197,45 @@ def test_a_second_validation_launch_measures_the_drift_between_launches():
     assert figures["validation_retest"][0] == pytest.approx(100 * v.retest)
 
 
+def test_the_searchs_own_points_measured_again_say_how_far_the_target_moved():
+    """Some of the search's own points measured again with the held-out workloads, in
+    the same launches: a target 20% slower since the search shows as a drift of 20% (a
+    level of 0.8), which the passes and the launches of the validation cannot show; the
+    model scaled by that level predicts the slower target as well as the model predicted
+    the search's; the revisited points are not held-out workloads and not in the error."""
+    fs = Synthetic()  # without noise: the same workload measures the same twice
+    ex = ss.explore(fs.measure, DOMAIN)
+    held_out = ss.draw_workloads(DOMAIN, 12, seed=4)
+    revisit = ex.model.points[:5]
+    assert len(revisit) == 5, "the search keeps its points"
+    seen = []
+
+    def slower(workloads, reps):
+        seen.append(list(workloads))
+        return [[0.8 * v for v in r] for r in fs.measure(workloads, 3)]
+
+    v = ss.validate(ex.model, slower, held_out, again=slower, revisit=revisit)
+    assert seen == [held_out + [w for w, _ in revisit]] * 2, "in the same launches"
+    assert len(v.workloads) == len(v.measured) == len(v.passes) == 12
+    assert v.drift == pytest.approx(0.2, abs=0.03) and v.drift_level == pytest.approx(0.8, abs=0.03)
+    assert v.retest == 0, "both launches equally slow: the launches alone do not show it"
+    assert v.median_error > 0.15 and v.drift_scaled_median_error < 0.08
+    assert [(w, s) for w, s, _ in v.revisited] == revisit
+    again = ss.Validation.from_dict(v.as_dict())
+    assert again.revisited == v.revisited and again.drift == v.drift
+    assert v.as_dict()["drift_scaled_median_error"] == v.drift_scaled_median_error
+    plain = ss.validate(ex.model, slower, held_out)
+    assert plain.drift is None and plain.drift_level is None
+    assert plain.drift_scaled_median_error is None and plain.as_dict()["revisited"] == []
+    assert plain.errors == v.errors, "the revisited points change no held-out error"
+    result = synthetic_result(Synthetic())[0]
+    assert "validation_drift" not in declared_figures(result)[0]
+    result["validation"] = v.as_dict()
+    figures = declared_figures(result)[0]
+    assert figures["validation_drift"][0] == pytest.approx(100 * v.drift)
+    assert "5 of the search's own points" in figures["validation_drift"][1].label
+
+
 def test_the_tags_say_how_many_launches_measure_the_held_out_workloads():
     """Nightly and acceptance measure them twice (the drift is their floor); quick keeps
     its minutes with one launch; the driver refuses any other count."""
@@ -1363,6 +1402,8 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, room_for_twice_th
             2,
             "--repeat",
             4,
+            "--revisit",
+            3,
         ]
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -1375,9 +1416,15 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, room_for_twice_th
     assert len(v.workloads) == 4 and all(m > 0 for m in v.measured)
     # the held-out workloads measured in two launches, the second one's drift said
     labels = [p["label"] for p in data["points"]]
-    assert labels.count("validation") == 4 and labels.count("validation again") == 4
+    # with 3 of the search's own points again, whose move since the search is said
+    assert labels.count("validation") == 7 and labels.count("validation again") == 7
     assert all(len(m) == 2 for m in v.launches) and v.retest is not None
     assert "the second launch lies" in result.stdout
+    searched = {json.dumps(w.as_dict(), sort_keys=True) for w, _ in ex.model.points}
+    assert len(v.revisited) == 3 and v.drift is not None
+    assert all(json.dumps(w.as_dict(), sort_keys=True) in searched for w, _, _ in v.revisited)
+    assert "the search's own points measured again lie" in result.stdout
+    assert declared_figures(data)[0]["validation_drift"][0] == pytest.approx(100 * v.drift)
     assert declared_figures(data)[0]["validation_retest"][0] == pytest.approx(100 * v.retest)
     for regime in ex.focal:
         assert len(ex.repeat[regime]) == 4 and ex.repeat_cv(regime) is not None
@@ -1731,6 +1778,7 @@ def test_driver_failure_is_one_line_and_removes_the_data(kernels, shm_dir, tmp_p
     "option, value, expected",
     [
         ("--validate-far", -1, "--validate-far: expected 0 or more, got -1"),
+        ("--revisit", -2, "--revisit: expected 0 or more, got -2"),
         ("--passes", 0, "--passes: expected at least 1, got 0"),
         ("--validate", 0, "--validate: expected at least 1, got 0"),
         ("--request-passes", 0, "--request-passes: expected at least 1, got 0"),

@@ -183,6 +183,12 @@ def report(result):
             f"  between launches:                {100 * v.retest:6.1f}% (the held-out workloads "
             "measured again in a second launch, against the first: the floor of the error)"
         )
+    if v.drift is not None:
+        print(
+            f"  since the search:                {100 * v.drift:6.1f}% ({len(v.revisited)} of "
+            "the search's own points measured again with them; the model scaled by their "
+            f"median move x{v.drift_level:.2f}: {100 * v.drift_scaled_median_error:.1f}% median error)"
+        )
     print(
         f"  load average before / after:     {result['_load'][0][0]:.1f} / "
         f"{result['_load'][1][0]:.1f} (2 cores, shared)"

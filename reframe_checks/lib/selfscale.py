@@ -91,6 +91,7 @@ def search_options(params: Mapping[str, Any]) -> list[str]:
         "validate": params.get("validate", 20),
         "validate-launches": params.get("validate_launches", 2),
         "validate-far": params.get("validate_far", 0),
+        "revisit": params.get("revisit", 8),
         "rules": json.dumps(rules),
     }
     return [token for name, value in options.items() for token in (f"--{name}", str(value))]
@@ -205,14 +206,7 @@ class SelfScaleCheckBase(ScratchCheck):
                 **{
                     name: window
                     for name in figures
-                    if name.startswith(
-                        (
-                            "focal_throughput_",
-                            "request_rate_",
-                            "request_fixed_share_",
-                            "request_unit_share_",
-                        )
-                    )
+                    if name.startswith(("focal_throughput_", "request_"))
                 },
             )
         # the first pass is timed over the probe's footprint, however long that took
@@ -567,6 +561,12 @@ def _model_figures(
             validation.retest,
             "how far the held-out workloads measured "
             "again in a second launch lie from the first launch (median)",
+        ),
+        (
+            "validation_drift",
+            validation.drift,
+            f"how far {len(validation.revisited)} of the search's own points measured "
+            "again with the held-out workloads lie from the search's measurement (median)",
         ),
     )
     for name, noise, words in noises:

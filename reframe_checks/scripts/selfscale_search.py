@@ -427,10 +427,16 @@ def validate_held_out(args, kernel, model, domain, result):
     launches), predicted by the model and by the simpler ones beside it, stored in
     ``result``."""
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
+    # the search's own points measured again beside them: how far the target moved since
+    # the search, which no model built from it can see
+    revisit = random.Random(args.validate_seed).sample(
+        model.points, min(args.revisit, len(model.points))
+    )
     say(
         f"validation: {len(held_out)} workloads drawn at random (seed {args.validate_seed}), "
         f"{args.passes} passes each"
         + (" in each of two launches" if args.validate_launches == 2 else "")
+        + (f", with {len(revisit)} of the search's own points again" if revisit else "")
     )
     t0 = time.monotonic()
     # measured in two launches: a shared file system drifts between launches more than
@@ -446,6 +452,7 @@ def validate_held_out(args, kernel, model, domain, result):
             if twice
             else None
         ),
+        revisit=revisit,
     )
     result["validation"] = validation.as_dict()
     result["timing"]["validation_s"] = time.monotonic() - t0
@@ -507,6 +514,19 @@ def validate_held_out(args, kernel, model, domain, result):
             else ""
         )
     )
+    if validation.drift is not None:
+        say(
+            f"validation: the search's own points measured again lie "
+            f"{100 * validation.drift:.1f}% from the search's measurement of them (median of "
+            f"{len(validation.revisited)}; the target {_moved(validation.drift_level)} "
+            "since the search); with the model scaled by that, the median error would be "
+            f"{100 * validation.drift_scaled_median_error:.1f}%"
+        )
+
+
+def _moved(level):
+    """A drift level in words: 'is 12% slower', 'is 3% faster'."""
+    return f"is {100 * abs(level - 1):.0f}% {'slower' if level < 1 else 'faster'} now"
 
 
 def far_validation(args, kernel, model, domain, rules):
@@ -826,6 +846,13 @@ def _parser():
         default=0,
         help="held-out workloads per distance band past the measured range (0: none)",
     )
+    p.add_argument(
+        "--revisit",
+        type=int,
+        default=8,
+        help="the search's own points measured again with the held-out workloads: how "
+        "far the target moved since the search (validation_drift; 0: none)",
+    )
     p.add_argument("--validate-seed", type=int, default=2003)
     p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
     return p
@@ -874,8 +901,9 @@ def main(argv=None):
             p.error(
                 f"--{name.replace('_', '-')}: expected seconds above 0, got {getattr(args, name)}"
             )
-    if args.validate_far < 0:
-        p.error(f"--validate-far: expected 0 or more, got {args.validate_far}")
+    for name in ("validate_far", "revisit"):
+        if getattr(args, name) < 0:
+            p.error(f"--{name.replace('_', '-')}: expected 0 or more, got {getattr(args, name)}")
     if not os.path.isdir(args.dir):
         p.error(f"--dir {args.dir}: not a directory")
     if not os.access(args.kernel, os.X_OK):
