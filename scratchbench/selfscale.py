@@ -1877,8 +1877,9 @@ class Validation:
     def drift(self) -> float | None:
         """The floor under the errors that neither the passes nor the launches show: the
         median over the revisited points of how far they lie from the search's own
-        measurement of them (relative), or None without them.  A model built from
-        points measured minutes before cannot be judged closer than this."""
+        measurement of them (relative; the noise of both measurements and the target's
+        drift in between, together), or None without them.  A model built from points
+        measured minutes before is judged against this."""
         moves = [abs(now - searched) / searched for _, searched, now in self.revisited]
         return float(np.median(moves)) if moves else None
 

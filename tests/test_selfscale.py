@@ -1119,6 +1119,28 @@ def test_kernel_measures_a_point_as_asked(kernels, tmp_path, build):
     assert not list(tmp_path.glob("sbk.selfscale.*")), "the run directory was left behind"
 
 
+def test_kernel_windows_end_on_time_though_the_clock_is_read_every_few_requests(kernels, shm_dir):
+    """The stream reads the clock about once a millisecond of requests (at most every
+    64th): a window of fast cached 512 B requests and one of 4 MiB requests (a clock read
+    each) both end at their duration, not a stride of requests later, and each is timed
+    to its end (requests / window = the rate reported)."""
+    result, report = kernel(
+        kernels["openmpi"],
+        1,
+        ["--dir", shm_dir, "--point", "8m:512:1:1:1", "--point", "64m:4m:0.5:1:1"]
+        + ["--duration", 0.3, "--warmup", 0.05, "--reps", 2, "--size-spread", 0],
+        shm_dir,
+    )
+    assert result.returncode == 0, result.stderr
+    for rep in report["repetitions"]:
+        for phase in ("p0", "p1"):
+            p = rep["phases"][phase]
+            window = p["measured"]["window_s"]
+            assert 0.3 <= window < 0.6, (phase, window)
+            assert p["requests_per_s"] == pytest.approx(p["requests"] / window, rel=1e-6)
+        assert rep["phases"]["p0"]["requests"] > 64 * 100, "hundreds of strides in a window"
+
+
 @pytest.mark.parametrize("build", ["openmpi", "asan"])
 def test_kernel_appends_write_only_sequential_points_to_a_new_file(kernels, tmp_path, build):
     """--append: a write-only sequential point writes each rank's new file from its

@@ -523,7 +523,11 @@ def request_lines(requests, request_loop, index, rep):
     f = f'"$dir/request-{index}"'
     lines = [f"rm -f {f}"]
     if requests["direction"] == "read":
-        lines.append(f"head -c {size * count} /dev/zero > {f} && cat {f} > /dev/null")
+        # written just before, so the loop reads each page for the second time, as a job
+        # reads what it or its stage-in wrote (a third access, after a `cat`, costs up
+        # to a third of a 4 KiB read more: docs/benchmarks.md, "The third read of a
+        # cached page")
+        lines.append(f"head -c {size * count} /dev/zero > {f}")
     lines.append("sync")
     if requests["cache"] == "uncached":
         lines.append(f"dd if={f} iflag=nocache count=0 status=none")

@@ -566,7 +566,8 @@ def _model_figures(
             "validation_drift",
             validation.drift,
             f"how far {len(validation.revisited)} of the search's own points measured "
-            "again with the held-out workloads lie from the search's measurement (median)",
+            "again with the held-out workloads lie from the search's measurement (median: "
+            "their noise and the target's drift together)",
         ),
     )
     for name, noise, words in noises:

@@ -427,8 +427,9 @@ def validate_held_out(args, kernel, model, domain, result):
     launches), predicted by the model and by the simpler ones beside it, stored in
     ``result``."""
     held_out = ss.draw_workloads(domain, args.validate, args.validate_seed)
-    # the search's own points measured again beside them: how far the target moved since
-    # the search, which no model built from it can see
+    # the search's own points measured again beside them: how far the search's
+    # measurements lie from today's, their noise and the target's drift together, which
+    # no model built from them can see
     revisit = random.Random(args.validate_seed).sample(
         model.points, min(args.revisit, len(model.points))
     )
@@ -514,19 +515,27 @@ def validate_held_out(args, kernel, model, domain, result):
             else ""
         )
     )
-    if validation.drift is not None:
-        say(
-            f"validation: the search's own points measured again lie "
-            f"{100 * validation.drift:.1f}% from the search's measurement of them (median of "
-            f"{len(validation.revisited)}; the target {_moved(validation.drift_level)} "
-            "since the search); with the model scaled by that, the median error would be "
-            f"{100 * validation.drift_scaled_median_error:.1f}%"
-        )
+    say_drift(validation)
+
+
+def say_drift(validation):
+    """The search's own points measured again: how far they lie from the search's
+    measurement of them, and the error had the model followed their move."""
+    if validation.drift is None:
+        return
+    say(
+        f"validation: the search's own points measured again lie "
+        f"{100 * validation.drift:.1f}% from the search's measurement of them (median of "
+        f"{len(validation.revisited)}: their noise and the target's drift together; as a "
+        f"whole the target runs {_moved(validation.drift_level)} than during the "
+        "search); with the model scaled by that, the median error would be "
+        f"{100 * validation.drift_scaled_median_error:.1f}%"
+    )
 
 
 def _moved(level):
-    """A drift level in words: 'is 12% slower', 'is 3% faster'."""
-    return f"is {100 * abs(level - 1):.0f}% {'slower' if level < 1 else 'faster'} now"
+    """A drift level in words: '12% slower', '3% faster'."""
+    return f"{100 * abs(level - 1):.0f}% {'slower' if level < 1 else 'faster'}"
 
 
 def far_validation(args, kernel, model, domain, rules):
