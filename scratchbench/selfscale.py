@@ -2097,8 +2097,8 @@ def validate(
     of both launches' passes, and the two launches' difference is the floor under the
     errors (:attr:`Validation.retest`).  ``revisit``: some of the search's own points
     (workload, bytes/s the search measured), measured again with the held-out workloads
-    in the same launches (which shuffle them): how far the target moved since the
-    search (:attr:`Validation.drift`)."""
+    in the same launches (which shuffle them): how far they lie from the search's
+    measurement of them (:attr:`Validation.drift`)."""
     if not workloads:
         raise SelfScaleError("validation: no workloads")
     listed = list(workloads) + [w for w, _ in revisit]

@@ -860,7 +860,8 @@ def _parser():
         type=int,
         default=8,
         help="the search's own points measured again with the held-out workloads: how "
-        "far the target moved since the search (validation_drift; 0: none)",
+        "far they lie from the search's measurement, noise and drift together "
+        "(validation_drift; 0: none)",
     )
     p.add_argument("--validate-seed", type=int, default=2003)
     p.add_argument("--direct", action="store_true", help="O_DIRECT requests")
