@@ -1863,7 +1863,10 @@ class Validation:
     @property
     def errors(self) -> list[float]:
         """|predicted - measured| / measured, per workload."""
-        return [abs(p - m) / m for p, m in zip(self.predicted, self.measured)]
+        return self._errors(1.0)
+
+    def _errors(self, scale: float) -> list[float]:
+        return [abs(scale * p - m) / m for p, m in zip(self.predicted, self.measured)]
 
     @property
     def drift_level(self) -> float | None:
@@ -1888,11 +1891,7 @@ class Validation:
         """The median error had the model been scaled by :attr:`drift_level`: how much
         of the error is the target moving as a whole (a reading aid, never the error)."""
         level = self.drift_level
-        if level is None:
-            return None
-        return float(
-            np.median([abs(level * p - m) / m for p, m in zip(self.predicted, self.measured)])
-        )
+        return None if level is None else float(np.median(self._errors(level)))
 
     @property
     def median_error(self) -> float:

@@ -673,10 +673,11 @@ static void ss_stream(sbk_ctx *ctx, ss_state *s, const sbk_phase *ph, uint64_t u
             /* the next read after as many requests as took SS_CLOCK_SPAN_S at the rate
              * just seen: a stream that slows down overruns its window by at most 64
              * requests, and the window is timed to its end all the same */
-            double each = k > clocked_at ? (now - clocked) / (double)(k - clocked_at) : 0.0;
-            uint64_t stride = each > SS_CLOCK_SPAN_S / SS_CLOCK_STRIDE_MAX
+            double each = k > clocked_at ? (now - clocked) / (double)(k - clocked_at)
+                                         : SS_CLOCK_SPAN_S; /* none yet: read it again next */
+            uint64_t stride = each * SS_CLOCK_STRIDE_MAX > SS_CLOCK_SPAN_S
                                   ? (uint64_t)(SS_CLOCK_SPAN_S / each)
-                                  : (k > clocked_at ? SS_CLOCK_STRIDE_MAX : 1u);
+                                  : SS_CLOCK_STRIDE_MAX;
             clocked = now;
             clocked_at = k;
             next_clock = k + (stride > 0 ? stride : 1u);
