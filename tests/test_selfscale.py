@@ -1238,6 +1238,27 @@ def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
     assert report["filesystem"]["type"] == "tmpfs"
 
 
+def test_kernel_drops_a_footprint_beyond_the_prime_limit(kernels, disk_dir, tmp_path):
+    # --prime reads a footprint within its limit to the cache and drops a larger one,
+    # which the point before left half cached: each starts in a state of its own size,
+    # not of the points before it.
+    args = ["--point", "64m:1m:1:1:1", "--point", "128m:1m:1:1:1", "--requests", 32]
+    args += ["--warmup", 0, "--prime", "--prime-limit", "96m"]
+    result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert report["config"]["prime_limit_bytes"] == 96 * MIB
+    within, beyond = (report["repetitions"][0]["phases"][p] for p in ("p0", "p1"))
+    assert within["primed_bytes"] == 64 * MIB and within["dropped_bytes"] == 0
+    assert within["resident_fraction_before"] > 0.9
+    assert beyond["primed_bytes"] == 0 and beyond["dropped_bytes"] == 128 * MIB
+    assert beyond["resident_fraction_found"] > 0.4 and beyond["resident_fraction_before"] < 0.1
+    # the limit bounds --prime and nothing else
+    alone = ["--dir", disk_dir, *args[:-3], "--prime-limit", "96m"]
+    result, _ = kernel(kernels["openmpi"], 1, alone, tmp_path)
+    assert result.returncode == 2
+    assert "--prime-limit needs --prime" in result.stderr
+
+
 def test_kernel_samples_the_cache_state_of_a_large_footprint(kernels, disk_dir, tmp_path):
     """Beyond 1 GiB the kernel looks at 64 stretches of the footprint, not every page
     (0.8 s a look at 18 GiB here): reading the first 128 MiB of a cold 1.25 GiB

@@ -203,6 +203,7 @@ class Kernel:
                     "resident_fraction_before": final["resident_fraction_before"],
                     "resident_fraction_after": final["resident_fraction_after"],
                     "primed_bytes": final.get("primed_bytes", 0),
+                    "dropped_bytes": final.get("dropped_bytes", 0),
                     "measured": final["measured"],
                 }
             )
