@@ -139,14 +139,14 @@ static const sbk_option ss_options[] = {
     {.name = "discard", .kind = SBK_OPT_FLAG, .offset = OPT(discard),
      .help = "with --existing: remove the kept data and its run directory at\nthe end"},
     {.name = "prime", .kind = SBK_OPT_FLAG, .offset = OPT(prime),
-     .help = "set each point's cache state first (untimed): a footprint within\n"
-             "--prime-limit is read once when less than 90% of it is cached (the\n"
-             "point starts in its steady cache state, not cold), a larger one is\n"
-             "dropped from the page cache (the point starts with none of it\n"
-             "cached, whatever the points before it left there)"},
+     .help = "set each point's cache state first (untimed): the footprint's\n"
+             "first --prime-limit bytes are read once when less than 90% of them\n"
+             "is cached (the point starts in its steady cache state, not cold),\n"
+             "the rest is dropped from the page cache (whatever the points before\n"
+             "left there of it)"},
     {.name = "prime-limit", .kind = SBK_OPT_SIZE, .offset = OPT(prime_limit), .arg = "SIZE",
-     .help = "the largest footprint --prime reads; larger ones it drops [half\n"
-             "the node's memory]", .lo = 0, .hi = 1LL << 50},
+     .help = "the bytes of a footprint --prime keeps cached; the rest it drops\n"
+             "[half the node's memory]", .lo = 0, .hi = 1LL << 50},
     {.name = "append", .kind = SBK_OPT_FLAG, .offset = OPT(append),
      .help = "write-only sequential points (readFrac 0, seqFrac 1) extend a new\n"
              "file of each rank, as a job writes its output, instead of\n"
@@ -257,7 +257,8 @@ static int ss_check(const sbk_config *c, const void *p, char *err, size_t len)
     return err[0] != '\0';
 }
 
-/* --prime's bound: a footprint up to it is read to the cache, a larger one dropped */
+/* --prime's bound: a footprint's first bytes up to it are read to the cache, the rest
+ * dropped from it */
 static uint64_t prime_limit(const ss_opts *o)
 {
     return o->prime_limit ? o->prime_limit : sbk_node_memory() / 2;
@@ -592,13 +593,16 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
     *pages = n;
 }
 
-/* --prime, within its limit: node leaders read the footprint once, sequentially, when
- * less than 90% of it is cached; returns the bytes read. */
-static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint64_t resident,
-                                uint64_t pages)
+/* --prime: node leaders read the footprint's first --prime-limit bytes once,
+ * sequentially, when less than 90% of them is cached; returns the bytes read. */
+static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes)
 {
-    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0 ||
-        bytes > prime_limit(s->o) || (pages && resident * 10 >= pages * 9))
+    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0)
+        return 0;
+    bytes = bytes < prime_limit(s->o) ? bytes : prime_limit(s->o);
+    uint64_t resident = 0, pages = 0;
+    residency(ctx, s, bytes, &resident, &pages);
+    if (pages && resident * 10 >= pages * 9)
         return 0;
     uint64_t done = 0;
     size_t chunk = SS_PREPARE_BLOCK;
@@ -619,24 +623,24 @@ static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint6
     return done;
 }
 
-/* --prime, beyond its limit: node leaders drop the footprint from the page cache, whose
- * share of it otherwise depends on the points before (a 18 GiB point here ran at
- * 1.2-2.9 GB/s 92-97% cached, at 3.5-7.1 GB/s 98-99% cached); returns the bytes dropped.
- * The points' writes were written back after each (--fsync outside), so the pages are
- * clean and drop; dirty ones would stay, and mincore says so. */
-static uint64_t drop_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint64_t resident)
+/* --prime, past its limit: node leaders drop the rest of the footprint from the page
+ * cache, whose share of it otherwise depends on the points before (a 18 GiB point here
+ * ran at 1.2-2.9 GB/s 92-97% cached, at 3.5-7.1 GB/s 98-99% cached); returns the bytes
+ * dropped.  The points' writes were written back after each (--fsync outside), so the
+ * pages are clean and drop; dirty ones would stay, and mincore says so. */
+static uint64_t drop_past_limit(sbk_ctx *ctx, ss_state *s, uint64_t bytes)
 {
-    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0 ||
-        bytes <= prime_limit(s->o) || resident == 0)
+    uint64_t from = prime_limit(s->o);
+    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0 || bytes <= from)
         return 0;
-    int e = posix_fadvise(s->file.fd, 0, (off_t)bytes, POSIX_FADV_DONTNEED);
+    int e = posix_fadvise(s->file.fd, (off_t)from, (off_t)(bytes - from), POSIX_FADV_DONTNEED);
     if (e) {
         sbk_fail(ctx, sbk_code_for_errno(e), e, "prime", 0,
                  "drop %s/selfscale.data.%d from the page cache: %s", ctx->targets[0].rundir,
                  ctx->node_index, strerror(e));
         return 0;
     }
-    return bytes;
+    return bytes - from;
 }
 
 /* What one rank did in a point's timed window; `emptying`: seconds of --append's
@@ -826,8 +830,8 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     residency(ctx, s, unique, &found, &pages);
     before = found;
     double prime_start = sbk_now();
-    uint64_t primed = prime_footprint(ctx, s, unique, before, pages);
-    uint64_t dropped = drop_footprint(ctx, s, unique, before);
+    uint64_t primed = prime_footprint(ctx, s, unique);
+    uint64_t dropped = drop_past_limit(ctx, s, unique);
     if (primed)
         rec->time[F_PRIME] += sbk_now() - prime_start;
     if (primed || dropped)

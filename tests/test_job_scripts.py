@@ -139,6 +139,43 @@ def test_slurm_two_node_sweep(slurm_scripts):
     assert "#SBATCH --ntasks-per-node=2" in two[0] and "--shift auto" in two[0]
 
 
+def test_more_ranks_than_a_node_has_cpus_are_asked_as_slurm_takes_them(cluster):
+    """Nightly's self-scaling runs 4 ranks on one node, whose CPUs here are 2: Slurm
+    refuses --ntasks-per-node=4 even with --overcommit ("Requested node configuration
+    is not available"); the nodes and the tasks it takes, and the cluster says so."""
+    prefix = reachable_tmpdir("sb-slurm-nightly-")
+    dry_run("local", "embedded", prefix, tag="nightly", names=["KernelSelfScale"])
+    jobs = [
+        p for p in (prefix / "stage").rglob("rfm_job.sh") if "selfscale_search" in p.read_text()
+    ]
+    assert len(jobs) == 2, jobs  # node-local disk and SAN
+    for job in jobs:
+        lines = job.read_text().splitlines()
+        assert {"#SBATCH --ntasks=4", "#SBATCH --nodes=1", "#SBATCH --overcommit"} <= set(lines)
+        assert not any("--ntasks-per-node" in line for line in lines), lines
+        env = dict(os.environ, SLURM_CONF=str(cluster.slurm_conf))
+        result = subprocess.run(
+            ["sbatch", "--test-only", job.name],
+            cwd=job.parent,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert result.returncode == 0 and "to start" in result.stderr, result.stderr
+        # what the old layout asked is refused, so the test can tell them apart
+        refused = subprocess.run(
+            ["sbatch", "--test-only", "--ntasks-per-node=4", job.name],
+            cwd=job.parent,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert refused.returncode != 0, refused.stderr
+    shutil.rmtree(prefix, ignore_errors=True)
+
+
 def ior_dry_run(prefix, extras, *extra_args, env_vars=None, path_dirs=(), expect_failure=False):
     """ReFrame's dry run of the quick IOR checks, on a copy of the local site whose
     Open MPI environment has these extras; returns (provider stage, {shape: job script}),

@@ -1238,10 +1238,12 @@ def test_kernel_records_the_cache_state(kernels, shm_dir, disk_dir, tmp_path):
     assert report["filesystem"]["type"] == "tmpfs"
 
 
-def test_kernel_drops_a_footprint_beyond_the_prime_limit(kernels, disk_dir, tmp_path):
-    # --prime reads a footprint within its limit to the cache and drops a larger one,
-    # which the point before left half cached: each starts in a state of its own size,
-    # not of the points before it.
+def test_kernel_keeps_the_prime_limit_of_a_footprint_cached_and_drops_the_rest(
+    kernels, disk_dir, tmp_path
+):
+    # --prime reads a footprint within its limit to the cache; of a larger one, which the
+    # point before left half cached, it reads the first --prime-limit bytes and drops the
+    # rest: each point starts in a state of its own size, not of the points before it.
     args = ["--point", "64m:1m:1:1:1", "--point", "128m:1m:1:1:1", "--requests", 32]
     args += ["--warmup", 0, "--prime", "--prime-limit", "96m"]
     result, report = kernel(kernels["openmpi"], 1, ["--dir", disk_dir, *args], tmp_path)
@@ -1250,8 +1252,10 @@ def test_kernel_drops_a_footprint_beyond_the_prime_limit(kernels, disk_dir, tmp_
     within, beyond = (report["repetitions"][0]["phases"][p] for p in ("p0", "p1"))
     assert within["primed_bytes"] == 64 * MIB and within["dropped_bytes"] == 0
     assert within["resident_fraction_before"] > 0.9
-    assert beyond["primed_bytes"] == 0 and beyond["dropped_bytes"] == 128 * MIB
-    assert beyond["resident_fraction_found"] > 0.4 and beyond["resident_fraction_before"] < 0.1
+    assert beyond["primed_bytes"] == 96 * MIB and beyond["dropped_bytes"] == 32 * MIB
+    assert 0.4 < beyond["resident_fraction_found"] < 0.7
+    # 96 of 128 MiB, give or take the readahead the drop meets in flight
+    assert 0.7 <= beyond["resident_fraction_before"] < 0.9, beyond["resident_fraction_before"]
     # the limit bounds --prime and nothing else
     alone = ["--dir", disk_dir, *args[:-3], "--prime-limit", "96m"]
     result, _ = kernel(kernels["openmpi"], 1, alone, tmp_path)

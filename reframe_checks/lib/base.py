@@ -251,11 +251,10 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
 
     def layout(self, nodes: int | str, tasks_per_node: int | str) -> None:
         """Nodes and tasks per node; 'cores' means the partition's cores per node."""
+        extras = self.current_partition.extras
+        cores = int(extras.get("cpus_per_node", self.current_partition.processor.num_cpus or 1))
         if tasks_per_node == "cores":
-            extras = self.current_partition.extras
-            tasks_per_node = int(
-                extras.get("cpus_per_node", self.current_partition.processor.num_cpus or 1)
-            )
+            tasks_per_node = cores
         self.num_nodes_used = int(nodes)
         self.tasks_per_node_used = int(tasks_per_node)
         self.num_tasks_per_node = self.tasks_per_node_used
@@ -267,8 +266,14 @@ class ScratchCheck(rfm.RunOnlyRegressionTest, SuiteTest):
             f"{self.current_partition.fullname} has {available}",
         )
         # More ranks than a node advertises would pend forever under Slurm.
-        if self.current_partition.extras.get("overcommit") and on_slurm(self.current_partition):
+        if extras.get("overcommit") and on_slurm(self.current_partition):
             self.job.options += ["--overcommit"]
+            if self.tasks_per_node_used > cores:
+                # Slurm refuses --ntasks-per-node above a node's CPUs even with
+                # --overcommit ("Requested node configuration is not available"); it
+                # takes the nodes and the tasks, which srun spreads evenly over them.
+                self.num_tasks_per_node = None
+                self.job.options += [f"--nodes={self.num_nodes_used}"]
 
     @run_after("setup")
     def no_silent_rerun(self) -> None:
