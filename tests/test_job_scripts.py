@@ -33,6 +33,8 @@ def dry_run(site, system, prefix, tag="quick", names=()):
         system,
         "-t",
         f"^{tag}$",
+        "-S",
+        f"workload_tag={tag}",
         "--dry-run",
         "--prefix",
         str(prefix),
@@ -148,7 +150,7 @@ def test_more_ranks_than_a_node_has_cpus_are_asked_as_slurm_takes_them(cluster):
     jobs = [
         p for p in (prefix / "stage").rglob("rfm_job.sh") if "selfscale_search" in p.read_text()
     ]
-    assert len(jobs) == 2, jobs  # node-local disk and SAN
+    assert len(jobs) == 4, jobs  # node-local disk and SAN, with each MPI
     for job in jobs:
         lines = job.read_text().splitlines()
         assert {"#SBATCH --ntasks=4", "#SBATCH --nodes=1", "#SBATCH --overcommit"} <= set(lines)
