@@ -1508,9 +1508,10 @@ def test_driver_explores_validates_and_leaves_nothing(kernels, room_for_twice_th
         )
     # and at 4x that size: the share of a request's time that does not grow with its
     # bytes, which the advisor charges a smaller request (on tmpfs a 4 KiB read copies
-    # 4 KiB, so it costs more than a 1 KiB one: the share is below 1)
+    # 4 KiB, so it costs more than a 1 KiB one, but in windows this short on a busy
+    # machine it can time no slower: the share is then taken as 1, never above)
     assert rates["larger_size"] == 4 * rates["size"]
-    assert 0.0 <= rates["fixed_share"]["read"] < 1.0 and rates["larger"]["read"] > 0
+    assert 0.0 <= rates["fixed_share"]["read"] <= 1.0 and rates["larger"]["read"] > 0
     assert 0.0 <= rates["fixed_share"]["write"] <= 1.0
     assert "of a request's time does not grow with its bytes" in result.stdout
     for direction in ("read", "write"):
