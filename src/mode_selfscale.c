@@ -593,15 +593,26 @@ static void residency(const sbk_ctx *ctx, const ss_state *s, uint64_t bytes, uin
     *pages = n;
 }
 
-/* --prime: node leaders read the footprint's first --prime-limit bytes once,
- * sequentially, when less than 90% of them is cached; returns the bytes read. */
-static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes)
+/* whether this rank sets the points' cache state: --prime's node leaders, on a file the
+ * page cache serves */
+static int sets_cache_state(const sbk_ctx *ctx, const ss_state *s)
 {
-    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0)
+    return s->o->prime && !ctx->cfg->direct && ctx->node_rank == 0 && s->file.fd >= 0;
+}
+
+/* --prime: node leaders read the footprint's first --prime-limit bytes once,
+ * sequentially, when less than 90% of them is cached (`resident` of `pages`: the whole
+ * footprint's, looked at again only for the limit's part of a larger one); returns the
+ * bytes read. */
+static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes, uint64_t resident,
+                                uint64_t pages)
+{
+    if (!sets_cache_state(ctx, s))
         return 0;
-    bytes = bytes < prime_limit(s->o) ? bytes : prime_limit(s->o);
-    uint64_t resident = 0, pages = 0;
-    residency(ctx, s, bytes, &resident, &pages);
+    if (bytes > prime_limit(s->o)) {
+        bytes = prime_limit(s->o);
+        residency(ctx, s, bytes, &resident, &pages);
+    }
     if (pages && resident * 10 >= pages * 9)
         return 0;
     uint64_t done = 0;
@@ -631,7 +642,7 @@ static uint64_t prime_footprint(sbk_ctx *ctx, ss_state *s, uint64_t bytes)
 static uint64_t drop_past_limit(sbk_ctx *ctx, ss_state *s, uint64_t bytes)
 {
     uint64_t from = prime_limit(s->o);
-    if (!s->o->prime || ctx->cfg->direct || ctx->node_rank != 0 || s->file.fd < 0 || bytes <= from)
+    if (!sets_cache_state(ctx, s) || bytes <= from)
         return 0;
     int e = posix_fadvise(s->file.fd, (off_t)from, (off_t)(bytes - from), POSIX_FADV_DONTNEED);
     if (e) {
@@ -830,7 +841,7 @@ static void ss_run_phase(sbk_ctx *ctx, const sbk_phase *ph, sbk_rec *rec)
     residency(ctx, s, unique, &found, &pages);
     before = found;
     double prime_start = sbk_now();
-    uint64_t primed = prime_footprint(ctx, s, unique);
+    uint64_t primed = prime_footprint(ctx, s, unique, found, pages);
     uint64_t dropped = drop_past_limit(ctx, s, unique);
     if (primed)
         rec->time[F_PRIME] += sbk_now() - prime_start;
