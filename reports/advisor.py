@@ -10,7 +10,8 @@ per scratch target, splits the job's I/O time into
   and requests / request rate (roles ``read_requests_per_s``, ``write_requests_per_s``:
   the self-scaling check's smallest requests); how far the job lies outside what the
   model measured (:func:`extrapolation`) and the error known at that distance beside
-  it: the model's validation error (roles ``model_error_median``, ``model_error_max``)
+  it: the model's validation error (roles ``model_error_median``, ``model_error_max``,
+  and the interval that holds its median, ``model_error_median_low``, ``_high``)
   only inside the measured range, past it the error its far validation measured at
   that distance (:func:`far_error`), else none (:func:`error_words`); the regime as the check
   measured it (:func:`regime_words`); each other environment's (MPI's) models'
@@ -68,7 +69,12 @@ POINT_RUNS = 5
 #: the history store has no figure of any scratch target
 EXIT_NO_FIGURES = store.NoHistory.exit_code
 #: the roles (scratchbench.figures.ROLES) of the model's measured error
-ERROR_ROLES = ("model_error_median", "model_error_max")
+ERROR_ROLES = (
+    "model_error_median",
+    "model_error_median_low",
+    "model_error_median_high",
+    "model_error_max",
+)
 #: a figure's unit -> factor to the advisor's base units (bytes/s, operations/s, fraction)
 UNIT_SCALE = {
     "B/s": 1.0,
@@ -860,8 +866,15 @@ def error_words(extra: Mapping[str, Any]) -> str:
     med, top = extra.get("model_error_median"), extra.get("model_error_max")
     if med is None:
         return ""
-    return f"inside the measured range: validation error median {med:.0%}" + (
-        f", max {top:.0%}" if top is not None else ""
+    low, high = extra.get("model_error_median_low"), extra.get("model_error_median_high")
+    return (
+        f"inside the measured range: validation error median {med:.0%}"
+        + (
+            f" ({low:.0%} to {high:.0%} with {ss.MEDIAN_CONFIDENCE:.0%} confidence)"
+            if low is not None and high is not None
+            else ""
+        )
+        + (f", max {top:.0%}" if top is not None else "")
     )
 
 

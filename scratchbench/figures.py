@@ -68,6 +68,10 @@ ROLES = {
     "each file it opens costs there",
     "model_error_median": "median relative error of a prediction model on workloads it "
     "was not built from",
+    "model_error_median_low": "lower end of the interval that holds a prediction model's "
+    "own median error (on workloads it was not built from) with at least 90% confidence",
+    "model_error_median_high": "upper end of the interval that holds a prediction model's "
+    "own median error (on workloads it was not built from) with at least 90% confidence",
     "model_error_max": "largest relative error of a prediction model on workloads it was "
     "not built from",
     "model_error_far": "median relative error of a prediction model on workloads it was "
@@ -84,6 +88,8 @@ ROLES = {
 DESCRIPTIVE_ROLES = frozenset(
     {
         "model_error_median",
+        "model_error_median_low",
+        "model_error_median_high",
         "model_error_max",
         "model_error_far",
         "stage_first_bytes",

@@ -388,18 +388,25 @@ def selfscale_case(
     far=None,
     reopen=None,
     phase_seconds=None,
+    held_out=4,
+    spread=0.0,
 ):
     """The figures a self-scaling check stores for this model (its two prediction errors
     and, given ``request_rates``, its request rates declare their roles; given ``far``,
     {(parameter, band): error}, its far validation's errors; given ``reopen``, its
-    reopen probe's result; ``phase_seconds``: {metric: its timed phase})."""
+    reopen probe's result; ``phase_seconds``: {metric: its timed phase}).  ``held_out``
+    workloads validate it (5 or more: the interval of the median error is stored too),
+    their errors spread evenly ``spread`` x ``error_median`` either side of it."""
     domain = ss.Domain(unique_bytes=(MIB, GIB), process_num=(1, 4))
     exploration = ss.Exploration(
         domain=domain, rules=ss.Rules(), model=model, rounds=[], settled=True, points_measured=40
     )
-    workloads = ss.draw_workloads(domain, 4, seed=1)
+    workloads = ss.draw_workloads(domain, held_out, seed=1)
     predicted = [model.predict(w) for w in workloads]
-    validation = ss.Validation(workloads, predicted, [p / (1 + error_median) for p in predicted])
+    errors = [error_median * (1 + spread * (2 * i / (held_out - 1) - 1)) for i in range(held_out)]
+    validation = ss.Validation(
+        workloads, predicted, [p / (1 + e) for p, e in zip(predicted, errors)]
+    )
     result = {
         "exploration": exploration.as_dict(),
         "validation": validation.as_dict(),
@@ -618,7 +625,9 @@ def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
     """The form's answer past the measured range carries the far validation's error, as
     advise's does: a model measured up to 4 GiB, a job touching 16 GiB per node (4x).
     On a target whose opens drop the cache, the form charges the reads' first pass as
-    advise does: the same seconds."""
+    advise does: the same seconds.  Inside the range (64 MiB per node), the validation
+    error with the interval that holds its median (20 held-out workloads, errors 4% to
+    12%: 6% to 10%), as advise says it."""
     from playwright.sync_api import sync_playwright
 
     model = known_model()
@@ -626,7 +635,23 @@ def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
     far = {("unique_bytes", 2.0): 0.3, ("unique_bytes", 4.0): 0.5}
     db = history_of(
         tmp_path,
-        [(0, [selfscale_case("fastfs", model, 0.08, 0.2, far=far, reopen=DROPPING_OPENS)])],
+        [
+            (
+                0,
+                [
+                    selfscale_case(
+                        "fastfs",
+                        model,
+                        0.08,
+                        0.2,
+                        far=far,
+                        reopen=DROPPING_OPENS,
+                        held_out=20,
+                        spread=0.5,
+                    )
+                ],
+            )
+        ],
     )
     out = tmp_path / "pages"
     pages.build(out, db_path=db)
@@ -651,6 +676,10 @@ def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
             seconds = page.locator("#advisor-result tr[data-part=data]").get_attribute(
                 "data-seconds"
             )
+            form.locator("[name=footprint_per_node]").select_option(str(64 * MIB))
+            page.wait_for_timeout(200)
+            inside_description = page.locator("#advisor-yaml").text_content()
+            inside_shown = page.locator("#advisor-result").text_content()
             browser.close()
     finally:
         server.shutdown()
@@ -667,6 +696,14 @@ def test_the_page_prints_the_error_measured_at_the_distance(tmp_path):
         "workload up to 4x past the measured range"
     )
     assert words in shown
+    job.write_text(inside_description)
+    inside = advisor.advise(job_profile.load_profile(job), db_path=db)
+    words = inside["targets"][0]["parts"]["data"]["extra"]["error_words"]
+    assert words == (
+        "inside the measured range: validation error median 8% (6% to 10% with 90% "
+        "confidence), max 20%"
+    )
+    assert words in inside_shown
 
 
 #: a reopen probe on a GlusterFS client with fopen-keep-cache off: every cached page of

@@ -514,6 +514,19 @@ def _model_figures(
         label=f"Median error of predicted throughput, {len(validation.workloads)} held-out "
         "workloads",
     )
+    interval = validation.median_error_interval
+    if interval:
+        for end, value in zip(("low", "high"), interval[:2]):
+            add(
+                f"prediction_error_median_{end}",
+                100.0 * value,
+                unit="%",
+                better="lower",
+                role=f"model_error_median_{end}",
+                label=f"{'Lower' if end == 'low' else 'Upper'} end of the interval that "
+                f"holds the model's median error with {100 * interval[2]:.0f}% confidence "
+                f"({len(validation.workloads)} held-out workloads: order statistics)",
+            )
     add(
         "prediction_error_max",
         100.0 * validation.max_error,

@@ -500,9 +500,17 @@ def validate_held_out(args, kernel, model, domain, result):
             f"maximum {100 * compared.max_error:.1f}%"
         )
     spread, retest = validation.spread, validation.retest
+    interval = validation.median_error_interval
     say(
-        f"validation: prediction error median {100 * validation.median_error:.1f}%, "
-        f"maximum {100 * validation.max_error:.1f}%"
+        f"validation: prediction error median {100 * validation.median_error:.1f}%"
+        + (
+            f" (with {100 * interval[2]:.0f}% confidence the model's lies between "
+            f"{100 * interval[0]:.1f}% and {100 * interval[1]:.1f}%: "
+            f"{len(validation.workloads)} workloads)"
+            if interval
+            else ""
+        )
+        + f", maximum {100 * validation.max_error:.1f}%"
         + (
             f"; one measurement lies {100 * spread:.1f}% from the median of its "
             "workload's passes (median over the workloads)"

@@ -135,6 +135,10 @@
       } else if (t.errors.model_error_median !== undefined) {
         parts.data.rests_on += "; inside the measured range: validation error median " +
           Math.round(100 * t.errors.model_error_median) + "%" +
+          (t.errors.model_error_median_low !== undefined &&
+           t.errors.model_error_median_high !== undefined ? " (" +
+           Math.round(100 * t.errors.model_error_median_low) + "% to " +
+           Math.round(100 * t.errors.model_error_median_high) + "% with 90% confidence)" : "") +
           (t.errors.model_error_max !== undefined ? ", max " +
            Math.round(100 * t.errors.model_error_max) + "%" : "");
       }
