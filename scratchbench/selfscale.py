@@ -697,9 +697,10 @@ def page_cache_edge(
     the share of each footprint ``xs`` it held, HELD or more) and the next one measured,
     which it did not; None where it held the largest, held none, or a share is not
     known."""
-    if not xs or any(h is None for h in held) or held[-1] >= HELD:
+    shares = [h for h in held if h is not None]
+    if not xs or len(shares) != len(xs) or shares[-1] >= HELD:
         return None
-    last = max((k for k, h in enumerate(held) if h >= HELD), default=None)
+    last = max((k for k, h in enumerate(shares) if h >= HELD), default=None)
     return None if last is None else (xs[last], xs[last + 1])
 
 

@@ -514,19 +514,7 @@ def _model_figures(
         label=f"Median error of predicted throughput, {len(validation.workloads)} held-out "
         "workloads",
     )
-    interval = validation.median_error_interval
-    if interval:
-        for end, value in zip(("low", "high"), interval[:2]):
-            add(
-                f"prediction_error_median_{end}",
-                100.0 * value,
-                unit="%",
-                better="lower",
-                role=f"model_error_median_{end}",
-                label=f"{'Lower' if end == 'low' else 'Upper'} end of the interval that "
-                f"holds the model's median error with {100 * interval[2]:.0f}% confidence "
-                f"({len(validation.workloads)} held-out workloads: order statistics)",
-            )
+    _median_interval_figures(add, validation)
     add(
         "prediction_error_max",
         100.0 * validation.max_error,
@@ -600,6 +588,25 @@ def _model_figures(
         label=f"Time of the exploration ({exploration.points_measured} points, "
         f"{len(exploration.rounds)} rounds) and its validation",
     )
+
+
+def _median_interval_figures(add: Callable[..., None], validation: ss.Validation) -> None:
+    """Both ends of the interval that holds the model's median error (none with too few
+    held-out workloads)."""
+    interval = validation.median_error_interval
+    if not interval:
+        return
+    for end, value in zip(("low", "high"), interval[:2]):
+        add(
+            f"prediction_error_median_{end}",
+            100.0 * value,
+            unit="%",
+            better="lower",
+            role=f"model_error_median_{end}",
+            label=f"{'Lower' if end == 'low' else 'Upper'} end of the interval that "
+            f"holds the model's median error with {100 * interval[2]:.0f}% confidence "
+            f"({len(validation.workloads)} held-out workloads: order statistics)",
+        )
 
 
 #: the far validation's chart: the model's error against the distance past its range

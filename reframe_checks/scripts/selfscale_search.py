@@ -499,6 +499,13 @@ def validate_held_out(args, kernel, model, domain, result):
             f"validation: {words}: median error {100 * compared.median_error:.1f}%, "
             f"maximum {100 * compared.max_error:.1f}%"
         )
+    say_error(validation)
+    say_drift(validation)
+
+
+def say_error(validation):
+    """The held-out workloads' median and largest error, the interval that holds the
+    model's median error, and the noise under them."""
     spread, retest = validation.spread, validation.retest
     interval = validation.median_error_interval
     say(
@@ -524,7 +531,6 @@ def validate_held_out(args, kernel, model, domain, result):
             else ""
         )
     )
-    say_drift(validation)
 
 
 def say_drift(validation):
