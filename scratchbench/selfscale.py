@@ -2013,10 +2013,11 @@ def median_interval(
     far twenty workloads pin the median error"): one night's figure is no verdict."""
     ordered = sorted(float(v) for v in values)
     n = len(ordered)
-    best = None
+    best, below = None, 0  # below: ways for fewer than k of n values to lie under it
     for k in range(1, n // 2 + 1):
         # P(the k-th smallest <= median <= the k-th largest) = 1 - 2 P(Binomial(n, 1/2) < k)
-        held = 1.0 - 2.0 * sum(math.comb(n, j) for j in range(k)) / 2.0**n
+        below += math.comb(n, k - 1)
+        held = 1.0 - 2.0 * below / 2.0**n
         if held < confidence:
             break
         best = (ordered[k - 1], ordered[n - k], held)
